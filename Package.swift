@@ -1,0 +1,92 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Settings applied to every target, tests included.
+let swiftSettings: [SwiftSetting] = [
+    // `any P` spelled out wherever an existential is used.
+    .enableUpcomingFeature("ExistentialAny"),
+    // A member is visible only where its module is imported.
+    .enableUpcomingFeature("MemberImportVisibility"),
+    // `import X` is internal unless written `public import X`.
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "digest",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "digest", targets: ["digest"]),
+        .library(name: "DigestCore", targets: ["DigestCore"]),
+        .library(name: "DigestStore", targets: ["DigestStore"]),
+        .library(name: "DigestRun", targets: ["DigestRun"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.0"),
+    ],
+    targets: [
+        // System SQLite (Debian libsqlite3-dev).
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // Domain values, week maths, digests, templates, text rules, planning, FCM encoding.
+        .target(
+            name: "DigestCore",
+            dependencies: [
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // History source and outbox: protocols and the SQLite implementation.
+        .target(
+            name: "DigestStore",
+            dependencies: ["DigestCore", "CSQLite"],
+            swiftSettings: swiftSettings
+        ),
+        // The weekly run: batching, concurrency, bookkeeping, progress, summary; the demo data set.
+        .target(
+            name: "DigestRun",
+            dependencies: [
+                "DigestCore", "DigestStore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What tests share: fixtures, an in-memory attachment provider, the binary runner.
+        .target(
+            name: "DigestTesting",
+            dependencies: ["DigestCore", "DigestStore", "DigestRun"],
+            swiftSettings: swiftSettings
+        ),
+        // The command line.
+        .executableTarget(
+            name: "digest",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestRun",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestCoreTests",
+            dependencies: ["DigestCore", "DigestTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestStoreTests",
+            dependencies: ["DigestCore", "DigestStore", "DigestTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestRunTests",
+            dependencies: ["DigestCore", "DigestStore", "DigestRun", "DigestTesting"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,3 @@
+#include <sqlite3.h>
+// SQLITE_TRANSIENT is a function-like cast macro Swift cannot import.
+static inline void (*csqlite_transient(void))(void *) { return SQLITE_TRANSIENT; }

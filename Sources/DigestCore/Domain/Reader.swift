@@ -1,0 +1,36 @@
+/// A user of the reading app, as the weekly run sees them.
+public struct Reader: Sendable, Hashable {
+    /// The app's own user id.
+    public var id: String
+    /// BCP 47 locale, for example `pl-PL`.
+    public var locale: String
+    /// IANA time zone, for example `Europe/Warsaw`.
+    public var timeZone: String
+    /// A user who opted out receives nothing.
+    public var optedOut: Bool
+    /// The devices the user's notifications go to.
+    public var devices: [Device]
+
+    public init(id: String, locale: String, timeZone: String, optedOut: Bool, devices: [Device]) {
+        self.id = id
+        self.locale = locale
+        self.timeZone = timeZone
+        self.optedOut = optedOut
+        self.devices = devices
+    }
+}
+
+/// One registered device of a user.
+public struct Device: Sendable, Hashable {
+    /// The FCM registration token. Never logged whole: use ``maskedToken``.
+    public var token: String
+    public var platform: Platform
+
+    public init(token: String, platform: Platform) {
+        self.token = token
+        self.platform = platform
+    }
+
+    /// The token shortened for logs and errors: its last four characters.
+    public var maskedToken: String { "…" + String(token.suffix(4)) }
+}

@@ -1,0 +1,183 @@
+/// Encodes FCM HTTP v1 request bodies (`{"message":{…}}`), one per device token, with the top-level
+/// `data` and only the section of the token's platform. Keys are written in a fixed order, so the same
+/// plan always gives the same bytes.
+public struct FCMEncoder: Sendable {
+    /// Delivery settings shared by every message of a run.
+    public struct Configuration: Sendable, Hashable {
+        /// The https page a digest opens (`<linkBase>/<week>`); also the web `fcm_options.link`.
+        public var linkBase: String = "https://digest.example/weekly"
+        /// How long a message stays deliverable.
+        public var ttlSeconds: Int = 604_800
+        /// Android priority: `normal` lets the device batch it.
+        public var androidPriority: String = "normal"
+        /// APNs priority: 5 is power-friendly.
+        public var apnsPriority: Int = 5
+        /// The iOS notification category (its actions are registered by the app).
+        public var apnsCategory: String = "WEEKLY_DIGEST"
+        /// iOS groups notifications by thread id.
+        public var threadID: String = "weekly-digest"
+        /// Web icon used when there is no icon rendition.
+        public var webIcon: String?
+        /// Web badge (monochrome, 96 px).
+        public var webBadge: String?
+
+        public init() {}
+    }
+
+    public let configuration: Configuration
+
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+    }
+
+    /// One request body for one device.
+    public func message(for plan: NotificationPlan, device: Device) -> [UInt8] {
+        var writer = JSONWriter(capacity: 1536)
+        writer.beginObject()
+        writer.key("message")
+        writer.beginObject()
+        writer.field("token", device.token)
+        writer.key("data")
+        writer.raw(topLevelData(plan))
+        switch device.platform {
+        case .android:
+            writer.key("android")
+            writer.raw(androidSection(plan))
+        case .ios:
+            writer.key("apns")
+            writer.raw(apnsSection(plan).section)
+        case .web:
+            writer.key("webpush")
+            writer.raw(webpushSection(plan))
+        }
+        writer.endObject()
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// The bytes a platform's budget counts: the top-level data plus the platform's section (for iOS,
+    /// the APNs payload, which is what APNs limits).
+    public func budgetBytes(for plan: NotificationPlan, platform: Platform) -> Int {
+        let data = topLevelData(plan).count
+        switch platform {
+        case .android: return data + androidSection(plan).count
+        case .ios: return data + apnsSection(plan).payloadBytes
+        case .web: return data + webpushSection(plan).count
+        }
+    }
+
+    public func collapseKey(_ plan: NotificationPlan) -> String { "digest-\(plan.week)" }
+
+    public func link(_ plan: NotificationPlan) -> String { "\(configuration.linkBase)/\(plan.week)" }
+
+    func topLevelData(_ plan: NotificationPlan) -> [UInt8] {
+        var writer = JSONWriter(capacity: 128)
+        writer.beginObject()
+        writer.field("digest_id", plan.digestID)
+        writer.field("deep_link", link(plan))
+        writer.endObject()
+        return writer.bytes
+    }
+
+    func androidSection(_ plan: NotificationPlan) -> [UInt8] {
+        var writer = JSONWriter(capacity: 1024)
+        writer.beginObject()
+        writer.field("collapse_key", collapseKey(plan))
+        writer.field("ttl", "\(configuration.ttlSeconds)s")
+        writer.field("priority", configuration.androidPriority)
+        writer.key("data")
+        writer.beginObject()
+        writer.field("title", plan.title)
+        writer.field("body", plan.body)
+        writer.field("type", plan.variant.rawValue)
+        if let image = plan.image {
+            writer.field("imageUrl", image.hero.url)
+            if let icon = image.icon { writer.field("iconUrl", icon.url) }
+        }
+        var actions = JSONWriter(capacity: 96)
+        actions.beginArray()
+        for action in plan.actions {
+            actions.beginObject()
+            actions.field("id", action.id)
+            actions.field("title", action.title)
+            actions.endObject()
+        }
+        actions.endArray()
+        writer.field("actions", actions.string)
+        writer.endObject()
+        writer.endObject()
+        return writer.bytes
+    }
+
+    func apnsSection(_ plan: NotificationPlan) -> (section: [UInt8], payloadBytes: Int) {
+        var payload = JSONWriter(capacity: 1024)
+        payload.beginObject()
+        payload.key("aps")
+        payload.beginObject()
+        payload.key("alert")
+        payload.beginObject()
+        payload.field("title", plan.title)
+        payload.field("body", plan.body)
+        payload.endObject()
+        payload.field("category", configuration.apnsCategory)
+        payload.field("thread-id", configuration.threadID)
+        if plan.image != nil { payload.field("mutable-content", 1) }
+        payload.endObject()
+        if let image = plan.image { payload.field("imageUrl", image.hero.url) }
+        payload.endObject()
+
+        var writer = JSONWriter(capacity: payload.bytes.count + 256)
+        writer.beginObject()
+        writer.key("headers")
+        writer.beginObject()
+        writer.field("apns-push-type", "alert")
+        writer.field("apns-priority", String(configuration.apnsPriority))
+        writer.field("apns-expiration", String(plan.deliverAt + Int64(configuration.ttlSeconds)))
+        writer.field("apns-collapse-id", collapseKey(plan))
+        writer.endObject()
+        writer.key("payload")
+        writer.raw(payload.bytes)
+        if let image = plan.image {
+            writer.key("fcm_options")
+            writer.beginObject()
+            writer.field("image", image.hero.url)
+            writer.endObject()
+        }
+        writer.endObject()
+        return (writer.bytes, payload.bytes.count)
+    }
+
+    func webpushSection(_ plan: NotificationPlan) -> [UInt8] {
+        var writer = JSONWriter(capacity: 1024)
+        writer.beginObject()
+        writer.key("headers")
+        writer.beginObject()
+        writer.field("TTL", String(configuration.ttlSeconds))
+        writer.field("Urgency", "normal")
+        writer.endObject()
+        writer.key("notification")
+        writer.beginObject()
+        writer.field("title", plan.title)
+        writer.field("body", plan.body)
+        if let icon = plan.image?.icon?.url ?? configuration.webIcon { writer.field("icon", icon) }
+        if let image = plan.image { writer.field("image", image.hero.url) }
+        if let badge = configuration.webBadge { writer.field("badge", badge) }
+        writer.key("actions")
+        writer.beginArray()
+        for action in plan.actions.prefix(2) {
+            writer.beginObject()
+            writer.field("action", action.id)
+            writer.field("title", action.title)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.field("tag", collapseKey(plan))
+        writer.endObject()
+        writer.key("fcm_options")
+        writer.beginObject()
+        writer.field("link", link(plan))
+        writer.endObject()
+        writer.endObject()
+        return writer.bytes
+    }
+}

@@ -1,0 +1,49 @@
+import Crypto
+
+/// A finished message as the run hands it to the outbox (DESIGN.md, "The outbox").
+public struct OutboxMessage: Sendable, Hashable {
+    /// `<week>:<user id>:<sha256 of token, hex>`: one message per device and week.
+    public var dedupeKey: String
+    public var week: String
+    public var userID: String
+    public var platform: Platform
+    public var variant: Variant
+    /// The FCM v1 request body, JSON.
+    public var message: [UInt8]
+    /// JSON: picks, bytes per budget, rules.
+    public var report: String
+    /// Not to be sent before (Unix seconds, UTC).
+    public var availableAt: Int64
+
+    public init(
+        dedupeKey: String, week: String, userID: String, platform: Platform, variant: Variant,
+        message: [UInt8], report: String, availableAt: Int64
+    ) {
+        self.dedupeKey = dedupeKey
+        self.week = week
+        self.userID = userID
+        self.platform = platform
+        self.variant = variant
+        self.message = message
+        self.report = report
+        self.availableAt = availableAt
+    }
+
+    /// The dedupe key of a device's message for a week.
+    public static func dedupeKey(week: ISOWeek, userID: String, token: String) -> String {
+        "\(week):\(userID):\(tokenHash(token))"
+    }
+
+    /// Lowercase hex SHA-256 of a device token.
+    public static func tokenHash(_ token: String) -> String {
+        let digest = SHA256.hash(data: Array(token.utf8))
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(64)
+        for byte in digest {
+            out.append(hex[Int(byte >> 4)])
+            out.append(hex[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,63 @@
+public import Mustache
+
+/// What the title and body templates see. Strings only, already localized and cleaned.
+public struct DigestViewModel: MustacheParent, Sendable {
+    public var week: String
+    public var articles: String
+    public var articlesCount: Int
+    public var minutes: String
+    public var minutesCount: Int
+    public var days: String
+    public var daysCount: Int
+    public var topTopic: String
+    public var change: String
+    public var topPick: String
+    public var picksCount: Int
+
+    public func child(named name: String) -> Any? {
+        switch name {
+        case "week": week
+        case "articles": articles
+        case "articlesCount": articlesCount
+        case "minutes": minutes
+        case "minutesCount": minutesCount
+        case "days": days
+        case "daysCount": daysCount
+        case "topTopic": topTopic.isEmpty ? nil : topTopic
+        case "change": change.isEmpty ? nil : change
+        case "topPick": topPick.isEmpty ? nil : topPick
+        case "picksCount": picksCount
+        default: nil
+        }
+    }
+}
+
+/// What the bullet template sees for one pick.
+public struct BulletViewModel: MustacheParent, Sendable {
+    public var title: String
+    public var minutes: String
+    public var topic: String
+
+    public func child(named name: String) -> Any? {
+        switch name {
+        case "title": title
+        case "minutes": minutes
+        case "topic": topic.isEmpty ? nil : topic
+        default: nil
+        }
+    }
+}
+
+/// What the "+N more" template sees.
+public struct MoreViewModel: MustacheParent, Sendable {
+    public var more: String
+    public var count: Int
+
+    public func child(named name: String) -> Any? {
+        switch name {
+        case "more": more
+        case "count": count
+        default: nil
+        }
+    }
+}

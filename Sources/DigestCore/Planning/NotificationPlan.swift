@@ -1,0 +1,78 @@
+/// A user's planned notification: the texts, variant and image every one of their devices gets, with
+/// the rules that shaped it. ``FCMEncoder`` turns it into one message per device.
+public struct NotificationPlan: Sendable, Hashable {
+    public var digestID: String
+    public var week: ISOWeek
+    public var userID: String
+    public var variant: Variant
+    public var title: String
+    public var body: String
+    public var image: ImageRenditions?
+    /// Article ids of the picks, best first.
+    public var picks: [String]
+    /// Every text or budget rule that fired, in order, e.g. `title.truncated:50`.
+    public var rules: [String]
+    /// UTF-8 bytes per platform budget, for the platforms the user has.
+    public var bytes: [Platform: Int]
+    /// The A/B arm (`image` or `text`) when a split policy chose the variant.
+    public var arm: String?
+    /// Action buttons, in order: (id, localized title).
+    public var actions: [NotificationAction]
+    /// When the message becomes due (Unix seconds).
+    public var deliverAt: Int64
+
+    public init(
+        digestID: String, week: ISOWeek, userID: String, variant: Variant, title: String, body: String,
+        image: ImageRenditions?, picks: [String], rules: [String], bytes: [Platform: Int], arm: String?,
+        actions: [NotificationAction], deliverAt: Int64
+    ) {
+        self.digestID = digestID
+        self.week = week
+        self.userID = userID
+        self.variant = variant
+        self.title = title
+        self.body = body
+        self.image = image
+        self.picks = picks
+        self.rules = rules
+        self.bytes = bytes
+        self.arm = arm
+        self.actions = actions
+        self.deliverAt = deliverAt
+    }
+
+    /// The report stored beside each message: picks, bytes per budget, rules, variant.
+    public func reportJSON() -> String {
+        var writer = JSONWriter(capacity: 256)
+        writer.beginObject()
+        writer.field("variant", variant.rawValue)
+        if let arm { writer.field("arm", arm) }
+        writer.key("picks")
+        writer.beginArray()
+        for pick in picks { writer.value(pick) }
+        writer.endArray()
+        writer.key("bytes")
+        writer.beginObject()
+        for platform in Platform.allCases {
+            if let count = bytes[platform] { writer.field(platform.rawValue, count) }
+        }
+        writer.endObject()
+        writer.key("rules")
+        writer.beginArray()
+        for rule in rules { writer.value(rule) }
+        writer.endArray()
+        writer.endObject()
+        return writer.string
+    }
+}
+
+/// A button on the notification.
+public struct NotificationAction: Sendable, Hashable {
+    public var id: String
+    public var title: String
+
+    public init(id: String, title: String) {
+        self.id = id
+        self.title = title
+    }
+}

@@ -1,0 +1,242 @@
+/// Chooses a user's variant and fits their texts to every length and byte budget (DESIGN.md, "Text
+/// rules" and "Variants"), recording each rule that fired.
+public struct VariantPlanner: Sendable {
+    /// Limits and policy. Lengths are grapheme clusters; budgets are UTF-8 bytes.
+    public struct Configuration: Sendable, Hashable {
+        public var titleLimit = 50
+        public var defaultBodyLimit = 120
+        public var imageBodyLimit = 80
+        /// Each bullet's article title.
+        public var bulletTitleLimit = 60
+        /// Also the limit of the BigText header line.
+        public var headerLimit = 120
+        public var maxBullets = 5
+        /// Android cuts notification text at 1024 UTF-16 units (Android 11+); the body stays under it.
+        public var androidUTF16Limit = 1024
+        /// Per platform budget; each platform's hard ceiling still applies.
+        public var byteBudget = 3800
+        public var policy: VariantPolicy = .preferImage
+
+        public init() {}
+
+        /// The budget in force for a platform: the configured one, capped by the platform's ceiling.
+        public func budget(for platform: Platform) -> Int {
+            min(byteBudget, Self.ceiling(for: platform))
+        }
+
+        /// FCM and APNs take 4096 bytes; web push 3993 bytes of plaintext (RFC 8291 with aes128gcm).
+        public static func ceiling(for platform: Platform) -> Int {
+            platform == .web ? 3993 : 4096
+        }
+    }
+
+    public let configuration: Configuration
+    public let encoder: FCMEncoder
+
+    public init(configuration: Configuration = .init(), encoder: FCMEncoder = .init()) {
+        self.configuration = configuration
+        self.encoder = encoder
+    }
+
+    /// Plans the notification for `digest`. `image` is what the attachment provider gave for the top
+    /// pick's image (`nil` when it has none). Fails only when even the shortest Default variant is
+    /// over a budget.
+    public func plan(
+        _ digest: WeeklyDigest, templates: LocalizedTemplates, image: ImageOutcome?, platforms: Set<Platform>
+    ) throws(PlanningError) -> NotificationPlan {
+        var rules = RuleLog()
+        let model = viewModel(digest, templates)
+        let renditions: ImageRenditions?
+        switch image {
+        case .ready(let value)?: renditions = value
+        case .unavailable(let reason)?:
+            renditions = nil
+            rules.set("image.unavailable", reason)
+        case nil: renditions = nil
+        }
+        let canBigText = !digest.isReengagement && digest.picks.count >= 2
+        var arm: String?
+        let wantsImage: Bool
+        switch configuration.policy {
+        case .preferImage: wantsImage = true
+        case .preferText: wantsImage = !canBigText
+        case .split(let percent):
+            let inImageArm = Self.bucket(digest.digestID) < percent
+            arm = inImageArm ? "image" : "text"
+            wantsImage = inImageArm || !canBigText
+        }
+        var variant: Variant
+        if renditions != nil && wantsImage {
+            variant = .image
+        } else if canBigText {
+            variant = .bigText
+        } else {
+            variant = .defaultText
+        }
+
+        var limits = (
+            title: configuration.titleLimit, bullets: min(configuration.maxBullets, digest.picks.count),
+            bulletTitle: configuration.bulletTitleLimit, body: 0
+        )
+        limits.body = bodyLimit(variant)
+        let actions = [
+            NotificationAction(id: "open", title: templates.action("open")),
+            NotificationAction(id: "later", title: templates.action("later")),
+        ]
+        let titleSource = TextRules.clean(
+            templates.render(digest.isReengagement ? .reengageTitle : .title, model))
+        while true {
+            var attempt = rules
+            let title = TextRules.truncate(titleSource, to: limits.title)
+            if title.cut { attempt.set("title.truncated", String(limits.title)) }
+            let body = composeBody(
+                variant, digest, model, templates, bullets: limits.bullets, bulletTitle: limits.bulletTitle,
+                bodyLimit: limits.body, rules: &attempt)
+            var plan = NotificationPlan(
+                digestID: digest.digestID, week: digest.window.week, userID: digest.reader.id, variant: variant,
+                title: title.text, body: body, image: variant == .image ? renditions : nil,
+                picks: digest.picks.map(\.id), rules: [], bytes: [:], arm: arm, actions: actions,
+                deliverAt: digest.window.deliverAt)
+            var over = false
+            for platform in Platform.allCases where platforms.contains(platform) {
+                let bytes = encoder.budgetBytes(for: plan, platform: platform)
+                plan.bytes[platform] = bytes
+                if bytes > configuration.budget(for: platform) { over = true }
+            }
+            if !over {
+                plan.rules = attempt.entries
+                return plan
+            }
+            // Over budget: degrade one step, in DESIGN.md's order, and try again.
+            if variant == .bigText && limits.bullets > 1 {
+                limits.bullets -= 1
+                rules.set("budget.bullets", String(limits.bullets))
+            } else if variant == .bigText && limits.bulletTitle > 20 {
+                limits.bulletTitle = max(20, limits.bulletTitle - 10)
+                rules.set("budget.bullet_title", String(limits.bulletTitle))
+            } else if limits.body > 20 {
+                limits.body = max(20, limits.body - 20)
+                rules.set("budget.body", String(limits.body))
+            } else if variant != .defaultText {
+                variant = .defaultText
+                limits.body = bodyLimit(variant)
+                rules.set("budget.fallback", Variant.defaultText.rawValue)
+            } else if limits.title > 10 {
+                limits.title -= 10
+                rules.set("budget.title", String(limits.title))
+            } else {
+                let sizes = plan.bytes.map { "\($0.key.rawValue) \($0.value)" }.sorted().joined(separator: ", ")
+                throw PlanningError(userID: digest.reader.id, message: "over the byte budget at the shortest text (\(sizes))")
+            }
+        }
+    }
+
+    private func bodyLimit(_ variant: Variant) -> Int {
+        switch variant {
+        case .bigText: configuration.headerLimit
+        case .image: configuration.imageBodyLimit
+        case .defaultText: configuration.defaultBodyLimit
+        }
+    }
+
+    private func composeBody(
+        _ variant: Variant, _ digest: WeeklyDigest, _ model: DigestViewModel, _ templates: LocalizedTemplates,
+        bullets: Int, bulletTitle: Int, bodyLimit: Int, rules: inout RuleLog
+    ) -> String {
+        switch variant {
+        case .image, .defaultText:
+            let piece: TemplateCatalog.Piece =
+                digest.isReengagement ? .reengageBody : (variant == .image ? .imageBody : .defaultBody)
+            // The image body is one line (Android cannot mix big picture and big text).
+            let text = TextRules.clean(templates.render(piece, model), keepNewlines: variant == .defaultText)
+            let cut = TextRules.truncate(text, to: bodyLimit)
+            if cut.cut { rules.set("body.truncated", String(bodyLimit)) }
+            return cut.text
+        case .bigText:
+            let header = TextRules.truncate(TextRules.clean(templates.render(.header, model)), to: bodyLimit)
+            if header.cut { rules.set("header.truncated", String(bodyLimit)) }
+            if digest.picks.count > configuration.maxBullets { rules.set("bigtext.max_bullets", String(configuration.maxBullets)) }
+            var lines: [String] = []
+            var cutTitles = 0
+            for article in digest.picks.prefix(bullets) {
+                let title = TextRules.truncate(TextRules.clean(article.title), to: bulletTitle)
+                if title.cut { cutTitles += 1 }
+                let bullet = BulletViewModel(
+                    title: title.text, minutes: templates.plural("minutes", article.readingMinutes),
+                    topic: article.topics.first ?? "")
+                lines.append(TextRules.clean(templates.render(.bullet, bullet)))
+            }
+            if cutTitles > 0 { rules.set("bullet.truncated", "\(cutTitles)x\(bulletTitle)") }
+            var shown = lines.count
+            func assemble() -> String {
+                var parts = [header.text]
+                parts.append(contentsOf: lines.prefix(shown))
+                let hidden = digest.picks.count - shown
+                if hidden > 0 {
+                    let more = MoreViewModel(more: templates.plural("more", hidden), count: hidden)
+                    parts.append(TextRules.clean(templates.render(.more, more)))
+                }
+                return parts.filter { !$0.isEmpty }.joined(separator: "\n")
+            }
+            var body = assemble()
+            // Android's framework cap: stay under it by dropping bullets, then by cutting.
+            while body.utf16.count >= configuration.androidUTF16Limit && shown > 1 {
+                shown -= 1
+                body = assemble()
+                rules.set("android.utf16.bullets", String(shown))
+            }
+            if body.utf16.count >= configuration.androidUTF16Limit {
+                body = TextRules.truncate(body, toUTF16: configuration.androidUTF16Limit - 1).text
+                rules.set("android.utf16.truncated", String(configuration.androidUTF16Limit - 1))
+            }
+            return body
+        }
+    }
+
+    func viewModel(_ digest: WeeklyDigest, _ templates: LocalizedTemplates) -> DigestViewModel {
+        let stats = digest.stats
+        var change = ""
+        if let percent = stats.minutesChangePercent {
+            change = percent > 0 ? "+\(percent)%" : (percent < 0 ? "−\(-percent)%" : "±0%")
+        }
+        return DigestViewModel(
+            week: digest.window.week.description,
+            articles: templates.plural("articles", stats.articlesRead), articlesCount: stats.articlesRead,
+            minutes: templates.plural("minutes", stats.minutesRead), minutesCount: stats.minutesRead,
+            days: templates.plural("days", stats.activeDays), daysCount: stats.activeDays,
+            topTopic: stats.topTopic.map { TextRules.clean($0) } ?? "",
+            change: change,
+            topPick: digest.picks.first.map { TextRules.clean($0.title) } ?? "",
+            picksCount: digest.picks.count)
+    }
+
+    /// 0…99 from a stable hash (FNV-1a) of the digest id (`<week>:<user>`).
+    static func bucket(_ key: String) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return Int(hash % 100)
+    }
+}
+
+/// Why a user's notification could not be planned.
+public struct PlanningError: Error, CustomStringConvertible {
+    public let userID: String
+    public let message: String
+
+    public var description: String { "user \(userID): \(message)" }
+}
+
+/// Rules in the order they first fired; setting a rule again updates its value.
+struct RuleLog: Sendable {
+    private(set) var keys: [String] = []
+    private var values: [String: String] = [:]
+
+    mutating func set(_ key: String, _ value: String) {
+        if values.updateValue(value, forKey: key) == nil { keys.append(key) }
+    }
+
+    var entries: [String] { keys.map { "\($0):\(values[$0]!)" } }
+}

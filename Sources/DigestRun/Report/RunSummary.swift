@@ -1,0 +1,47 @@
+public import DigestStore
+import Foundation
+
+/// What a run did, printed at the end and written as JSON with `--report`.
+public struct RunSummary: Sendable, Codable {
+    public var week: String
+    public var sendAt: String
+    /// Users with keys up to this were done before this run started.
+    public var resumedFromCursor: Int64
+    /// The week was already complete: nothing was left to do.
+    public var wasComplete: Bool
+    public var seconds: Double
+    public var usersPerSecond: Double
+    /// What this invocation did.
+    public var thisRun: RunCounters
+    /// The week's totals over every run of it, this one included.
+    public var weekTotals: RunCounters
+    /// Images fetched, reused and failed by reason (from the attachment provider).
+    public var images: [String: Int]
+
+    /// The summary as lines for a person.
+    public func lines() -> [String] {
+        func list(_ values: [String: Int]) -> String {
+            values.isEmpty ? "none" : values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        }
+        var lines: [String] = []
+        if wasComplete {
+            lines.append("week \(week) was already complete: nothing to do, nothing enqueued")
+        } else if resumedFromCursor > 0 {
+            lines.append("week \(week): resumed after user key \(resumedFromCursor)")
+        } else {
+            lines.append("week \(week)")
+        }
+        let c = thisRun
+        lines.append("users: \(c.users) looked at, \(c.digested) digested (\(c.reengaged) re-engagement), skipped: \(list(c.skipped))")
+        lines.append("variants: \(list(c.variants))")
+        lines.append("messages: \(c.messages) built, \(c.enqueued) enqueued, \(c.messages - c.enqueued) already in the outbox")
+        lines.append("fallbacks: \(c.localeFallbacks) locale, \(c.timeZoneFallbacks) time zone (UTC)")
+        lines.append("top-pick images: \(list(c.images))")
+        if !images.isEmpty { lines.append("image files: \(list(images))") }
+        lines.append("rules fired: \(list(c.rules))")
+        lines.append(String(format: "time: %.2f s, %.0f users/s, send at: %@", seconds, usersPerSecond, sendAt))
+        let t = weekTotals
+        lines.append("week totals: \(t.users) users, \(t.messages) messages built, \(t.enqueued) in the outbox")
+        return lines
+    }
+}

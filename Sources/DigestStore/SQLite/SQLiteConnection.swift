@@ -1,0 +1,106 @@
+import CSQLite
+
+/// An open SQLite database. Not thread-safe: one connection belongs to one thread at a time.
+///
+/// `@unchecked Sendable` because it wraps a C handle: the run hands each connection to exactly one
+/// I/O thread, which is the only one that uses it from then on.
+public final class SQLiteConnection: @unchecked Sendable {
+    let handle: OpaquePointer
+    public let path: String
+    private var statements: [String: SQLiteStatement] = [:]
+
+    /// Opens (and creates, unless `readOnly`) the database at `path`, with WAL and a busy timeout.
+    public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &db, flags, nil)
+        guard code == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite3_close(db)
+            throw SQLiteError(code: code, message: message, path: path)
+        }
+        self.handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, 10_000)
+        // The first statement reads the header: a file that is not a database fails here, clearly.
+        try execute("PRAGMA foreign_keys = ON")
+        if !readOnly {
+            try execute("PRAGMA journal_mode = WAL")
+            try execute("PRAGMA synchronous = NORMAL")
+        }
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements that return no rows.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        if code != SQLITE_OK {
+            let message = errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(errorMessage)
+            throw SQLiteError(code: code, message: message, path: path, sql: sql)
+        }
+    }
+
+    /// A prepared statement, cached per SQL text and reset for reuse.
+    public func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        let statement = try SQLiteStatement(connection: self, sql: sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs `body` in a transaction (`BEGIN IMMEDIATE`), committing on return and rolling back on error.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Rows changed by the last statement.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    func error(_ code: Int32, sql: String? = nil) -> SQLiteError {
+        SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), path: path, sql: sql)
+    }
+}
+
+/// A failed SQLite call: the result code, SQLite's message, the database and the statement.
+public struct SQLiteError: Error, CustomStringConvertible {
+    public let code: Int32
+    public let message: String
+    public let path: String
+    public let sql: String?
+
+    public init(code: Int32, message: String, path: String, sql: String? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.sql = sql
+    }
+
+    /// SQLITE_NOTADB or SQLITE_CORRUPT: the file is damaged or not a database.
+    public var isCorrupt: Bool { code & 0xFF == SQLITE_NOTADB || code & 0xFF == SQLITE_CORRUPT }
+
+    public var description: String {
+        var text = "\(path): \(message) (SQLite code \(code))"
+        if isCorrupt { text += ": the file is not a usable digest database" }
+        return text
+    }
+}

@@ -1,0 +1,132 @@
+public import DigestCore
+import Foundation
+
+/// ``HistoryReader`` over the SQLite tables `users`, `devices`, `articles` and `reads`.
+public final class SQLiteHistoryReader: HistoryReader {
+    let connection: SQLiteConnection
+    /// Article id and topics by key, for resolving reads without a join per row.
+    private var articleCache: [Int64: (id: String, topics: [String])] = [:]
+    private let articleCacheLimit = 500_000
+
+    init(connection: SQLiteConnection) {
+        self.connection = connection
+    }
+
+    public func users(after key: Int64, limit: Int) throws -> [StoredReader] {
+        let statement = try connection.statement(
+            "SELECT pk, id, locale, time_zone, opted_out FROM users WHERE pk > ? ORDER BY pk LIMIT ?")
+        statement.bind(key, at: 1)
+        statement.bind(limit, at: 2)
+        var users: [StoredReader] = []
+        users.reserveCapacity(limit)
+        while try statement.step() {
+            users.append(
+                StoredReader(
+                    key: statement.int64(0),
+                    reader: Reader(
+                        id: statement.string(1), locale: statement.string(2), timeZone: statement.string(3),
+                        optedOut: statement.int64(4) != 0, devices: [])))
+        }
+        guard let first = users.first, let last = users.last else { return [] }
+        let devices = try connection.statement(
+            "SELECT user_pk, token, platform FROM devices WHERE user_pk >= ? AND user_pk <= ? ORDER BY user_pk, token")
+        devices.bind(first.key, at: 1)
+        devices.bind(last.key, at: 2)
+        var index = 0
+        while try devices.step() {
+            let owner = devices.int64(0)
+            while index < users.count && users[index].key < owner { index += 1 }
+            guard index < users.count, users[index].key == owner,
+                let platform = Platform(rawValue: devices.string(2))
+            else { continue }
+            users[index].reader.devices.append(Device(token: devices.string(1), platform: platform))
+        }
+        return users
+    }
+
+    public func reads(of users: [StoredReader], since: [Int64]) throws -> [[ReadEvent]] {
+        let statement = try connection.statement(
+            "SELECT read_at, article_pk, seconds FROM reads WHERE user_pk = ? AND read_at >= ? ORDER BY read_at")
+        var result: [[ReadEvent]] = []
+        result.reserveCapacity(users.count)
+        for (user, start) in zip(users, since) {
+            statement.reset()
+            statement.bind(user.key, at: 1)
+            statement.bind(start, at: 2)
+            var reads: [ReadEvent] = []
+            while try statement.step() {
+                let article = try self.article(statement.int64(1))
+                reads.append(
+                    ReadEvent(
+                        articleID: article.id, topics: article.topics, readAt: statement.int64(0),
+                        seconds: statement.int(2)))
+            }
+            result.append(reads)
+        }
+        return result
+    }
+
+    private func article(_ key: Int64) throws -> (id: String, topics: [String]) {
+        if let hit = articleCache[key] { return hit }
+        let statement = try connection.statement("SELECT id, topics FROM articles WHERE pk = ?")
+        statement.bind(key, at: 1)
+        let value: (id: String, topics: [String])
+        if try statement.step() {
+            value = (statement.string(0), Self.decodeTopics(statement.string(1)))
+        } else {
+            value = ("", [])
+        }
+        statement.reset()
+        if articleCache.count >= articleCacheLimit { articleCache.removeAll(keepingCapacity: true) }
+        articleCache[key] = value
+        return value
+    }
+
+    public func articles(publishedFrom from: Int64, until: Int64) throws -> [Article] {
+        let statement = try connection.statement(
+            """
+            SELECT id, title, url, image_url, topics, published_at, reading_minutes
+            FROM articles WHERE published_at >= ? AND published_at < ? ORDER BY published_at DESC, id
+            """)
+        statement.bind(from, at: 1)
+        statement.bind(until, at: 2)
+        var articles: [Article] = []
+        while try statement.step() {
+            articles.append(
+                Article(
+                    id: statement.string(0), title: statement.string(1), url: statement.string(2),
+                    imageURL: statement.optionalString(3), topics: Self.decodeTopics(statement.string(4)),
+                    publishedAt: statement.int64(5), readingMinutes: statement.int(6)))
+        }
+        return articles
+    }
+
+    public func countUsers(after key: Int64) throws -> Int {
+        let statement = try connection.statement("SELECT count(*) FROM users WHERE pk > ?")
+        statement.bind(key, at: 1)
+        defer { statement.reset() }
+        return try statement.step() ? statement.int(0) : 0
+    }
+
+    public func hasReads(from: Int64, until: Int64) throws -> Bool {
+        // reads is keyed by user first; an index-free scan stops at the first hit.
+        let statement = try connection.statement("SELECT 1 FROM reads WHERE read_at >= ? AND read_at < ? LIMIT 1")
+        statement.bind(from, at: 1)
+        statement.bind(until, at: 2)
+        let found = try statement.step()
+        statement.reset()
+        return found
+    }
+
+    static func encodeTopics(_ topics: [String]) -> String {
+        var writer = JSONWriter(capacity: 64)
+        writer.beginArray()
+        for topic in topics { writer.value(topic) }
+        writer.endArray()
+        return writer.string
+    }
+
+    static func decodeTopics(_ text: String) -> [String] {
+        (try? JSONDecoder().decode([String].self, from: Data(text.utf8))) ?? []
+    }
+}

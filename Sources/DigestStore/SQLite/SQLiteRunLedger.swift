@@ -1,0 +1,84 @@
+public import DigestCore
+import Foundation
+
+/// ``RunLedger`` on SQLite: `digest_outbox` and `digest_runs` in one database.
+public final class SQLiteRunLedger: RunLedger {
+    let connection: SQLiteConnection
+    private var totals = RunCounters()
+
+    init(connection: SQLiteConnection) {
+        self.connection = connection
+    }
+
+    public func begin(week: ISOWeek, now: Int64) throws -> RunCheckpoint {
+        try connection.transaction {
+            let insert = try connection.statement(
+                "INSERT INTO digest_runs (week, cursor, state, started_at) VALUES (?, 0, 'running', ?) ON CONFLICT (week) DO NOTHING")
+            insert.bind(week.description, at: 1)
+            insert.bind(now, at: 2)
+            try insert.run()
+            let select = try connection.statement("SELECT cursor, state, counters FROM digest_runs WHERE week = ?")
+            select.bind(week.description, at: 1)
+            guard try select.step() else { throw SQLiteError(code: 1, message: "run row vanished", path: connection.path) }
+            let counters = (try? JSONDecoder().decode(RunCounters.self, from: Data(select.string(2).utf8))) ?? RunCounters()
+            totals = counters
+            let checkpoint = RunCheckpoint(cursor: select.int64(0), finished: select.string(1) == "done", counters: counters)
+            select.reset()
+            return checkpoint
+        }
+    }
+
+    public func commit(
+        week: ISOWeek, through key: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64
+    ) throws -> Int {
+        try connection.transaction {
+            let insert = try connection.statement(
+                """
+                INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
+                """)
+            var inserted = 0
+            for message in messages {
+                insert.reset()
+                insert.bind(message.dedupeKey, at: 1)
+                insert.bind(message.week, at: 2)
+                insert.bind(message.userID, at: 3)
+                insert.bind(message.platform.rawValue, at: 4)
+                insert.bind(message.variant.rawValue, at: 5)
+                insert.bindText(message.message, at: 6)
+                insert.bind(message.report, at: 7)
+                insert.bind(message.availableAt, at: 8)
+                insert.bind(now, at: 9)
+                try insert.run()
+                inserted += connection.changes
+            }
+            var batch = counters
+            batch.enqueued = inserted
+            var newTotals = totals
+            newTotals.add(batch)
+            let update = try connection.statement("UPDATE digest_runs SET cursor = ?, counters = ? WHERE week = ?")
+            update.bind(key, at: 1)
+            update.bind(String(decoding: try JSONEncoder.sorted.encode(newTotals), as: UTF8.self), at: 2)
+            update.bind(week.description, at: 3)
+            try update.run()
+            totals = newTotals
+            return inserted
+        }
+    }
+
+    public func finish(week: ISOWeek, now: Int64) throws {
+        let update = try connection.statement("UPDATE digest_runs SET state = 'done', finished_at = ? WHERE week = ?")
+        update.bind(now, at: 1)
+        update.bind(week.description, at: 2)
+        try update.run()
+    }
+}
+
+extension JSONEncoder {
+    /// Sorted keys, so stored JSON is stable.
+    static var sorted: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }
+}

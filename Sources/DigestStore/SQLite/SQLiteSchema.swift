@@ -1,0 +1,90 @@
+/// The SQLite schema, as numbered migrations applied in order inside transactions.
+enum SQLiteSchema {
+    static let migrations: [String] = [
+        // 1: history, outbox, run bookkeeping.
+        """
+        CREATE TABLE users (
+            pk INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            locale TEXT NOT NULL,
+            time_zone TEXT NOT NULL,
+            opted_out INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE devices (
+            user_pk INTEGER NOT NULL REFERENCES users(pk) ON DELETE CASCADE,
+            token TEXT NOT NULL,
+            platform TEXT NOT NULL CHECK (platform IN ('android', 'ios', 'web')),
+            PRIMARY KEY (user_pk, token)
+        ) WITHOUT ROWID;
+        CREATE TABLE articles (
+            pk INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            title TEXT NOT NULL,
+            url TEXT NOT NULL,
+            image_url TEXT,
+            topics TEXT NOT NULL,
+            published_at INTEGER NOT NULL,
+            reading_minutes INTEGER NOT NULL
+        );
+        CREATE INDEX articles_published_at ON articles (published_at);
+        CREATE TABLE reads (
+            user_pk INTEGER NOT NULL,
+            read_at INTEGER NOT NULL,
+            article_pk INTEGER NOT NULL,
+            seconds INTEGER NOT NULL,
+            PRIMARY KEY (user_pk, read_at, article_pk)
+        ) WITHOUT ROWID;
+        CREATE TABLE digest_outbox (
+            id INTEGER PRIMARY KEY,
+            dedupe_key TEXT NOT NULL UNIQUE,
+            week TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            message TEXT NOT NULL,
+            report TEXT NOT NULL,
+            available_at INTEGER NOT NULL,
+            state TEXT NOT NULL DEFAULT 'ready' CHECK (state IN ('ready', 'leased', 'sent', 'dead')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            leased_until INTEGER,
+            lease_owner TEXT,
+            last_error TEXT,
+            created_at INTEGER NOT NULL,
+            sent_at INTEGER
+        );
+        CREATE INDEX digest_outbox_lease ON digest_outbox (state, available_at);
+        CREATE TABLE digest_runs (
+            week TEXT PRIMARY KEY,
+            cursor INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL CHECK (state IN ('running', 'done')),
+            started_at INTEGER NOT NULL,
+            finished_at INTEGER,
+            counters TEXT NOT NULL DEFAULT '{}'
+        );
+        """
+    ]
+
+    /// Applies the migrations the database lacks; returns the versions before and after.
+    static func migrate(_ connection: SQLiteConnection) throws -> (from: Int, to: Int) {
+        try connection.execute("CREATE TABLE IF NOT EXISTS digest_schema (version INTEGER NOT NULL)")
+        let current = try version(connection)
+        guard current <= migrations.count else {
+            throw SQLiteError(
+                code: 1,
+                message: "schema version \(current) is newer than this digest (\(migrations.count)): upgrade digest",
+                path: connection.path)
+        }
+        for index in current..<migrations.count {
+            try connection.transaction {
+                try connection.execute(migrations[index])
+                try connection.execute("DELETE FROM digest_schema; INSERT INTO digest_schema VALUES (\(index + 1))")
+            }
+        }
+        return (current, migrations.count)
+    }
+
+    static func version(_ connection: SQLiteConnection) throws(SQLiteError) -> Int {
+        let statement = try connection.statement("SELECT max(version) FROM digest_schema")
+        return try statement.step() ? statement.int(0) : 0
+    }
+}

@@ -1,0 +1,29 @@
+public import DigestCore
+
+/// Where a run stands for a week: how far it got and what it did so far.
+public struct RunCheckpoint: Sendable {
+    /// Users with keys up to this one are done.
+    public var cursor: Int64
+    /// `true` once a run went through every user.
+    public var finished: Bool
+    public var counters: RunCounters
+
+    public init(cursor: Int64, finished: Bool, counters: RunCounters) {
+        self.cursor = cursor
+        self.finished = finished
+        self.counters = counters
+    }
+}
+
+/// The outbox as the run writes it, with the run's bookkeeping. A batch's messages and its
+/// completion commit in one transaction, so a crash loses or doubles nothing.
+public protocol RunLedger: AnyObject {
+    /// Starts or resumes the week's run and returns where it stands.
+    func begin(week: ISOWeek, now: Int64) throws -> RunCheckpoint
+    /// Enqueues messages idempotently (by dedupe key) and moves the cursor to `through`, atomically.
+    /// Returns how many messages were new.
+    func commit(week: ISOWeek, through key: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64)
+        throws -> Int
+    /// Marks the week's run done.
+    func finish(week: ISOWeek, now: Int64) throws
+}
