@@ -1,0 +1,27 @@
+# digest — the two-command quick start is `make demo` and `make test`.
+SWIFT ?= swift
+DEMO_OUT ?= demo-out
+
+.PHONY: setup build demo test bench clean
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	$(SWIFT) build
+
+## Sample data → weekly run on SQLite; prints the summary and where everything is.
+demo: build
+	$(SWIFT) run digest demo --out $(DEMO_OUT)
+
+## Builds once (debug) and runs every test.
+test: setup
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+## Benchmarks (release build; not part of CI). Results go to BENCHMARKS.md.
+bench: setup
+	scripts/bench.sh
+
+clean:
+	rm -rf .build $(DEMO_OUT)

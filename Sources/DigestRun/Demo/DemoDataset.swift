@@ -1,0 +1,181 @@
+public import DigestCore
+public import DigestStore
+public import Foundation
+
+/// A realistic sample, the same for the same seed and week: users across four languages and many
+/// time zones, 1–3 devices each, articles with long, emoji and CJK titles, four weeks of reads.
+public struct DemoDataset: Sendable {
+    public var seed: UInt64 = 2026
+    public var users = 2400
+    public var articles = 360
+    /// The last week of reads; reads cover it and the three before.
+    public var week: ISOWeek
+
+    public init(week: ISOWeek) {
+        self.week = week
+    }
+
+    /// Writes `users.jsonl`, `articles.jsonl` and `reads.jsonl` into `directory`; returns their paths.
+    public func write(to directory: URL) throws -> [ImportKind: String] {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var random = SplitMix64(seed: seed)
+        let weekEnd = Int64(week.next.monday.daysSinceEpoch) * 86_400
+        let firstDay = weekEnd - 28 * 86_400
+
+        // Articles, published over five weeks up to the week's end.
+        var catalogue: [(id: String, published: Int64, topics: [String], minutes: Int)] = []
+        var articleLines: [String] = []
+        for index in 0..<articles {
+            let language = Self.languages[index % Self.languages.count]
+            let topics = (0..<random.next(in: 1...3)).map { _ in Self.topics[random.next(below: Self.topics.count)] }
+            let published = firstDay - 7 * 86_400 + Int64(random.next(below: 35 * 86_400))
+            let id = "a\(index + 1)"
+            let minutes = random.next(in: 2...18)
+            let hasImage = random.next(below: 10) < 7
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("id", id)
+            writer.field("title", Self.title(language: language, topic: topics[0], random: &random))
+            writer.field("url", "https://news.digest.example/\(language)/\(id)")
+            writer.key("imageUrl")
+            if hasImage { writer.value("https://images.digest.example/\(id).jpg") } else { writer.raw(Array("null".utf8)) }
+            writer.key("topics")
+            writer.beginArray()
+            for topic in Array(Set(topics)).sorted() { writer.value(topic) }
+            writer.endArray()
+            writer.field("publishedAt", Timestamp.format(published))
+            writer.field("readingMinutes", minutes)
+            writer.endObject()
+            articleLines.append(writer.string)
+            catalogue.append((id, published, topics, minutes))
+        }
+
+        var userLines: [String] = []
+        var readLines: [String] = []
+        for index in 0..<users {
+            let id = "u\(index + 1)"
+            var locale = Self.locales[random.next(below: Self.locales.count)]
+            if random.next(below: 100) == 0 { locale = "fr-FR" }  // no templates: falls back to en
+            var zone = Self.zones[random.next(below: Self.zones.count)]
+            if random.next(below: 200) == 0 { zone = "Mars/Olympus" }  // unknown: UTC
+            let optedOut = random.next(below: 100) < 3
+            let deviceCount = random.next(below: 100) < 2 ? 0 : random.next(in: 1...3)
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("id", id)
+            writer.field("locale", locale)
+            writer.field("timeZone", zone)
+            writer.key("optedOut")
+            writer.value(optedOut)
+            writer.key("devices")
+            writer.beginArray()
+            for device in 0..<deviceCount {
+                let platform = Platform.allCases[random.next(below: 3)]
+                writer.beginObject()
+                writer.field("token", Self.token(user: index, device: device, random: &random))
+                writer.field("platform", platform.rawValue)
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.endObject()
+            userLines.append(writer.string)
+
+            // Reads: an activity level per user; some skip the last week entirely.
+            let activity = random.next(in: 0...12)
+            let quietLastWeek = random.next(below: 100) < 12
+            for day in 0..<28 {
+                if quietLastWeek && day >= 21 { continue }
+                let readsToday = random.next(below: 14) < activity ? random.next(in: 1...3) : 0
+                for _ in 0..<readsToday {
+                    let at = firstDay + Int64(day) * 86_400 + Int64(random.next(below: 86_400))
+                    let article = catalogue[random.next(below: catalogue.count)]
+                    guard article.published < at else { continue }
+                    var read = JSONWriter()
+                    read.beginObject()
+                    read.field("userId", id)
+                    read.field("articleId", article.id)
+                    read.field("readAt", Timestamp.format(at))
+                    read.field("seconds", random.next(in: 20...(article.minutes * 90)))
+                    read.endObject()
+                    readLines.append(read.string)
+                }
+            }
+        }
+        var paths: [ImportKind: String] = [:]
+        for (kind, lines) in [(ImportKind.users, userLines), (.articles, articleLines), (.reads, readLines)] {
+            let url = directory.appendingPathComponent("\(kind.rawValue).jsonl")
+            try (lines.joined(separator: "\n") + "\n").write(to: url, atomically: true, encoding: .utf8)
+            paths[kind] = url.path
+        }
+        return paths
+    }
+
+    static let languages = ["en", "pl", "ru", "zh-Hans"]
+    static let locales = ["en", "en-GB", "en-US", "pl", "pl-PL", "ru", "ru-RU", "zh-Hans", "zh-CN"]
+    static let zones = [
+        "Europe/Warsaw", "Europe/London", "Europe/Moscow", "America/New_York", "America/Los_Angeles",
+        "America/Sao_Paulo", "Asia/Shanghai", "Asia/Kolkata", "Asia/Kathmandu", "Australia/Sydney",
+        "Pacific/Kiritimati", "Pacific/Pago_Pago", "America/St_Johns",
+    ]
+    static let topics = [
+        "swift", "linux", "databases", "security", "ai", "design", "science", "climate", "space", "health",
+        "economy", "football", "music", "cinema", "travel", "food", "history", "books",
+    ]
+
+    static func token(user: Int, device: Int, random: inout SplitMix64) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        let prefix = String((0..<22).map { _ in alphabet[random.next(below: alphabet.count)] })
+        let body = String((0..<140).map { _ in alphabet[random.next(below: alphabet.count)] })
+        return "\(prefix):APA91b\(body)"
+    }
+
+    static func title(language: String, topic: String, random: inout SplitMix64) -> String {
+        let parts: [String]
+        switch language {
+        case "pl":
+            parts = ["Dlaczego", "zespoły", "przechodzą na", "nowe narzędzia", "i co z tego wynika dla", "czytelników",
+                     "w Polsce", "— analiza", "po roku", "testów", "żółć gęślą jaźń"]
+        case "ru":
+            parts = ["Почему", "команды", "переходят на", "новые инструменты", "и что это значит для", "читателей",
+                     "в этом году", "— разбор", "после года", "испытаний", "съешь же ещё этих мягких булок"]
+        case "zh-Hans":
+            parts = ["为什么", "越来越多的团队", "开始使用", "新的工具", "这对读者意味着什么", "一年测试之后的", "深度分析",
+                     "以及未来的发展方向", "专家解读"]
+        default:
+            parts = ["Why", "teams", "are moving to", "new tools", "and what it means for", "readers", "this year",
+                     "— an analysis", "after a year", "of testing", "in production"]
+        }
+        let separator = language == "zh-Hans" ? "" : " "
+        let count = random.next(in: 3...parts.count)
+        var title = (parts.prefix(count) + [topic]).joined(separator: separator)
+        switch random.next(below: 10) {
+        case 0: title += " 🚀"
+        case 1: title = "👨‍👩‍👧‍👦 " + title
+        case 2: title += " 🇵🇱🇺🇦"
+        case 3: title += " {{notATag}}"
+        default: break
+        }
+        return title
+    }
+}
+
+/// A small, fast, seedable generator (SplitMix64), so the demo is the same on every machine.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    public mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
+
+    public mutating func next(in range: ClosedRange<Int>) -> Int {
+        range.lowerBound + next(below: range.count)
+    }
+}

@@ -1,0 +1,71 @@
+import ArgumentParser
+import DigestCore
+import DigestRun
+import DigestStore
+import Foundation
+
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Make sample data, import it into a new SQLite file and run the latest complete week.")
+
+    @Option(help: "Where the sample, database, report and sample messages go.")
+    var out: String = "demo-out"
+
+    @Option(help: "Seed of the sample (same seed and week, same data).")
+    var seed: UInt64 = 2026
+
+    @Option(help: "Users in the sample.")
+    var users: Int = 2400
+
+    @OptionGroup var options: RunOptions
+
+    func validate() throws {
+        guard users >= 1 else { throw ValidationError("--users must be positive") }
+    }
+
+    func run() async throws {
+        let now = Date()
+        let week = try options.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: now)
+        let outURL = URL(fileURLWithPath: out)
+        let fm = FileManager.default
+        try fm.createDirectory(at: outURL, withIntermediateDirectories: true)
+        var dataset = DemoDataset(week: week)
+        dataset.seed = seed
+        dataset.users = users
+        let dataDirectory = outURL.appendingPathComponent("data")
+        print("sample: \(users) users, \(dataset.articles) articles, four weeks of reads up to \(week), seed \(seed)")
+        let files = try dataset.write(to: dataDirectory)
+
+        // A new database each time, so the demo always shows a whole run.
+        let databasePath = outURL.appendingPathComponent("digest.sqlite").path
+        for suffix in ["", "-wal", "-shm"] { try? fm.removeItem(atPath: databasePath + suffix) }
+        let plan: [(ImportKind, String)] = [.users, .articles, .reads].compactMap { kind in files[kind].map { (kind, $0) } }
+        for summary in try Importing.run(plan, databasePath: databasePath, strict: true, quiet: true) {
+            print(Importing.line(summary))
+        }
+
+        var runOptions = options
+        runOptions.week = week.description
+        if runOptions.report == nil { runOptions.report = outURL.appendingPathComponent("report.json").path }
+        let summary = try await runOptions.execute(databasePath: databasePath, now: now)
+        for line in summary.lines() { print(line) }
+
+        // One sample message per variant and platform, for a look at the real payloads.
+        let samples = outURL.appendingPathComponent("messages")
+        try fm.createDirectory(at: samples, withIntermediateDirectories: true)
+        var written: [String] = []
+        for row in try SQLiteDatabase.sqlite(path: databasePath).peek(limit: 5000, state: nil) {
+            let name = "\(row.variant)-\(row.platform).json"
+            guard !written.contains(name) else { continue }
+            try Data(row.message.utf8).write(to: samples.appendingPathComponent(name))
+            written.append(name)
+        }
+        print("")
+        print("data:      \(dataDirectory.path)/{users,articles,reads}.jsonl")
+        print("database:  \(databasePath)")
+        print("report:    \(runOptions.report ?? "")")
+        print("messages:  \(samples.path)/ (\(written.sorted().joined(separator: ", ")))")
+        print("next:      digest queue stats --db \(databasePath)")
+    }
+}

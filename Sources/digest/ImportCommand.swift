@@ -1,0 +1,74 @@
+import ArgumentParser
+import DigestStore
+import Foundation
+
+struct ImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Load users, articles and reads from JSON Lines files.",
+        discussion: """
+            Each file's kind comes from its name (users…, articles…, reads…) or from --users/--articles/--reads. \
+            Files load users first, then articles, then reads. A bad line is reported as file:line: reason \
+            and skipped (or stops the import with --strict). Re-importing the same files changes nothing.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: "JSON Lines files named users…, articles… or reads….")
+    var files: [String] = []
+
+    @Option(help: "A users file.") var users: [String] = []
+    @Option(help: "An articles file.") var articles: [String] = []
+    @Option(help: "A reads file.") var reads: [String] = []
+
+    @Flag(help: "Stop at the first bad line instead of skipping it.")
+    var strict = false
+
+    func run() async throws {
+        var plan: [(ImportKind, String)] = users.map { (.users, $0) } + articles.map { (.articles, $0) } + reads.map { (.reads, $0) }
+        for file in files {
+            guard let kind = ImportKind(fileName: file) else {
+                throw ValidationError("\(file): cannot tell the kind from the name; use --users, --articles or --reads")
+            }
+            plan.append((kind, file))
+        }
+        guard !plan.isEmpty else { throw ValidationError("no files to import") }
+        let summaries = try Importing.run(plan, databasePath: database.db, strict: strict)
+        for summary in summaries { print(Importing.line(summary)) }
+    }
+}
+
+/// Import shared by `import` and `demo`.
+enum Importing {
+    static func run(_ plan: [(ImportKind, String)], databasePath: String, strict: Bool, quiet: Bool = false) throws -> [ImportFileSummary] {
+        let order: [ImportKind] = [.users, .articles, .reads]
+        let sorted = plan.enumerated().sorted {
+            (order.firstIndex(of: $0.element.0)!, $0.offset) < (order.firstIndex(of: $1.element.0)!, $1.offset)
+        }.map(\.element)
+        let sink = try SQLiteImportSink(database: .sqlite(path: databasePath))
+        var importer = HistoryImporter(sink: sink)
+        importer.strict = strict
+        var reported = 0
+        importer.onProblem = { problem in
+            reported += 1
+            if reported <= 1000 { printError(problem.description) }
+            if reported == 1001 { printError("… further bad lines are counted in the summary only") }
+        }
+        let terminal = isatty(2) == 1 && !quiet
+        importer.onProgress = { file, lines in
+            if terminal { FileHandle.standardError.write(Data("\r\u{1B}[2K\(file): \(lines) lines".utf8)) }
+        }
+        var summaries: [ImportFileSummary] = []
+        for (kind, file) in sorted {
+            summaries.append(try importer.importFile(file, as: kind))
+            if terminal { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+        }
+        return summaries
+    }
+
+    static func line(_ summary: ImportFileSummary) -> String {
+        let skipped = summary.skipped.values.reduce(0, +)
+        let reasons = summary.skipped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        return "\(summary.file): \(summary.kind.rawValue): \(summary.lines) lines, \(summary.written) new or changed, \(summary.unchanged) unchanged, \(skipped) skipped\(skipped > 0 ? " (\(reasons))" : "")"
+    }
+}

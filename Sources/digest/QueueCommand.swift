@@ -1,0 +1,74 @@
+import ArgumentParser
+import DigestCore
+import DigestStore
+import Foundation
+
+struct QueueCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queue", abstract: "Look at the outbox.", subcommands: [Stats.self, Peek.self])
+
+    struct Stats: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Messages by state, platform, variant and week.")
+
+        @OptionGroup var database: DatabaseOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() async throws {
+            let stats = try SQLiteDatabase.sqlite(path: database.db).outboxStats()
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                print(String(decoding: try encoder.encode(stats), as: UTF8.self))
+                return
+            }
+            func list(_ values: [String: Int]) -> String {
+                values.isEmpty ? "none" : values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            }
+            print("messages: \(stats.total) (\(stats.due) ready and due now)")
+            print("by state: \(list(stats.byState))")
+            print("by platform: \(list(stats.byPlatform))")
+            print("by variant: \(list(stats.byVariant))")
+            print("by week: \(list(stats.byWeek))")
+        }
+    }
+
+    struct Peek: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the first messages as JSON lines (device tokens masked).")
+
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "How many.") var limit = 5
+        @Option(help: "Only this state (ready, leased, sent, dead).") var state: String?
+        @Flag(help: "Print the whole FCM request body, token included.") var showTokens = false
+
+        func run() async throws {
+            for row in try SQLiteDatabase.sqlite(path: database.db).peek(limit: limit, state: state) {
+                var writer = JSONWriter()
+                writer.beginObject()
+                writer.field("id", Int(row.id))
+                writer.field("dedupe_key", row.dedupeKey)
+                writer.field("week", row.week)
+                writer.field("user_id", row.userID)
+                writer.field("platform", row.platform)
+                writer.field("variant", row.variant)
+                writer.field("state", row.state)
+                writer.field("available_at", Timestamp.format(row.availableAt))
+                writer.field("attempts", row.attempts)
+                writer.key("message")
+                writer.raw(Array((showTokens ? row.message : Self.maskToken(row.message)).utf8))
+                writer.key("report")
+                writer.raw(Array(row.report.utf8))
+                writer.endObject()
+                print(writer.string)
+            }
+        }
+
+        /// Replaces the token's value with its last four characters.
+        static func maskToken(_ message: String) -> String {
+            guard let start = message.range(of: "\"token\":\"") else { return message }
+            guard let end = message[start.upperBound...].firstIndex(of: "\"") else { return message }
+            let token = message[start.upperBound..<end]
+            return message.replacingCharacters(in: start.upperBound..<end, with: "…" + token.suffix(4))
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import DigestCore
+import DigestRun
+import DigestStore
+import Foundation
+
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Build every user's digest for a week and enqueue one message per device.",
+        discussion: """
+            Without --week, runs the latest ISO week that has ended in every time zone. Safe to start from \
+            cron at any hour: a rerun enqueues nothing twice, a killed run resumes where it stopped, and a \
+            second run on the same database is refused while one is going.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var options: RunOptions
+
+    func run() async throws {
+        let summary = try await options.execute(databasePath: database.db)
+        for line in summary.lines() { print(line) }
+    }
+}
+
+/// The options of `digest run`, shared with `digest demo`.
+struct RunOptions: ParsableArguments {
+    @Option(help: "The ISO week, e.g. 2026-W47 (default: the latest complete week).")
+    var week: String?
+
+    @Option(help: "When messages become due: 'local' (the Monday after, 09:00 in each user's zone) or 'now'.")
+    var sendAt: String = "local"
+
+    @Option(help: "The Templates/ directory (default: ./Templates or the one beside the program).")
+    var templates: String?
+
+    @Option(help: "Variant policy: image, text or split:PERCENT (A/B by user and week).")
+    var policy: String = "image"
+
+    @Option(help: "Byte budget per platform section (capped at 4096; web 3993).")
+    var byteBudget: Int = 3800
+
+    @Option(help: "The https page a digest opens; messages link to <link-base>/<week>.")
+    var linkBase: String = "https://digest.example/weekly"
+
+    @Option(help: "Users per batch (one outbox transaction each).")
+    var batchSize: Int = 1000
+
+    @Option(help: "Batches computed at once (default: the number of cores).")
+    var concurrency: Int?
+
+    @Option(help: "Seconds between progress lines when not on a terminal (0: every batch).")
+    var progressInterval: Double = 5
+
+    @Option(help: "Write the summary as JSON to this file.")
+    var report: String?
+
+    @Flag(help: "Run even if the week has no reads at all.")
+    var allowEmptyWeek = false
+
+    func validate() throws {
+        guard ["local", "now"].contains(sendAt) else { throw ValidationError("--send-at takes 'local' or 'now'") }
+        guard VariantPolicy(argument: policy) != nil else {
+            throw ValidationError("--policy takes image, text or split:PERCENT (0-100)")
+        }
+        guard (256...4096).contains(byteBudget) else { throw ValidationError("--byte-budget must be 256…4096") }
+        guard linkBase.hasPrefix("https://") else { throw ValidationError("--link-base must be an https URL") }
+        guard batchSize > 0 else { throw ValidationError("--batch-size must be positive") }
+        if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be positive") }
+        if let week { _ = try ISOWeek(parsing: week) }
+    }
+
+    func execute(databasePath: String, now: Date = Date()) async throws -> RunSummary {
+        let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: now)
+        let catalog = try TemplateCatalog(directory: try TemplateLocator.locate(templates))
+        var configuration = WeeklyRun<SQLiteDatabase>.Configuration(week: week)
+        configuration.sendAt = sendAt == "now" ? .now : .local
+        configuration.batchSize = batchSize
+        if let concurrency { configuration.concurrency = concurrency }
+        configuration.planner.policy = VariantPolicy(argument: policy)!
+        configuration.planner.byteBudget = byteBudget
+        configuration.encoder.linkBase = linkBase.hasSuffix("/") ? String(linkBase.dropLast()) : linkBase
+        configuration.allowEmptyWeek = allowEmptyWeek
+        let run = WeeklyRun(database: .sqlite(path: databasePath), templates: catalog, configuration: configuration)
+        let printer = ProgressPrinter(interval: progressInterval)
+        let summary = try await run.run(now: now) { printer.report($0) }
+        printer.finish()
+        if let report {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(summary).write(to: URL(fileURLWithPath: report))
+        }
+        return summary
+    }
+}
