@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import Logging
 
 @main
 struct Digest: AsyncParsableCommand {
@@ -8,6 +10,17 @@ struct Digest: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self, ImportCommand.self, RunCommand.self, QueueCommand.self, MigrateCommand.self,
         ])
+
+    /// Logs go to stderr at `DIGEST_LOG_LEVEL` (default `warning`); output stays on stdout.
+    static func main() async {
+        let level = ProcessInfo.processInfo.environment["DIGEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        await Self.main(nil)
+    }
 }
 
 /// `--db`: a SQLite file path.

@@ -23,7 +23,7 @@ public struct DemoDataset: Sendable {
         let firstDay = weekEnd - 28 * 86_400
 
         // Articles, published over five weeks up to the week's end.
-        var catalogue: [(id: String, published: Int64, topics: [String], minutes: Int)] = []
+        var catalogue: [(id: String, published: Int64, topics: [String], minutes: Int, language: String)] = []
         var articleLines: [String] = []
         for index in 0..<articles {
             let language = Self.languages[index % Self.languages.count]
@@ -47,7 +47,7 @@ public struct DemoDataset: Sendable {
             writer.field("readingMinutes", minutes)
             writer.endObject()
             articleLines.append(writer.string)
-            catalogue.append((id, published, topics, minutes))
+            catalogue.append((id, published, topics, minutes, language))
         }
 
         var userLines: [String] = []
@@ -88,7 +88,10 @@ public struct DemoDataset: Sendable {
                 let readsToday = random.next(below: 14) < activity ? random.next(in: 1...3) : 0
                 for _ in 0..<readsToday {
                     let at = firstDay + Int64(day) * 86_400 + Int64(random.next(below: 86_400))
-                    let article = catalogue[random.next(below: catalogue.count)]
+                    // Most reads are in the reader's own language.
+                    var article = catalogue[random.next(below: catalogue.count)]
+                    let own = LocaleChain.chain(for: locale).contains(article.language)
+                    if !own && random.next(below: 10) < 8 { article = catalogue[random.next(below: catalogue.count)] }
                     guard article.published < at else { continue }
                     var read = JSONWriter()
                     read.beginObject()
@@ -130,24 +133,34 @@ public struct DemoDataset: Sendable {
     }
 
     static func title(language: String, topic: String, random: inout SplitMix64) -> String {
-        let parts: [String]
+        let (openers, subjects, endings): ([String], [String], [String])
         switch language {
         case "pl":
-            parts = ["Dlaczego", "zespoły", "przechodzą na", "nowe narzędzia", "i co z tego wynika dla", "czytelników",
-                     "w Polsce", "— analiza", "po roku", "testów", "żółć gęślą jaźń"]
+            openers = ["Dlaczego", "Jak", "Co dalej:", "Raport:", "Wywiad:", "Pięć lekcji:"]
+            subjects = ["zespoły przechodzą na nowe narzędzia", "miasta walczą z upałem", "startupy zmieniają rynek",
+                        "naukowcy czytają dane z orbity", "biblioteki wracają do łask", "kibice planują sezon"]
+            endings = ["", " — analiza po roku testów", " i co z tego wynika dla czytelników w Polsce", " (część 2)",
+                       ": żółć, gęśl i jaźń w nowym wydaniu"]
         case "ru":
-            parts = ["Почему", "команды", "переходят на", "новые инструменты", "и что это значит для", "читателей",
-                     "в этом году", "— разбор", "после года", "испытаний", "съешь же ещё этих мягких булок"]
+            openers = ["Почему", "Как", "Что дальше:", "Репортаж:", "Интервью:", "Пять уроков:"]
+            subjects = ["команды переходят на новые инструменты", "города борются с жарой", "стартапы меняют рынок",
+                        "учёные читают данные с орбиты", "библиотеки снова в моде", "болельщики ждут сезона"]
+            endings = ["", " — разбор после года испытаний", " и что это значит для читателей", " (часть 2)"]
         case "zh-Hans":
-            parts = ["为什么", "越来越多的团队", "开始使用", "新的工具", "这对读者意味着什么", "一年测试之后的", "深度分析",
-                     "以及未来的发展方向", "专家解读"]
+            openers = ["为什么", "深度：", "观察：", "专访：", "五个教训："]
+            subjects = ["越来越多的团队开始使用新工具", "城市如何应对高温", "初创公司正在改变市场", "科学家解读轨道数据",
+                        "图书馆重新受到欢迎"]
+            endings = ["", "——一年测试之后的深度分析", "以及未来的发展方向", "（下）"]
         default:
-            parts = ["Why", "teams", "are moving to", "new tools", "and what it means for", "readers", "this year",
-                     "— an analysis", "after a year", "of testing", "in production"]
+            openers = ["Why", "How", "What next:", "Report:", "Interview:", "Five lessons:"]
+            subjects = ["teams are moving to new tools", "cities are fighting the heat", "start-ups are changing the market",
+                        "scientists read data from orbit", "libraries are back in fashion", "fans are planning the season"]
+            endings = ["", " — an analysis after a year of testing in production", " and what it means for readers",
+                       " (part 2)"]
         }
         let separator = language == "zh-Hans" ? "" : " "
-        let count = random.next(in: 3...parts.count)
-        var title = (parts.prefix(count) + [topic]).joined(separator: separator)
+        var title = openers[random.next(below: openers.count)] + separator + subjects[random.next(below: subjects.count)]
+            + endings[random.next(below: endings.count)] + separator + "#" + topic
         switch random.next(below: 10) {
         case 0: title += " 🚀"
         case 1: title = "👨‍👩‍👧‍👦 " + title
