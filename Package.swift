@@ -86,6 +86,7 @@ let package = Package(
         .testTarget(
             name: "DigestRunTests",
             dependencies: ["DigestCore", "DigestStore", "DigestRun", "DigestTesting"],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,0 +1,113 @@
+public import Foundation
+
+/// Runs the real `digest` executable, as a user would.
+public struct DigestBinary: Sendable {
+    /// The package root (this file is `Sources/DigestTesting/DigestBinary.swift`).
+    public static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `DIGEST_BIN`, or the debug build in the package's `.build`.
+    public static let path: String = {
+        if let explicit = ProcessInfo.processInfo.environment["DIGEST_BIN"], !explicit.isEmpty { return explicit }
+        return packageRoot.appendingPathComponent(".build/debug/digest").path
+    }()
+
+    public static let templates = packageRoot.appendingPathComponent("Templates")
+
+    /// What a finished run printed.
+    public struct Output: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+        /// `true` when the process ended by a signal.
+        public var signalled: Bool
+    }
+
+    /// Runs `digest` with `arguments` and waits for it.
+    public static func run(_ arguments: [String], in directory: URL? = nil) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
+        var environment = ProcessInfo.processInfo.environment
+        environment["DIGEST_TEMPLATES"] = templates.path
+        process.environment = environment
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both pipes to the end before waiting, so a full pipe never blocks the child.
+        let group = DispatchGroup()
+        let errData = LockedData()
+        group.enter()
+        DispatchQueue.global().async {
+            errData.set(err.fileHandleForReading.readDataToEndOfFile())
+            group.leave()
+        }
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        process.waitUntilExit()
+        return Output(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData.get(), as: UTF8.self),
+            signalled: process.terminationReason == .uncaughtSignal)
+    }
+
+    /// Starts `digest`, waits until its stderr has shown `lines` lines containing `marker`, then
+    /// kills it with SIGKILL. Returns whether it was killed while still running.
+    public static func runAndKill(_ arguments: [String], afterLines lines: Int, containing marker: String) throws -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["DIGEST_TEMPLATES"] = templates.path
+        process.environment = environment
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        var seen = 0
+        var buffer = ""
+        let handle = err.fileHandleForReading
+        while seen < lines {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }  // the process ended first
+            buffer += String(decoding: chunk, as: UTF8.self)
+            seen = buffer.components(separatedBy: "\n").filter { $0.contains(marker) }.count
+        }
+        let killedWhileRunning = seen >= lines && process.isRunning
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        return killedWhileRunning && process.terminationReason == .uncaughtSignal
+    }
+}
+
+private final class LockedData: @unchecked Sendable {
+    // Written once by one reader thread before `group.leave()`, read after `group.wait()`.
+    private var data = Data()
+    func set(_ value: Data) { data = value }
+    func get() -> Data { data }
+}
+
+/// A temporary directory removed when the value is released.
+public final class TemporaryDirectory: Sendable {
+    public let url: URL
+
+    public init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("digest-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    public func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    /// Writes `lines` as a file and returns its path.
+    @discardableResult
+    public func write(_ name: String, lines: [String]) throws -> String {
+        let path = self.path(name)
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}

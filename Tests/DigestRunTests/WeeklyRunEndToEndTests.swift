@@ -1,0 +1,192 @@
+import DigestCore
+import DigestStore
+import DigestTesting
+import Foundation
+import Testing
+
+/// The whole flow through the real binary on temporary SQLite files.
+@Suite struct WeeklyRunEndToEndTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+
+    func importFixtures(into db: String) throws -> DigestBinary.Output {
+        try DigestBinary.run(["import", "--db", db] + ["users", "articles", "reads"].map {
+            Self.fixtures.appendingPathComponent("\($0).jsonl").path
+        })
+    }
+
+    /// Outbox rows as dedupe key → (available_at, report, message).
+    func outbox(_ db: String) throws -> [String: [String]] {
+        let connection = try SQLiteConnection(path: db)
+        let statement = try connection.statement("SELECT dedupe_key, available_at, report, message FROM digest_outbox")
+        var rows: [String: [String]] = [:]
+        while try statement.step() {
+            rows[statement.string(0)] = [String(statement.int64(1)), statement.string(2), statement.string(3)]
+        }
+        return rows
+    }
+
+    @Test func fixtureUsersGetTheGoldenMessages() throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("digest.sqlite")
+        #expect(try importFixtures(into: db).status == 0)
+        let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("skipped: no_devices 1, opted_out 1"))
+        #expect(run.stdout.contains("messages: 5 built, 5 enqueued"))
+        #expect(run.stdout.contains("1 time zone (UTC)"))
+
+        let golden = try String(contentsOf: Self.fixtures.appendingPathComponent("golden-2026-W46.tsv"), encoding: .utf8)
+        var expected: [String: [String]] = [:]
+        for line in golden.split(separator: "\n") {
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            expected[fields[0]] = Array(fields.dropFirst())
+        }
+        let actual = try outbox(db)
+        #expect(Set(actual.keys) == Set(expected.keys))
+        for (key, row) in expected {
+            #expect(actual[key] == row, "row \(key)")
+        }
+        // Every key is week:user:sha256(token) of a real device.
+        #expect(actual["2026-W46:u-pl:\(OutboxMessage.tokenHash("pl-android-token-0001"))"] != nil)
+        #expect(actual["2026-W46:u-pl:\(OutboxMessage.tokenHash("pl-ios-token-0002"))"] != nil)
+    }
+
+    @Test func reimportAndRerunChangeNothing() throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("digest.sqlite")
+        _ = try importFixtures(into: db)
+        let again = try importFixtures(into: db)
+        #expect(again.status == 0)
+        #expect(again.stdout.contains("users: 6 lines, 0 new or changed, 6 unchanged"))
+        #expect(again.stdout.contains("reads: 10 lines, 0 new or changed, 10 unchanged"))
+
+        #expect(try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"]).status == 0)
+        let before = try outbox(db)
+        let rerun = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--send-at", "now"])
+        #expect(rerun.status == 0)
+        #expect(rerun.stdout.contains("already complete"))
+        #expect(rerun.stdout.contains("0 enqueued"))
+        #expect(try outbox(db) == before)
+    }
+
+    @Test func aKilledRunResumesWithExactlyOneMessagePerDevice() throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("digest.sqlite")
+        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "3000", "--week", "2026-W46", "--progress-interval", "100"])
+        #expect(demo.status == 0, "\(demo.stderr)")
+        // A fresh database with the same data, run in small batches and killed after three commits.
+        let data = dir.url.appendingPathComponent("demo/data")
+        _ = try DigestBinary.run(["import", "--db", db] + ["users", "articles", "reads"].map { data.appendingPathComponent("\($0).jsonl").path })
+        let killed = try DigestBinary.runAndKill(
+            ["run", "--db", db, "--week", "2026-W46", "--batch-size", "10", "--progress-interval", "0"],
+            afterLines: 4, containing: "progress:")
+        #expect(killed, "the run must be killed while it was still going")
+        let partial = try outbox(db).count
+        let expected = try outbox(dir.path("demo/digest.sqlite"))
+        #expect(partial > 0 && partial < expected.count, "partial \(partial) of \(expected.count)")
+
+        let resumed = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(resumed.stdout.contains("resumed after user key"))
+        let rows = try outbox(db)
+        // Same keys, same messages as the uninterrupted demo run: one message per eligible device.
+        #expect(Set(rows.keys) == Set(expected.keys))
+        for (key, row) in expected { #expect(rows[key]?.dropFirst() == row.dropFirst(), "\(key)") }
+        let users = try String(contentsOf: data.appendingPathComponent("users.jsonl"), encoding: .utf8)
+        var devices = 0
+        for line in users.split(separator: "\n") {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            if object["optedOut"] as? Bool == true { continue }
+            devices += (object["devices"] as? [Any])?.count ?? 0
+        }
+        #expect(rows.count == devices)
+    }
+
+    @Test func aSecondRunIsRefusedWhileTheLockIsHeld() throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("digest.sqlite")
+        _ = try importFixtures(into: db)
+        let lock = try RunLock(path: db + ".lock")
+        let refused = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("another digest run holds the lock"))
+        withExtendedLifetime(lock) {}
+    }
+
+    @Test func aCorruptDatabaseIsAClearError() throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("corrupt.sqlite")
+        try Data(repeating: 0x42, count: 8192).write(to: URL(fileURLWithPath: db))
+        let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"])
+        #expect(run.status != 0)
+        #expect(run.stderr.contains("file is not a database"))
+        #expect(run.stderr.contains(db))
+    }
+
+    @Test(arguments: [
+        (["--week", "2026-W30"], "no reads in week 2026-W30"),
+        (["--week", "2099-W01"], "has not ended"),
+        (["--week", "2025-W53"], "does not exist"),
+        (["--week", "last week"], "not an ISO week"),
+        (["--send-at", "tomorrow"], "--send-at takes"),
+    ])
+    func badWeeksAndOptionsFailClearly(arguments: [String], message: String) throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("digest.sqlite")
+        _ = try importFixtures(into: db)
+        let run = try DigestBinary.run(["run", "--db", db] + arguments)
+        #expect(run.status != 0)
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+    }
+
+    @Test func badLinesAreReportedWithFileAndLineAndSkipped() throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("digest.sqlite")
+        let users = try dir.write("users.jsonl", lines: [
+            #"{"id":"u1","locale":"en","timeZone":"UTC","devices":[{"token":"t1","platform":"android"}]}"#,
+            #"{"id":"u2","locale":"en","timeZone":"UTC","devices":[{"token":"t2","platform":"blackberry"}]}"#,
+            #"not json"#,
+            #"{"locale":"en"}"#,
+        ])
+        let articles = try dir.write("articles.jsonl", lines: [
+            #"{"id":"a1","title":"T","url":"https://x.example/1","imageUrl":null,"topics":[],"publishedAt":"2026-11-10T00:00:00Z","readingMinutes":3}"#,
+            #"{"id":"a2","title":"T","url":"ftp://x.example/2","imageUrl":null,"topics":[],"publishedAt":"2026-11-10T00:00:00Z","readingMinutes":3}"#,
+            #"{"id":"a3","title":"T","url":"https://x.example/3","imageUrl":null,"topics":[],"publishedAt":"yesterday","readingMinutes":3}"#,
+        ])
+        let reads = try dir.write("reads.jsonl", lines: [
+            #"{"userId":"u1","articleId":"a1","readAt":"2026-11-11T10:00:00Z","seconds":60}"#,
+            #"{"userId":"nobody","articleId":"a1","readAt":"2026-11-11T10:00:00Z","seconds":60}"#,
+            #"{"userId":"u1","articleId":"missing","readAt":"2026-11-11T10:00:00Z","seconds":60}"#,
+        ])
+        let result = try DigestBinary.run(["import", "--db", db, users, articles, reads])
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("\(users):2: user u2: unknown platform 'blackberry'"))
+        #expect(result.stderr.contains("\(users):3: not a JSON object"))
+        #expect(result.stderr.contains("\(users):4: missing field 'id'"))
+        #expect(result.stderr.contains("\(articles):2: article a2: url must be http or https"))
+        #expect(result.stderr.contains("\(articles):3: article a3: publishedAt 'yesterday'"))
+        #expect(result.stderr.contains("\(reads):2: unknown user 'nobody'"))
+        #expect(result.stderr.contains("\(reads):3: unknown article 'missing'"))
+        #expect(result.stdout.contains("reads: 3 lines, 1 new or changed, 0 unchanged, 2 skipped (unknown_article 1, unknown_user 1)"))
+
+        let strict = try DigestBinary.run(["import", "--db", dir.path("strict.sqlite"), "--strict", users])
+        #expect(strict.status != 0)
+        #expect(strict.stderr.contains("\(users):2:"))
+    }
+
+    @Test func queueStatsAndPeekShowTheOutboxWithTokensMasked() throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("digest.sqlite")
+        _ = try importFixtures(into: db)
+        _ = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"])
+        let stats = try DigestBinary.run(["queue", "stats", "--db", db])
+        #expect(stats.stdout.contains("by state: ready 5"))
+        #expect(stats.stdout.contains("by platform: android 2, ios 2, web 1"))
+        let peek = try DigestBinary.run(["queue", "peek", "--db", db, "--limit", "10"])
+        #expect(peek.stdout.split(separator: "\n").count == 5)
+        #expect(!peek.stdout.contains("pl-android-token-0001"))
+        #expect(peek.stdout.contains("…0001"))
+        let migrate = try DigestBinary.run(["migrate", "--db", db])
+        #expect(migrate.stdout.contains("schema is current"))
+    }
+}
