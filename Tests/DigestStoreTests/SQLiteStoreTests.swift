@@ -1,0 +1,93 @@
+import DigestCore
+import DigestStore
+import DigestTesting
+import Foundation
+import Testing
+
+@Suite struct SQLiteStoreTests {
+    func message(_ key: String, user: String = "u1") -> OutboxMessage {
+        OutboxMessage(
+            dedupeKey: key, week: "2026-W46", userID: user, platform: .android, variant: .bigText,
+            message: Array(#"{"message":{}}"#.utf8), report: #"{"rules":[]}"#, availableAt: 1_795_334_400)
+    }
+
+    @Test func commitsAreIdempotentAndMoveTheCursorWithTheMessages() throws {
+        let dir = try TemporaryDirectory()
+        let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
+        let week = try ISOWeek(parsing: "2026-W46")
+        let ledger = try database.makeLedger()
+        #expect(try ledger.begin(week: week, now: 100).cursor == 0)
+        var counters = RunCounters()
+        counters.users = 2
+        counters.messages = 2
+        #expect(try ledger.commit(week: week, through: 7, messages: [message("k1"), message("k2")], counters: counters, now: 100) == 2)
+        // The same batch again (a redone batch after a crash) adds nothing.
+        #expect(try ledger.commit(week: week, through: 7, messages: [message("k1"), message("k2")], counters: counters, now: 101) == 0)
+        let checkpoint = try database.makeLedger().begin(week: week, now: 102)
+        #expect(checkpoint.cursor == 7)
+        #expect(checkpoint.counters.enqueued == 2)
+        #expect(checkpoint.counters.messages == 4)
+        #expect(try database.outboxStats().byState == ["ready": 2])
+    }
+
+    @Test func aFailedBatchLeavesNeitherMessagesNorCursor() throws {
+        let dir = try TemporaryDirectory()
+        let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
+        let week = try ISOWeek(parsing: "2026-W46")
+        let ledger = try database.makeLedger()
+        _ = try ledger.begin(week: week, now: 100)
+        // Make the outbox insert fail on its CHECK constraint half-way through the batch.
+        let connection = try database.connect()
+        try connection.execute("CREATE TRIGGER fail_k2 BEFORE INSERT ON digest_outbox WHEN NEW.dedupe_key = 'k2' BEGIN SELECT RAISE(ABORT, 'injected'); END")
+        #expect(throws: (any Error).self) {
+            try ledger.commit(week: week, through: 9, messages: [message("k1"), message("k2")], counters: RunCounters(), now: 100)
+        }
+        #expect(try database.outboxStats().total == 0)
+        #expect(try database.makeLedger().begin(week: week, now: 100).cursor == 0)
+    }
+
+    @Test func migrationsAreRecordedAndRepeatable() throws {
+        let dir = try TemporaryDirectory()
+        let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
+        let first = try database.migrate()
+        #expect(first.from == 0 && first.to >= 1)
+        let second = try database.migrate()
+        #expect(second.from == second.to)
+    }
+
+    @Test(arguments: [
+        ("2026-11-17T19:22:05Z", Int64(1_794_943_325)),
+        ("2026-11-17T19:22:05.123Z", Int64(1_794_943_325)),
+        ("2026-11-17T20:22:05+01:00", Int64(1_794_943_325)),
+        ("2026-11-17T14:22:05-05:00", Int64(1_794_943_325)),
+        ("1970-01-01T00:00:00Z", Int64(0)),
+    ])
+    func timestampsParse(text: String, seconds: Int64) {
+        #expect(Timestamp.parse(text) == seconds)
+        #expect(Timestamp.parse(Timestamp.format(seconds)) == seconds)
+    }
+
+    @Test(arguments: ["2026-02-30T00:00:00Z", "2026-11-17 19:22", "2026-11-17T19:22:05", "yesterday", "2026-13-01T00:00:00Z", ""])
+    func badTimestampsAreRejected(text: String) {
+        #expect(Timestamp.parse(text) == nil)
+    }
+
+    @Test func importingTwiceChangesNothing() throws {
+        let dir = try TemporaryDirectory()
+        let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
+        let users = try dir.write("users.jsonl", lines: [
+            #"{"id":"u1","locale":"pl-PL","timeZone":"Europe/Warsaw","devices":[{"token":"t1","platform":"ios"},{"token":"t2","platform":"web"}]}"#
+        ])
+        let importer = HistoryImporter(sink: try SQLiteImportSink(database: database))
+        #expect(try importer.importFile(users, as: .users).written == 1)
+        let again = try importer.importFile(users, as: .users)
+        #expect(again.written == 0 && again.unchanged == 1)
+        // A changed device list is a change, and the dropped device is gone.
+        let fewer = try dir.write("users2.jsonl", lines: [
+            #"{"id":"u1","locale":"pl-PL","timeZone":"Europe/Warsaw","devices":[{"token":"t2","platform":"web"}]}"#
+        ])
+        #expect(try importer.importFile(fewer, as: .users).written == 1)
+        let reader = try database.makeHistoryReader()
+        #expect(try reader.users(after: 0, limit: 10).first?.reader.devices == [Device(token: "t2", platform: .web)])
+    }
+}
