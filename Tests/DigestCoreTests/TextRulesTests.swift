@@ -19,7 +19,7 @@ let trickySamples: [TextSample] = [
     TextSample(name: "ZWJ families", text: String(repeating: family, count: 130)),
     TextSample(name: "ZWJ families with words", text: (0..<40).map { "\(family) family\($0)" }.joined(separator: " ")),
     TextSample(name: "flags", text: String(repeating: flags, count: 70)),
-    TextSample(name: "flags between words", text: (0..<40).map { "Polska \(flags) Ukraina" }.joined(separator: " ")),
+    TextSample(name: "flags between words", text: (0..<40).map { _ in "Polska \(flags) Ukraina" }.joined(separator: " ")),
     TextSample(name: "combining marks", text: String(repeating: "Z\u{0351}\u{036B}\u{0343}a\u{0308}\u{0301}lgo ", count: 40)),
     TextSample(name: "decomposed text", text: String(repeating: "Cafe\u{0301} cre\u{0300}me bru\u{0302}le\u{0301}e, ", count: 15)),
     TextSample(name: "CJK without spaces", text: String(repeating: "日本語のテキストには空白がありません。中文没有空格。", count: 10)),
@@ -88,7 +88,8 @@ struct TruncateTests {
         ("Read {{title}} now and {{#x}}later{{/x}}", 20, "Read {{title}} now…"),
         ("Read {{title}} now and later", 15, "Read {{title…"),
         ("Hello world", 11, "Hello world"),
-        ("Hello world!", 11, "Hello…"),
+        ("Hello world!", 11, "Hello worl…"),  // space at 5 keeps 45%: grapheme cut
+        ("Hi all, wonderful!", 10, "Hi all…"),
         ("Wow!!!!!!!!!!!!!!!", 6, "Wow…"),
         ("..........", 5, "…"),
     ] as [(String, Int, String)])
@@ -112,7 +113,8 @@ struct TruncateTests {
     }
 
     @Test func zeroAndOneLimits() {
-        #expect(TextRules.truncate("abc", to: 0) == ("", true) ? true : TextRules.truncate("abc", to: 0).text == "")
+        let zero = TextRules.truncate("abc", to: 0)
+        #expect(zero.text == "" && zero.cut)
         #expect(TextRules.truncate("", to: 0).cut == false)
         #expect(TextRules.truncate("ab", to: 1).text == "…")
         #expect(TextRules.truncate("a", to: 1).text == "a")
@@ -152,6 +154,67 @@ struct TruncateUTF16Tests {
     }
 
     @Test func fittingTextIsUnchanged() {
-        #expect(TextRules.truncate("Hello", toUTF16: 5) == ("Hello", false) ? true : false)
+        let out = TextRules.truncate("Hello", toUTF16: 5)
+        #expect(out.text == "Hello" && !out.cut)
+    }
+}
+
+@Suite("TextRules.clean")
+struct CleanTests {
+    /// Compares scalars: `==` on String would call canonically equivalent strings equal.
+    static func same(_ a: String, _ b: String) -> Bool { a.unicodeScalars.elementsEqual(b.unicodeScalars) }
+
+    @Test(arguments: [
+        ("Hello world", false, "Hello world"),
+        ("", false, ""),
+        ("   ", false, ""),
+        ("  Hello   world  ", false, "Hello world"),
+        ("Cafe\u{0301}", false, "Caf\u{E9}"),
+        ("\u{1100}\u{1161}\u{11A8}", false, "\u{AC01}"),
+        ("A\u{030A}ngstro\u{0308}m", false, "\u{C5}ngstr\u{F6}m"),
+        ("a\u{0}b\u{7}c\u{1B}d\u{7F}e", false, "abcde"),
+        ("a\u{85}b", false, "a b"),
+        ("a\u{00A0}\u{00A0}b\u{3000}c", false, "a b c"),
+        ("a\tb", false, "a b"),
+        ("a \t b", false, "a b"),
+        ("line1\nline2", false, "line1 line2"),
+        ("line1\nline2", true, "line1\nline2"),
+        ("a\r\n\r\nb", false, "a b"),
+        ("a\r\n\r\nb", true, "a\nb"),
+        ("a \n  b", true, "a\nb"),
+        ("\n\n hello \n\n", true, "hello"),
+        ("a\u{2028}b\u{2029}c", true, "a\nb\nc"),
+        ("a\u{2028}b", false, "a b"),
+        ("Read {{title}}  now", false, "Read {{title}} now"),
+        ("\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}\u{200D}\u{1F466}  \u{1F1F5}\u{1F1F1}", false,
+            "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}\u{200D}\u{1F466} \u{1F1F5}\u{1F1F1}"),
+        ("  مرحبا   بالعالم ", false, "مرحبا بالعالم"),
+        ("日本語 のテキスト", false, "日本語 のテキスト"),
+    ] as [(String, Bool, String)])
+    func cleans(input: String, keepNewlines: Bool, expected: String) {
+        let out = TextRules.clean(input, keepNewlines: keepNewlines)
+        #expect(Self.same(out, expected), "clean(\(input.debugDescription)) = \(out.debugDescription)")
+    }
+
+    @Test(arguments: trickySamples, [false, true])
+    func invariants(sample: TextSample, keepNewlines: Bool) {
+        let noisy = "\u{7}  " + sample.text.replacingOccurrences(of: " ", with: " \t\n  \u{0} ") + "\r\n "
+        let out = TextRules.clean(noisy, keepNewlines: keepNewlines)
+        #expect(Self.same(out, out.precomposedStringWithCanonicalMapping), "NFC")
+        #expect(!out.unicodeScalars.contains { $0.properties.generalCategory == .control && $0 != "\n" })
+        if !keepNewlines { #expect(!out.contains("\n")) }
+        #expect(!out.contains("  "))
+        #expect(out.first.map { !$0.isWhitespace } ?? true)
+        #expect(out.last.map { !$0.isWhitespace } ?? true)
+        #expect(Self.same(TextRules.clean(out, keepNewlines: keepNewlines), out), "idempotent")
+    }
+
+    @Test func decomposedTextMatchesComposed() {
+        let decomposed = "Za\u{0308}hlung, cafe\u{0301}, n\u{0303}"
+        #expect(Self.same(TextRules.clean(decomposed), "Z\u{E4}hlung, caf\u{E9}, \u{F1}"))
+    }
+
+    @Test func lengthCountsGraphemes() {
+        #expect(TextRules.length(family + flags + "e\u{0301}") == 4)
     }
 }

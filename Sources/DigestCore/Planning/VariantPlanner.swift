@@ -151,7 +151,7 @@ public struct VariantPlanner: Sendable {
             let text = TextRules.clean(templates.render(piece, model), keepNewlines: variant == .defaultText)
             let cut = TextRules.truncate(text, to: bodyLimit)
             if cut.cut { rules.set("body.truncated", String(bodyLimit)) }
-            return cut.text
+            return capUTF16(cut.text, rules: &rules)
         case .bigText:
             let header = TextRules.truncate(TextRules.clean(templates.render(.header, model)), to: bodyLimit)
             if header.cut { rules.set("header.truncated", String(bodyLimit)) }
@@ -185,12 +185,15 @@ public struct VariantPlanner: Sendable {
                 body = assemble()
                 rules.set("android.utf16.bullets", String(shown))
             }
-            if body.utf16.count >= configuration.androidUTF16Limit {
-                body = TextRules.truncate(body, toUTF16: configuration.androidUTF16Limit - 1).text
-                rules.set("android.utf16.truncated", String(configuration.androidUTF16Limit - 1))
-            }
-            return body
+            return capUTF16(body, rules: &rules)
         }
+    }
+
+    /// Any body stays under Android's UTF-16 cap (combining-mark pile-ups can pass every other limit).
+    private func capUTF16(_ body: String, rules: inout RuleLog) -> String {
+        guard body.utf16.count >= configuration.androidUTF16Limit else { return body }
+        rules.set("android.utf16.truncated", String(configuration.androidUTF16Limit - 1))
+        return TextRules.truncate(body, toUTF16: configuration.androidUTF16Limit - 1).text
     }
 
     func viewModel(_ digest: WeeklyDigest, _ templates: LocalizedTemplates) -> DigestViewModel {

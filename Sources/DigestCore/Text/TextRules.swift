@@ -24,11 +24,12 @@ public enum TextRules {
             default:
                 break
             }
-            if scalar.properties.generalCategory == .control { continue }
+            // Whitespace first: a tab is both a control character and a space, and becomes a space.
             if scalar.properties.isWhitespace {
                 pendingSpace = true
                 continue
             }
+            if scalar.properties.generalCategory == .control { continue }
             if !out.isEmpty {
                 if pendingNewline {
                     out.append("\n")

@@ -18,6 +18,7 @@ public struct ISOWeek: Sendable, Hashable, Comparable, CustomStringConvertible {
         var yearPart = parts[0]
         if yearPart.hasSuffix("-") { yearPart = yearPart.dropLast() }
         guard yearPart.count == 4, parts[1].count == 2,
+            yearPart.allSatisfy({ $0.isASCII && $0.isNumber }), parts[1].allSatisfy({ $0.isASCII && $0.isNumber }),
             let year = Int(yearPart), let week = Int(parts[1])
         else { throw WeekError.malformed(text) }
         guard let value = ISOWeek(year: year, week: week) else {

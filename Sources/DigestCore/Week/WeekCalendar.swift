@@ -34,14 +34,15 @@ public final class WeekCalendar: Sendable {
     /// The week's window in a zone; an unknown zone gives UTC and `fellBack == true`.
     public func window(forZone zone: String) -> (window: WeekWindow, fellBack: Bool) {
         if let hit = cache.withLock({ $0[zone] }) { return hit }
-        let resolved: (TimeZone, Bool)
+        // The window is named by the zone asked for (Foundation on Linux calls UTC "GMT").
+        let resolved: (TimeZone, String, Bool)
         if let tz = TimeZone(identifier: zone), !zone.isEmpty {
-            resolved = (tz, false)
+            resolved = (tz, zone, false)
         } else {
-            resolved = (TimeZone(identifier: "UTC")!, true)
+            resolved = (TimeZone(secondsFromGMT: 0)!, "UTC", true)
         }
-        let window = Self.makeWindow(week: week, timeZone: resolved.0, delivery: delivery)
-        let value = (window: window, fellBack: resolved.1)
+        let window = Self.makeWindow(week: week, timeZone: resolved.0, name: resolved.1, delivery: delivery)
+        let value = (window: window, fellBack: resolved.2)
         cache.withLock { $0[zone] = value }
         return value
     }
@@ -49,7 +50,7 @@ public final class WeekCalendar: Sendable {
     /// The window in UTC: instants that bracket every zone's window lie within 14 hours of it.
     public var utcWindow: WeekWindow { window(forZone: "UTC").window }
 
-    static func makeWindow(week: ISOWeek, timeZone: TimeZone, delivery: DeliveryTime) -> WeekWindow {
+    static func makeWindow(week: ISOWeek, timeZone: TimeZone, name: String, delivery: DeliveryTime) -> WeekWindow {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         let firstMonday = week.monday.adding(days: -7)
@@ -59,7 +60,7 @@ public final class WeekCalendar: Sendable {
         let deliverAt = localInstant(
             week.monday.adding(days: 7 + delivery.dayOffset), hour: delivery.hour, minute: delivery.minute,
             calendar: calendar)
-        return WeekWindow(week: week, timeZone: timeZone.identifier, dayStarts: starts, deliverAt: deliverAt)
+        return WeekWindow(week: week, timeZone: name, dayStarts: starts, deliverAt: deliverAt)
     }
 
     /// Local wall time to an instant; a time inside a DST gap moves forward to the next valid one.
