@@ -23,15 +23,21 @@ public struct DigestBinary: Sendable {
         public var signalled: Bool
     }
 
-    /// Runs `digest` with `arguments` and waits for it.
-    public static func run(_ arguments: [String], in directory: URL? = nil) throws -> Output {
+    /// The `digest` process with the shipped templates.
+    static func makeProcess(_ arguments: [String]) -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
-        if let directory { process.currentDirectoryURL = directory }
         var environment = ProcessInfo.processInfo.environment
         environment["DIGEST_TEMPLATES"] = templates.path
         process.environment = environment
+        return process
+    }
+
+    /// Runs `digest` with `arguments` and waits for it.
+    public static func run(_ arguments: [String], in directory: URL? = nil) throws -> Output {
+        let process = makeProcess(arguments)
+        if let directory { process.currentDirectoryURL = directory }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
@@ -57,12 +63,7 @@ public struct DigestBinary: Sendable {
     /// Starts `digest`, waits until its stderr has shown `lines` lines containing `marker`, then
     /// kills it with SIGKILL. Returns whether it was killed while still running.
     public static func runAndKill(_ arguments: [String], afterLines lines: Int, containing marker: String) throws -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["DIGEST_TEMPLATES"] = templates.path
-        process.environment = environment
+        let process = makeProcess(arguments)
         let err = Pipe()
         process.standardError = err
         process.standardOutput = FileHandle.nullDevice

@@ -77,29 +77,23 @@ public final class SQLiteImportSink: HistoryImportSink {
     }
 
     private func userKey(_ id: String) throws -> Int64? {
-        if let key = userKeys[id] { return key }
-        let key = try lookUp("SELECT pk FROM users WHERE id = ?", id)
-        if let key {
-            if userKeys.count >= cacheLimit { userKeys.removeAll(keepingCapacity: true) }
-            userKeys[id] = key
-        }
-        return key
+        try key(of: id, in: &userKeys, sql: "SELECT pk FROM users WHERE id = ?")
     }
 
     private func articleKey(_ id: String) throws -> Int64? {
-        if let key = articleKeys[id] { return key }
-        let key = try lookUp("SELECT pk FROM articles WHERE id = ?", id)
-        if let key {
-            if articleKeys.count >= cacheLimit { articleKeys.removeAll(keepingCapacity: true) }
-            articleKeys[id] = key
-        }
-        return key
+        try key(of: id, in: &articleKeys, sql: "SELECT pk FROM articles WHERE id = ?")
     }
 
-    private func lookUp(_ sql: String, _ id: String) throws -> Int64? {
+    /// The row key of an id, from a bounded cache or the table.
+    private func key(of id: String, in cache: inout [String: Int64], sql: String) throws -> Int64? {
+        if let key = cache[id] { return key }
         let statement = try connection.statement(sql)
         statement.bind(id, at: 1)
         defer { statement.reset() }
-        return try statement.step() ? statement.int64(0) : nil
+        guard try statement.step() else { return nil }
+        let key = statement.int64(0)
+        if cache.count >= cacheLimit { cache.removeAll(keepingCapacity: true) }
+        cache[id] = key
+        return key
     }
 }
