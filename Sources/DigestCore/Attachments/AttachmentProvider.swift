@@ -41,6 +41,12 @@ public protocol AttachmentProvider: Sendable {
     func renditions(forImageAt url: String) async -> ImageOutcome
 }
 
+/// An attachment provider that counts what it did (fetched, reused, failed by reason); the run's
+/// summary shows these counts.
+public protocol AttachmentStatistics: Sendable {
+    func statistics() async -> [String: Int]
+}
+
 /// The provider used when no attachment store is configured: every image is unavailable.
 public struct NoAttachments: AttachmentProvider {
     public init() {}

@@ -191,11 +191,6 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
     }
 }
 
-/// An attachment provider that counts what it did (fetched, reused, failed by reason).
-public protocol AttachmentStatistics: Sendable {
-    func statistics() async -> [String: Int]
-}
-
 /// A run that cannot start or go on; the message says why and what to do.
 public struct RunError: Error, CustomStringConvertible {
     public let description: String
