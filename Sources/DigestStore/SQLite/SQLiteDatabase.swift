@@ -29,6 +29,10 @@ public struct SQLiteDatabase: DigestDatabase {
         SQLiteRunLedger(connection: try connect())
     }
 
+    public func makeOutboxConsumer() throws -> SQLiteOutboxConsumer {
+        SQLiteOutboxConsumer(connection: try connect())
+    }
+
     public func acquireRunLock() throws -> RunLock {
         try RunLock(path: path + ".lock")
     }

@@ -61,7 +61,12 @@ enum SQLiteSchema {
             finished_at INTEGER,
             counters TEXT NOT NULL DEFAULT '{}'
         );
+        """,
+        // 2: the consumer contract: FCM's message name on sent messages; retries found fast.
         """
+        ALTER TABLE digest_outbox ADD COLUMN fcm_name TEXT;
+        CREATE INDEX digest_outbox_retrying ON digest_outbox (available_at) WHERE state = 'ready' AND attempts > 0;
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

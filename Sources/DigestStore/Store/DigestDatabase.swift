@@ -7,6 +7,7 @@ import DigestCore
 public protocol DigestDatabase: Sendable {
     associatedtype History: HistoryReader
     associatedtype Ledger: RunLedger
+    associatedtype Consumer: OutboxConsumer
 
     /// Creates or upgrades the schema; returns the versions before and after.
     func migrate() throws -> (from: Int, to: Int)
@@ -14,6 +15,8 @@ public protocol DigestDatabase: Sendable {
     func makeHistoryReader() throws -> History
     /// A new writer of the outbox and run bookkeeping (one per thread).
     func makeLedger() throws -> Ledger
+    /// A new consumer of the outbox, for a sender (one per thread).
+    func makeOutboxConsumer() throws -> Consumer
     /// Refuses a second run on the same database while one is going.
     func acquireRunLock() throws -> RunLock
     /// Messages in the outbox by state, platform, variant and week.

@@ -1,0 +1,115 @@
+/// The consumer side of the outbox: what a sender does to messages, as in
+/// `docs/003-outbox-consumers.md`. Every operation follows ``OutboxDelivery/apply(_:)``.
+///
+/// A consumer is used by one thread at a time (SQLite connections are not shared); a sender keeps one
+/// on a dedicated thread. Times are Unix seconds.
+///
+/// ```swift
+/// let consumer = try SQLiteDatabase.sqlite(path: "digest.sqlite").makeOutboxConsumer()
+/// let batch = try consumer.lease(owner: "host-1:4711", limit: 128, now: now, leaseSeconds: 60, maxAttempts: 12)
+/// // … send each …
+/// try consumer.settle([.sent(id: batch[0].id, name: "projects/p/messages/1")], owner: "host-1:4711", now: now, maxAttempts: 12)
+/// ```
+public protocol OutboxConsumer {
+    /// Returns expired leases to `ready` (or `dead` once their attempts are used up), then leases up to
+    /// `limit` due messages, oldest `available_at` first, in one writer transaction.
+    func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) throws -> [LeasedMessage]
+
+    /// Applies outcomes of messages `owner` holds, in one transaction; returns how many applied (a
+    /// message whose lease was lost is left alone).
+    @discardableResult
+    func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) throws -> Int
+
+    /// Moves the leases `owner` holds on `ids` to `until`; returns how many it still holds.
+    @discardableResult
+    func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Int
+
+    /// Returns every dead message (optionally only those whose reason starts with `reasonPrefix`, or of
+    /// one week) to `ready`, due now, with no attempts; returns how many.
+    func requeueDead(reasonPrefix: String?, week: String?, now: Int64) throws -> Int
+
+    /// Reads up to `limit` due `ready` messages with ids above `afterID`, in id order, without leasing
+    /// them (a dry run's validation pass).
+    func peekDue(afterID: Int64, limit: Int, now: Int64) throws -> [LeasedMessage]
+
+    /// What is left for a draining sender.
+    func backlog(now: Int64) throws -> OutboxBacklog
+}
+
+extension OutboxConsumer {
+    /// FCM accepted the message.
+    public func ack(_ id: Int64, name: String, owner: String, now: Int64) throws -> Bool {
+        try settle([.sent(id: id, name: name)], owner: owner, now: now, maxAttempts: .max) == 1
+    }
+
+    /// The message failed for now; it becomes due again at `retryAt` (or dead after `maxAttempts`).
+    public func nack(_ id: Int64, retryAt: Int64, error: String, owner: String, now: Int64, maxAttempts: Int) throws -> Bool {
+        try settle([.retry(id: id, at: retryAt, error: error)], owner: owner, now: now, maxAttempts: maxAttempts) == 1
+    }
+
+    /// The message can never be delivered.
+    public func markDead(_ id: Int64, reason: String, owner: String, now: Int64) throws -> Bool {
+        try settle([.dead(id: id, reason: reason)], owner: owner, now: now, maxAttempts: .max) == 1
+    }
+}
+
+/// A leased message: what a sender needs to deliver it.
+public struct LeasedMessage: Sendable, Hashable {
+    public var id: Int64
+    public var dedupeKey: String
+    public var userID: String
+    public var platform: String
+    /// The FCM v1 request body, `{"message":{…}}`.
+    public var message: String
+    /// Attempts including this one.
+    public var attempts: Int
+
+    public init(id: Int64, dedupeKey: String, userID: String, platform: String, message: String, attempts: Int) {
+        self.id = id
+        self.dedupeKey = dedupeKey
+        self.userID = userID
+        self.platform = platform
+        self.message = message
+        self.attempts = attempts
+    }
+}
+
+/// The outcome of one delivery attempt, as a consumer records it.
+public enum Settlement: Sendable, Hashable {
+    /// `sent`, with FCM's message name.
+    case sent(id: Int64, name: String)
+    /// `ready` again at `at` (Unix seconds), or `dead` once the attempts are used up.
+    case retry(id: Int64, at: Int64, error: String)
+    /// `dead` with the reason.
+    case dead(id: Int64, reason: String)
+    /// `dead` with the reason, and the message's device (its user and token) removed from `devices`,
+    /// so the next run skips it.
+    case unregistered(id: Int64, reason: String)
+    /// `ready` again, untried: the lease does not count as an attempt.
+    case release(id: Int64)
+
+    public var id: Int64 {
+        switch self {
+        case .sent(let id, _), .retry(let id, _, _), .dead(let id, _), .unregistered(let id, _), .release(let id): id
+        }
+    }
+}
+
+/// Counts a draining sender watches.
+public struct OutboxBacklog: Sendable, Hashable {
+    /// `ready` and due now.
+    public var due: Int
+    /// `ready`, not yet due, and tried before: retries waiting for their time.
+    public var retrying: Int
+    /// `leased` by anyone.
+    public var leased: Int
+
+    public init(due: Int = 0, retrying: Int = 0, leased: Int = 0) {
+        self.due = due
+        self.retrying = retrying
+        self.leased = leased
+    }
+
+    /// Nothing due, waiting to be retried, or held.
+    public var isEmpty: Bool { due == 0 && retrying == 0 && leased == 0 }
+}

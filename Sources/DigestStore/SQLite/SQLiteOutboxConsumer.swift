@@ -1,0 +1,208 @@
+/// ``OutboxConsumer`` on SQLite: every operation is one `BEGIN IMMEDIATE` transaction, so concurrent
+/// senders on one file take turns as writers and never lease the same message twice.
+///
+/// Not thread-safe (one connection): use it from one thread at a time.
+public final class SQLiteOutboxConsumer: OutboxConsumer {
+    let connection: SQLiteConnection
+
+    init(connection: SQLiteConnection) {
+        self.connection = connection
+    }
+
+    public func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) throws -> [LeasedMessage] {
+        try connection.transaction {
+            let sweep = try connection.statement(SQL.expire)
+            sweep.bind(now, at: 1)
+            sweep.bind(maxAttempts, at: 2)
+            try sweep.run()
+            let lease = try connection.statement(SQL.lease)
+            lease.bind(owner, at: 1)
+            lease.bind(now + leaseSeconds, at: 2)
+            lease.bind(now, at: 3)
+            lease.bind(limit, at: 4)
+            var messages: [LeasedMessage] = []
+            messages.reserveCapacity(limit)
+            while try lease.step() {
+                messages.append(
+                    LeasedMessage(
+                        id: lease.int64(0), dedupeKey: lease.string(1), userID: lease.string(2),
+                        platform: lease.string(3), message: lease.string(4), attempts: lease.int(5)))
+            }
+            // RETURNING gives rows in no particular order.
+            messages.sort { $0.id < $1.id }
+            return messages
+        }
+    }
+
+    @discardableResult
+    public func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) throws -> Int {
+        guard !settlements.isEmpty else { return 0 }
+        return try connection.transaction {
+            var applied = 0
+            for settlement in settlements {
+                let statement: SQLiteStatement
+                switch settlement {
+                case .sent(let id, let name):
+                    statement = try connection.statement(SQL.sent)
+                    statement.bind(id, at: 1)
+                    statement.bind(owner, at: 2)
+                    statement.bind(now, at: 3)
+                    statement.bind(name, at: 4)
+                case .retry(let id, let at, let error):
+                    statement = try connection.statement(SQL.retry)
+                    statement.bind(id, at: 1)
+                    statement.bind(owner, at: 2)
+                    statement.bind(at, at: 3)
+                    statement.bind(error, at: 4)
+                    statement.bind(maxAttempts, at: 5)
+                case .dead(let id, let reason):
+                    statement = try connection.statement(SQL.dead)
+                    statement.bind(id, at: 1)
+                    statement.bind(owner, at: 2)
+                    statement.bind(reason, at: 3)
+                case .unregistered(let id, let reason):
+                    let forget = try connection.statement(SQL.forgetDevice)
+                    forget.bind(id, at: 1)
+                    forget.bind(owner, at: 2)
+                    try forget.run()
+                    statement = try connection.statement(SQL.dead)
+                    statement.bind(id, at: 1)
+                    statement.bind(owner, at: 2)
+                    statement.bind(reason, at: 3)
+                case .release(let id):
+                    statement = try connection.statement(SQL.release)
+                    statement.bind(id, at: 1)
+                    statement.bind(owner, at: 2)
+                }
+                try statement.run()
+                applied += connection.changes
+            }
+            return applied
+        }
+    }
+
+    @discardableResult
+    public func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try connection.transaction {
+            let statement = try connection.statement(SQL.extend)
+            var held = 0
+            for id in ids {
+                statement.reset()
+                statement.bind(id, at: 1)
+                statement.bind(owner, at: 2)
+                statement.bind(until, at: 3)
+                try statement.run()
+                held += connection.changes
+            }
+            return held
+        }
+    }
+
+    public func requeueDead(reasonPrefix: String?, week: String?, now: Int64) throws -> Int {
+        try connection.transaction {
+            let statement = try connection.statement(SQL.requeue)
+            statement.bind(now, at: 1)
+            statement.bind(reasonPrefix, at: 2)
+            statement.bind(week, at: 3)
+            try statement.run()
+            return connection.changes
+        }
+    }
+
+    public func peekDue(afterID: Int64, limit: Int, now: Int64) throws -> [LeasedMessage] {
+        let statement = try connection.statement(SQL.peekDue)
+        statement.bind(afterID, at: 1)
+        statement.bind(now, at: 2)
+        statement.bind(limit, at: 3)
+        var messages: [LeasedMessage] = []
+        while try statement.step() {
+            messages.append(
+                LeasedMessage(
+                    id: statement.int64(0), dedupeKey: statement.string(1), userID: statement.string(2),
+                    platform: statement.string(3), message: statement.string(4), attempts: statement.int(5)))
+        }
+        return messages
+    }
+
+    public func backlog(now: Int64) throws -> OutboxBacklog {
+        let statement = try connection.statement(SQL.backlog)
+        statement.bind(now, at: 1)
+        guard try statement.step() else { return OutboxBacklog() }
+        let backlog = OutboxBacklog(due: statement.int(0), retrying: statement.int(1), leased: statement.int(2))
+        statement.reset()
+        return backlog
+    }
+
+    /// The statements, as documented in `docs/003-outbox-consumers.md`.
+    enum SQL {
+        static let expire = """
+            UPDATE digest_outbox
+            SET state = CASE WHEN attempts >= ?2 THEN 'dead' ELSE 'ready' END,
+                last_error = CASE WHEN attempts >= ?2
+                    THEN 'LEASE_EXPIRED: the sender holding it stopped answering (gave up after ' || attempts || ' attempts)'
+                    ELSE last_error END,
+                lease_owner = NULL, leased_until = NULL
+            WHERE state = 'leased' AND leased_until <= ?1
+            """
+        static let lease = """
+            UPDATE digest_outbox
+            SET state = 'leased', attempts = attempts + 1, lease_owner = ?1, leased_until = ?2
+            WHERE id IN (
+                SELECT id FROM digest_outbox
+                WHERE state = 'ready' AND available_at <= ?3
+                ORDER BY available_at, id LIMIT ?4)
+            RETURNING id, dedupe_key, user_id, platform, message, attempts
+            """
+        static let held = "WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2"
+        static let sent = """
+            UPDATE digest_outbox
+            SET state = 'sent', sent_at = ?3, fcm_name = ?4, lease_owner = NULL, leased_until = NULL
+            \(held)
+            """
+        static let retry = """
+            UPDATE digest_outbox
+            SET state = CASE WHEN attempts >= ?5 THEN 'dead' ELSE 'ready' END,
+                available_at = CASE WHEN attempts >= ?5 THEN available_at ELSE ?3 END,
+                last_error = CASE WHEN attempts >= ?5
+                    THEN ?4 || ' (gave up after ' || attempts || ' attempts)' ELSE ?4 END,
+                lease_owner = NULL, leased_until = NULL
+            \(held)
+            """
+        static let dead = """
+            UPDATE digest_outbox
+            SET state = 'dead', last_error = ?3, lease_owner = NULL, leased_until = NULL
+            \(held)
+            """
+        static let release = """
+            UPDATE digest_outbox
+            SET state = 'ready', attempts = max(attempts - 1, 0), lease_owner = NULL, leased_until = NULL
+            \(held)
+            """
+        static let extend = "UPDATE digest_outbox SET leased_until = ?3 \(held)"
+        static let forgetDevice = """
+            DELETE FROM devices
+            WHERE (user_pk, token) IN (
+                SELECT users.pk, json_extract(o.message, '$.message.token')
+                FROM digest_outbox o JOIN users ON users.id = o.user_id
+                WHERE o.id = ?1 AND o.state = 'leased' AND o.lease_owner = ?2)
+            """
+        static let requeue = """
+            UPDATE digest_outbox
+            SET state = 'ready', attempts = 0, available_at = ?1, lease_owner = NULL, leased_until = NULL
+            WHERE state = 'dead'
+              AND (?2 IS NULL OR substr(last_error, 1, length(?2)) = ?2)
+              AND (?3 IS NULL OR week = ?3)
+            """
+        static let peekDue = """
+            SELECT id, dedupe_key, user_id, platform, message, attempts FROM digest_outbox
+            WHERE id > ?1 AND state = 'ready' AND available_at <= ?2 ORDER BY id LIMIT ?3
+            """
+        static let backlog = """
+            SELECT
+                (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= ?1),
+                (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > ?1 AND attempts > 0),
+                (SELECT count(*) FROM digest_outbox WHERE state = 'leased')
+            """
+    }
+}

@@ -1,0 +1,178 @@
+import DigestCore
+import DigestStore
+import DigestTesting
+import Foundation
+import Testing
+
+/// The SQLite consumer against the pure lifecycle: the same events give the same rows.
+@Suite struct SQLiteOutboxConsumerTests {
+    /// A database with `count` messages due at `availableAt`, users `u<i>` with token `tok-<i>`.
+    static func outbox(_ dir: TemporaryDirectory, count: Int, availableAt: (Int) -> Int64 = { _ in 0 }) throws -> SQLiteDatabase {
+        let database = SQLiteDatabase.sqlite(path: dir.path("outbox.sqlite"))
+        let connection = try database.connect()
+        try connection.transaction {
+            for i in 1...count {
+                try connection.execute("INSERT INTO users (id, locale, time_zone) VALUES ('u\(i)', 'en', 'UTC')")
+                try connection.execute("INSERT INTO devices VALUES (\(i), 'tok-\(i)', 'android')")
+                try connection.execute(
+                    """
+                    INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at)
+                    VALUES ('2026-W46:u\(i):h', '2026-W46', 'u\(i)', 'android', 'Default',
+                            '{"message":{"token":"tok-\(i)"}}', '{}', \(availableAt(i)), 0)
+                    """)
+            }
+        }
+        return database
+    }
+
+    static func rows(_ database: SQLiteDatabase) throws -> [Int64: OutboxDelivery] {
+        let connection = try database.connect()
+        let statement = try connection.statement(
+            "SELECT id, state, attempts, available_at, lease_owner, leased_until, last_error, sent_at, fcm_name FROM digest_outbox")
+        var rows: [Int64: OutboxDelivery] = [:]
+        while try statement.step() {
+            rows[statement.int64(0)] = OutboxDelivery(
+                state: OutboxDelivery.State(rawValue: statement.string(1))!, attempts: statement.int(2),
+                availableAt: statement.int64(3), leaseOwner: statement.optionalString(4),
+                leasedUntil: statement.isNull(5) ? nil : statement.int64(5), lastError: statement.optionalString(6),
+                sentAt: statement.isNull(7) ? nil : statement.int64(7), fcmName: statement.optionalString(8))
+        }
+        return rows
+    }
+
+    @Test func leaseTakesDueMessagesOldestFirstAndNeverTwice() throws {
+        let dir = try TemporaryDirectory()
+        let database = try Self.outbox(dir, count: 6) { i in Int64(100 - i) }  // u6 is the oldest
+        let consumer = try database.makeOutboxConsumer()
+        let first = try consumer.lease(owner: "a", limit: 2, now: 95, leaseSeconds: 60, maxAttempts: 5)
+        #expect(first.map(\.userID).sorted() == ["u5", "u6"])
+        #expect(first.allSatisfy { $0.attempts == 1 && $0.message.contains("tok-") })
+        let second = try consumer.lease(owner: "b", limit: 10, now: 95, leaseSeconds: 60, maxAttempts: 5)
+        #expect(second.isEmpty)  // u1…u4 are not due before 96…99
+        let third = try consumer.lease(owner: "b", limit: 10, now: 99, leaseSeconds: 60, maxAttempts: 5)
+        #expect(third.map(\.userID).sorted() == ["u1", "u2", "u3", "u4"])
+        #expect(try consumer.backlog(now: 99) == OutboxBacklog(due: 0, retrying: 0, leased: 6))
+    }
+
+    @Test func settleAppliesOnlyToTheHolderAndUnregisteredRemovesTheDevice() throws {
+        let dir = try TemporaryDirectory()
+        let database = try Self.outbox(dir, count: 5)
+        let consumer = try database.makeOutboxConsumer()
+        let leased = try consumer.lease(owner: "a", limit: 5, now: 10, leaseSeconds: 60, maxAttempts: 5)
+        #expect(leased.count == 5)
+        let ids = leased.map(\.id)
+        #expect(try consumer.settle([.sent(id: ids[0], name: "x")], owner: "b", now: 11, maxAttempts: 5) == 0)
+        let applied = try consumer.settle(
+            [
+                .sent(id: ids[0], name: "projects/p/messages/1"),
+                .retry(id: ids[1], at: 70, error: "UNAVAILABLE: 503"),
+                .dead(id: ids[2], reason: "INVALID_ARGUMENT: bad"),
+                .unregistered(id: ids[3], reason: "UNREGISTERED: gone"),
+                .release(id: ids[4]),
+            ], owner: "a", now: 11, maxAttempts: 5)
+        #expect(applied == 5)
+        let rows = try Self.rows(database)
+        #expect(rows[ids[0]]?.state == .sent && rows[ids[0]]?.fcmName == "projects/p/messages/1" && rows[ids[0]]?.sentAt == 11)
+        #expect(rows[ids[1]]?.state == .ready && rows[ids[1]]?.availableAt == 70 && rows[ids[1]]?.attempts == 1)
+        #expect(rows[ids[2]]?.state == .dead && rows[ids[2]]?.lastError == "INVALID_ARGUMENT: bad")
+        #expect(rows[ids[3]]?.state == .dead)
+        #expect(rows[ids[4]]?.state == .ready && rows[ids[4]]?.attempts == 0)
+        let devices = try database.connect().statement("SELECT group_concat(token) FROM (SELECT token FROM devices ORDER BY token)")
+        #expect(try devices.step() && devices.string(0) == "tok-1,tok-2,tok-3,tok-5")
+        #expect(try consumer.backlog(now: 11) == OutboxBacklog(due: 1, retrying: 1, leased: 0))
+        #expect(try consumer.requeueDead(reasonPrefix: "UNREGISTERED", week: nil, now: 20) == 1)
+        #expect(try consumer.requeueDead(reasonPrefix: nil, week: "2026-W45", now: 20) == 0)
+        #expect(try consumer.requeueDead(reasonPrefix: nil, week: "2026-W46", now: 20) == 1)
+        #expect(try Self.rows(database).values.filter { $0.state == .dead }.isEmpty)
+    }
+
+    @Test func twoConsumersLeasingAtOnceNeverShareAMessage() throws {
+        let dir = try TemporaryDirectory()
+        let database = try Self.outbox(dir, count: 400)
+        let results = LockedIDs()
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            guard let consumer = try? database.makeOutboxConsumer() else { return }
+            while let batch = try? consumer.lease(owner: "w\(worker)", limit: 7, now: 1, leaseSeconds: 60, maxAttempts: 5), !batch.isEmpty {
+                results.add(batch.map(\.id))
+            }
+        }
+        let ids = results.all
+        #expect(ids.count == 400)
+        #expect(Set(ids).count == 400)
+    }
+
+    /// Random events on SQLite and on the pure model; after each, every row must match.
+    @Test(arguments: [1, 2, 3, 4] as [UInt64]) func sqlFollowsTheStateMachine(seed: UInt64) throws {
+        let dir = try TemporaryDirectory()
+        let count = 8
+        let database = try Self.outbox(dir, count: count) { i in Int64(i % 3) }
+        let consumer = try database.makeOutboxConsumer()
+        var model = try Self.rows(database)
+        var random = SplitMix(seed: seed)
+        var now: Int64 = 0
+        let owners = ["a", "b"]
+        let maxAttempts = 3
+        for _ in 0..<300 {
+            now += Int64(random.next() % 20)
+            let owner = owners[Int(random.next() % 2)]
+            let id = Int64(1 + random.next() % UInt64(count))
+            switch random.next() % 7 {
+            case 0, 1:
+                let limit = Int(1 + random.next() % 3)
+                let leased = try consumer.lease(owner: owner, limit: limit, now: now, leaseSeconds: 30, maxAttempts: maxAttempts)
+                for key in model.keys { model[key]!.apply(.expire(now: now, maxAttempts: maxAttempts)) }
+                let due = model.filter { $0.value.isDue(now: now) }
+                    .sorted { ($0.value.availableAt, $0.key) < ($1.value.availableAt, $1.key) }.prefix(limit).map(\.key)
+                #expect(leased.map(\.id) == due.sorted())
+                for key in due { model[key]!.apply(.lease(owner: owner, now: now, until: now + 30)) }
+            case 2:
+                try consumer.settle([.sent(id: id, name: "n\(now)")], owner: owner, now: now, maxAttempts: maxAttempts)
+                model[id]!.apply(.ack(owner: owner, name: "n\(now)", now: now))
+            case 3:
+                let at = now + Int64(random.next() % 40)
+                try consumer.settle([.retry(id: id, at: at, error: "E\(now)")], owner: owner, now: now, maxAttempts: maxAttempts)
+                model[id]!.apply(.nack(owner: owner, retryAt: at, error: "E\(now)", maxAttempts: maxAttempts))
+            case 4:
+                if random.next() % 2 == 0 {
+                    try consumer.settle([.dead(id: id, reason: "D")], owner: owner, now: now, maxAttempts: maxAttempts)
+                    model[id]!.apply(.kill(owner: owner, reason: "D"))
+                } else {
+                    try consumer.settle([.release(id: id)], owner: owner, now: now, maxAttempts: maxAttempts)
+                    model[id]!.apply(.release(owner: owner))
+                }
+            case 5:
+                try consumer.extendLeases(ids: [id], owner: owner, until: now + 45)
+                model[id]!.apply(.extend(owner: owner, until: now + 45))
+            default:
+                if random.next() % 4 == 0 {
+                    _ = try consumer.requeueDead(reasonPrefix: nil, week: nil, now: now)
+                    for key in model.keys { model[key]!.apply(.requeue(now: now)) }
+                }
+            }
+            let stored = try Self.rows(database)
+            #expect(stored == model)
+            if stored != model { break }
+        }
+    }
+}
+
+private final class LockedIDs: @unchecked Sendable {
+    // Every access holds `lock`.
+    private let lock = NSLock()
+    private var ids: [Int64] = []
+    func add(_ more: [Int64]) { lock.withLock { ids += more } }
+    var all: [Int64] { lock.withLock { ids } }
+}
+
+/// A small seeded generator, so a failing sequence can be replayed.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
