@@ -19,12 +19,20 @@ let package = Package(
         .library(name: "DigestCore", targets: ["DigestCore"]),
         .library(name: "DigestStore", targets: ["DigestStore"]),
         .library(name: "DigestRun", targets: ["DigestRun"]),
+        .library(name: "DigestSender", targets: ["DigestSender"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.36.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // System SQLite (Debian libsqlite3-dev).
@@ -57,19 +65,64 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What tests share: fixtures, an in-memory attachment provider, the binary runner.
+        // The reference outbox consumer: OAuth from a service account, FCM HTTP v1 over
+        // async-http-client, retries by the FCM error table, metrics.
+        .target(
+            name: "DigestSender",
+            dependencies: [
+                "DigestCore", "DigestStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What tests share: fixtures, an in-memory attachment provider, the binary runner, the
+        // fake FCM server.
         .target(
             name: "DigestTesting",
-            dependencies: ["DigestCore", "DigestStore", "DigestRun"],
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestRun",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The fake FCM server as a program, for `make demo-send` and the delivery benchmark.
+        .executableTarget(
+            name: "digest-fake-fcm",
+            dependencies: [
+                "DigestTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The command line.
         .executableTarget(
             name: "digest",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestRun",
+                "DigestCore", "DigestStore", "DigestRun", "DigestSender",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -87,6 +140,17 @@ let package = Package(
             name: "DigestRunTests",
             dependencies: ["DigestCore", "DigestStore", "DigestRun", "DigestTesting"],
             exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestSenderTests",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestSender", "DigestTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

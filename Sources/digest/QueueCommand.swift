@@ -5,7 +5,7 @@ import Foundation
 
 struct QueueCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "queue", abstract: "Look at the outbox.", subcommands: [Stats.self, Peek.self])
+        commandName: "queue", abstract: "Look at the outbox.", subcommands: [Stats.self, Peek.self, RequeueDead.self])
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Messages by state, platform, variant and week.")
@@ -69,6 +69,26 @@ struct QueueCommand: AsyncParsableCommand {
             guard let end = message[start.upperBound...].firstIndex(of: "\"") else { return message }
             let token = message[start.upperBound..<end]
             return message.replacingCharacters(in: start.upperBound..<end, with: "…" + token.suffix(4))
+        }
+    }
+
+    struct RequeueDead: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "requeue-dead",
+            abstract: "Make dead messages ready again, due now, with their attempts reset.",
+            discussion: """
+                Their last_error stays for the record. Narrow it with --reason (a prefix of last_error, \
+                such as UNAVAILABLE or INVALID_ARGUMENT) and --week.
+                """)
+
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "Only messages whose last error starts with this (e.g. UNAVAILABLE).") var reason: String?
+        @Option(help: "Only messages of this ISO week (e.g. 2026-W47).") var week: String?
+
+        func run() async throws {
+            let consumer = try SQLiteDatabase.sqlite(path: database.db).makeOutboxConsumer()
+            let count = try consumer.requeueDead(reasonPrefix: reason, week: week, now: Int64(Date().timeIntervalSince1970))
+            print("requeued \(count) dead message\(count == 1 ? "" : "s")")
         }
     }
 }

@@ -1,0 +1,120 @@
+public import AsyncHTTPClient
+import Foundation
+public import Logging
+public import NIOCore
+import NIOHTTP1
+
+/// OAuth 2.0 access tokens for a service account: a JWT signed with the account's key, exchanged at its
+/// `token_uri`, cached, and refreshed before it expires. Concurrent callers share one refresh.
+public actor AccessTokenProvider {
+    /// How tokens are fetched and kept.
+    public struct Configuration: Sendable {
+        /// Refresh this long before expiry (at most half the token's lifetime).
+        public var refreshMargin: Int64 = 300
+        /// Tries of the token endpoint on network errors or 5xx, with doubling pauses.
+        public var attempts: Int = 4
+        /// The first pause between tries.
+        public var retryPause: Duration = .milliseconds(500)
+        public var timeout: TimeAmount = .seconds(15)
+        public init() {}
+    }
+
+    private let signer: JWTSigner
+    private let client: HTTPClient
+    private let configuration: Configuration
+    private let logger: Logger
+    private var cached: (token: String, expiresAt: Int64, refreshAt: Int64)?
+    private var refreshing: Task<(String, Int64, Int64), any Error>?
+    /// Tokens fetched so far (for tests and metrics).
+    public private(set) var fetches = 0
+
+    public init(account: ServiceAccount, client: HTTPClient, configuration: Configuration = .init(), logger: Logger) throws(SenderError) {
+        self.signer = try JWTSigner(account: account)
+        self.client = client
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// A valid access token, fetched or refreshed when needed.
+    public func token() async throws -> String {
+        let now = Self.now()
+        if let cached, now < cached.refreshAt { return cached.token }
+        if refreshing == nil {
+            let signer = signer, client = client, configuration = configuration, logger = logger
+            refreshing = Task { try await Self.fetch(signer: signer, client: client, configuration: configuration, logger: logger) }
+        }
+        let task = refreshing!
+        do {
+            let (token, expiresAt, refreshAt) = try await task.value
+            if refreshing == task {
+                refreshing = nil
+                cached = (token, expiresAt, refreshAt)
+                fetches += 1
+            }
+            return token
+        } catch {
+            if refreshing == task { refreshing = nil }
+            // A failed early refresh still leaves a token that works until it expires.
+            if let cached, now < cached.expiresAt - 5 {
+                logger.warning("access token refresh failed; using the current token", metadata: ["error": "\(error)"])
+                return cached.token
+            }
+            throw error
+        }
+    }
+
+    /// Forgets `token` (FCM said it is not valid), so the next call fetches a new one.
+    public func invalidate(_ token: String) {
+        if cached?.token == token { cached = nil }
+    }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    private static func fetch(
+        signer: JWTSigner, client: HTTPClient, configuration: Configuration, logger: Logger
+    ) async throws -> (String, Int64, Int64) {
+        let uri = signer.account.tokenURI
+        var pause = configuration.retryPause
+        for attempt in 1...max(1, configuration.attempts) {
+            let issuedAt = now()
+            var request = HTTPClientRequest(url: uri)
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+            let assertion = try signer.assertion(issuedAt: issuedAt)
+            request.body = .bytes(ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"))
+            let status: UInt
+            let body: ByteBuffer
+            do {
+                let response = try await client.execute(request, timeout: configuration.timeout)
+                status = response.status.code
+                body = try await response.body.collect(upTo: 1 << 20)
+            } catch {
+                guard attempt < configuration.attempts else {
+                    throw SenderError(.authentication, "the token endpoint did not answer: \(error)", context: uri)
+                }
+                logger.notice("token endpoint unreachable; retrying", metadata: ["error": "\(error)"])
+                try await Task.sleep(for: pause)
+                pause *= 2
+                continue
+            }
+            let json = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] ?? [:]
+            if status == 200, let token = json["access_token"] as? String, !token.isEmpty {
+                let lifetime = (json["expires_in"] as? NSNumber)?.int64Value ?? 3600
+                let margin = min(configuration.refreshMargin, lifetime / 2)
+                logger.debug("fetched an access token", metadata: ["expires_in": "\(lifetime)"])
+                return (token, issuedAt + lifetime, issuedAt + lifetime - margin)
+            }
+            if status >= 500 && attempt < configuration.attempts {
+                try await Task.sleep(for: pause)
+                pause *= 2
+                continue
+            }
+            let reason = [json["error"] as? String, json["error_description"] as? String].compactMap { $0 }.joined(separator: ": ")
+            throw SenderError(
+                .authentication,
+                "the token endpoint refused the service account (HTTP \(status)\(reason.isEmpty ? "" : ", \(reason)"))",
+                context: uri)
+        }
+        throw SenderError(.authentication, "no access token", context: uri)
+    }
+}

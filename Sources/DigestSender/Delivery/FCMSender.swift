@@ -1,0 +1,341 @@
+public import AsyncHTTPClient
+public import DigestStore
+import Foundation
+public import Logging
+import CoreMetrics
+public import NIOCore
+import NIOHTTP1
+public import ServiceLifecycle
+import Synchronization
+
+/// The reference outbox consumer: leases due messages, posts each to FCM HTTP v1
+/// (`{endpoint}/v1/projects/{project_id}/messages:send`) with a bounded number in flight, and settles
+/// each by FCM's answer (PLATFORM-LIMITS.md, "FCM errors and what a sender does").
+///
+/// A `Service`: on graceful shutdown (SIGTERM in a `ServiceGroup`) it sends nothing new, lets the
+/// requests in flight finish and be settled, releases the leases it still holds, and returns.
+///
+/// ```swift
+/// let sender = FCMSender(database: .sqlite(path: "digest.sqlite"), account: account, client: client,
+///                        configuration: .init(), logger: logger)
+/// let summary = try await sender.send()
+/// ```
+public struct FCMSender<Database: DigestDatabase>: Service {
+    /// How the sender works.
+    public struct Configuration: Sendable {
+        /// FCM's base URL; the fake server's in tests.
+        public var endpoint = "https://fcm.googleapis.com"
+        /// Requests in flight at once.
+        public var concurrency = 64
+        /// At most this many requests a minute (nil: no limit).
+        public var ratePerMinute: Int?
+        /// Return once nothing due is ready, waiting for a retry, or leased.
+        public var drain = false
+        /// FCM's dry run (`validate_only`): check every due message, deliver and change nothing.
+        public var validateOnly = false
+        /// How long a lease holds; held leases are extended every third of it.
+        public var leaseSeconds: Int64 = 60
+        /// Messages leased at once (default: twice the concurrency).
+        public var leaseBatch: Int?
+        /// A message that failed this many times is `dead`.
+        public var maxAttempts = 12
+        /// Pause between looks at an empty outbox.
+        public var pollInterval: Duration = .seconds(1)
+        /// One request's deadline.
+        public var requestTimeout: TimeAmount = .seconds(30)
+        public var retry = RetryPolicy()
+        /// The lease owner written to the outbox: host and process by default.
+        public var owner = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
+
+        public init() {}
+    }
+
+    public let database: Database
+    public let account: ServiceAccount
+    public let configuration: Configuration
+    private let client: HTTPClient
+    private let tokens: AccessTokenProvider
+    private let logger: Logger
+    private let metrics = SenderMetrics()
+
+    public init(database: Database, account: ServiceAccount, client: HTTPClient, tokens: AccessTokenProvider,
+                configuration: Configuration, logger: Logger) {
+        self.database = database
+        self.account = account
+        self.client = client
+        self.tokens = tokens
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// `Service`: sends until shut down (or, with `drain`, until done).
+    public func run() async throws {
+        _ = try await send()
+    }
+
+    /// Sends until shut down or drained; throws the reason when FCM or the credentials stop it.
+    public func send() async throws -> SendSummary {
+        let stop = StopFlag()
+        return try await withGracefulShutdownHandler {
+            try await self.send(stop: stop)
+        } onGracefulShutdown: {
+            stop.request()
+        }
+    }
+
+    /// Sends until `stop` is requested or the outbox is drained.
+    func send(stop: StopFlag) async throws -> SendSummary {
+        let started = ContinuousClock.now
+        let database = self.database
+        let store = OutboxThread(name: "digest-outbox") { try database.makeOutboxConsumer() }
+        defer { store.shutdown() }
+        _ = try await tokens.token()  // bad credentials stop here, before anything is leased
+
+        let settlements = SettlementQueue()
+        let summary = SummaryBox()
+        let owner = configuration.owner, maxAttempts = configuration.maxAttempts
+        let fatal: SenderError? = try await withThrowingTaskGroup(of: SenderError?.self) { group in
+            group.addTask {
+                while true {
+                    let batch = await settlements.takeAll()
+                    if batch.isEmpty { return nil }
+                    let now = Self.unixNow()
+                    try await store.run { try $0.settle(batch, owner: owner, now: now, maxAttempts: maxAttempts) }
+                }
+            }
+            group.addTask {
+                defer { settlements.close() }
+                return try await self.dispatch(store: store, settlements: settlements, summary: summary, stop: stop)
+            }
+            var fatal: SenderError?
+            for try await result in group where result != nil { fatal = result }
+            return fatal
+        }
+        var result = summary.value.withLock { $0 }
+        result.seconds = (ContinuousClock.now - started).seconds
+        if let fatal { throw fatal }
+        return result
+    }
+
+    /// Leases (or, dry, reads), sends with at most `concurrency` in flight, hands outcomes to the writer.
+    private func dispatch(
+        store: OutboxThread<Database.Consumer>, settlements: SettlementQueue, summary: SummaryBox, stop: StopFlag
+    ) async throws -> SenderError? {
+        let configuration = self.configuration
+        let batchSize = configuration.leaseBatch ?? max(16, configuration.concurrency * 2)
+        let clock = ContinuousClock()
+        var buffer: [LeasedMessage] = []
+        var head = 0
+        var held = Set<Int64>()
+        var inFlight = 0
+        var lastEmptyFetch: ContinuousClock.Instant?
+        var lastExtend = clock.now
+        var scanCursor: Int64 = 0  // dry run: the last id read
+        var pacer = configuration.ratePerMinute.map { RatePacer(perMinute: $0, burst: min(configuration.concurrency, max(1, $0 / 60))) }
+        var fatal: SenderError?
+
+        return try await withThrowingTaskGroup(of: (LeasedMessage, FCMVerdict).self) { requests in
+            func settle(_ message: LeasedMessage, _ verdict: FCMVerdict) {
+                inFlight -= 1
+                held.remove(message.id)
+                metrics.inFlight.record(inFlight)
+                if case .stop(let code, let errorCode, let detail) = verdict {
+                    if fatal == nil { fatal = Self.stopError(code, errorCode: errorCode, detail: detail, account: account) }
+                    if !configuration.validateOnly { settlements.add(.release(id: message.id)) }
+                    return
+                }
+                record(verdict, for: message, settlements: settlements, summary: summary)
+            }
+
+            while fatal == nil && !stop.isRequested {
+                let pending = buffer.count - head
+                // Refill.
+                if pending < configuration.concurrency, lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
+                    let now = Self.unixNow()
+                    let batch: [LeasedMessage]
+                    if configuration.validateOnly {
+                        let after = scanCursor
+                        batch = try await store.run { try $0.peekDue(afterID: after, limit: batchSize, now: now) }
+                        scanCursor = batch.last?.id ?? scanCursor
+                    } else {
+                        let owner = configuration.owner, seconds = configuration.leaseSeconds, maxAttempts = configuration.maxAttempts
+                        batch = try await store.run {
+                            try $0.lease(owner: owner, limit: batchSize, now: now, leaseSeconds: seconds, maxAttempts: maxAttempts)
+                        }
+                    }
+                    if head > 0 && head == buffer.count {
+                        buffer.removeAll(keepingCapacity: true)
+                        head = 0
+                    }
+                    buffer += batch
+                    for message in batch { held.insert(message.id) }
+                    lastEmptyFetch = batch.isEmpty ? clock.now : nil
+                    if !batch.isEmpty { logger.debug("leased", metadata: ["count": "\(batch.count)"]) }
+                }
+                // Nothing to do: finished, or wait for more.
+                if head == buffer.count && inFlight == 0 {
+                    if configuration.validateOnly { break }
+                    if configuration.drain {
+                        let now = Self.unixNow()
+                        let backlog = try await store.run { try $0.backlog(now: now) }
+                        if backlog.isEmpty { break }
+                    }
+                    try await stop.sleep(for: min(configuration.pollInterval, .milliseconds(100)))
+                    continue
+                }
+                // Send while there is room.
+                while inFlight < configuration.concurrency && head < buffer.count && !stop.isRequested && fatal == nil {
+                    if pacer != nil {
+                        let wait = pacer!.reserve(now: clock.now)
+                        if wait > .zero { try await stop.sleep(for: wait) }
+                        if stop.isRequested { break }
+                    }
+                    let message = buffer[head]
+                    head += 1
+                    inFlight += 1
+                    metrics.inFlight.record(inFlight)
+                    requests.addTask { (message, await self.deliver(message)) }
+                }
+                // Keep the leases held.
+                if !configuration.validateOnly, clock.now - lastExtend >= .seconds(Double(configuration.leaseSeconds) / 3), !held.isEmpty {
+                    let ids = Array(held), owner = configuration.owner, until = Self.unixNow() + configuration.leaseSeconds
+                    try await store.run { try $0.extendLeases(ids: ids, owner: owner, until: until) }
+                    lastExtend = clock.now
+                }
+                // Take one answer.
+                if inFlight > 0, let (message, verdict) = try await requests.next() { settle(message, verdict) }
+            }
+            // Stopping: let requests in flight finish and be settled; give back the rest.
+            while let (message, verdict) = try await requests.next() { settle(message, verdict) }
+            if !configuration.validateOnly {
+                for message in buffer[head...] { settlements.add(.release(id: message.id)) }
+                summary.value.withLock { $0.released += buffer.count - head }
+                metrics.released.increment(by: buffer.count - head)
+                if buffer.count > head { logger.notice("released leases", metadata: ["count": "\(buffer.count - head)"]) }
+            }
+            return fatal
+        }
+    }
+
+    /// Turns a verdict into the outbox change and the counts.
+    private func record(_ verdict: FCMVerdict, for message: LeasedMessage, settlements: SettlementQueue, summary: SummaryBox) {
+        let validateOnly = configuration.validateOnly
+        switch verdict {
+        case .sent(let name):
+            if validateOnly {
+                summary.value.withLock { $0.validated += 1 }
+                metrics.validated.increment()
+            } else {
+                settlements.add(.sent(id: message.id, name: name))
+                summary.value.withLock { $0.sent += 1 }
+                metrics.sent.increment()
+            }
+        case .retry(let after, let code, let detail):
+            let finalAttempt = message.attempts >= configuration.maxAttempts
+            if !validateOnly {
+                let at = Int64((Date().timeIntervalSince1970 + after.seconds).rounded(.up))
+                settlements.add(.retry(id: message.id, at: at, error: "\(code): \(detail)"))
+            }
+            summary.value.withLock { summary in
+                if finalAttempt && !validateOnly { summary.dead[code, default: 0] += 1 } else { summary.retried[code, default: 0] += 1 }
+            }
+            if finalAttempt && !validateOnly { metrics.dead(code) } else { metrics.retried(code) }
+            logger.debug("retry", metadata: ["digest.message_id": "\(message.id)", "digest.error": "\(code)", "digest.after": "\(after)"])
+        case .dead(let code, let detail, let unregistered):
+            if !validateOnly {
+                let reason = "\(code): \(detail)"
+                settlements.add(unregistered ? .unregistered(id: message.id, reason: reason) : .dead(id: message.id, reason: reason))
+            }
+            summary.value.withLock { summary in
+                summary.dead[code, default: 0] += 1
+                if unregistered && !validateOnly { summary.devicesRemoved += 1 }
+            }
+            metrics.dead(code)
+            logger.info("dead", metadata: ["digest.message_id": "\(message.id)", "digest.error": "\(code)", "digest.user_id": "\(message.userID)"])
+        case .reauthenticate, .stop:
+            break  // handled by the caller
+        }
+    }
+
+    /// One try of one message; never throws (failures are verdicts).
+    private func deliver(_ message: LeasedMessage) async -> FCMVerdict {
+        var random = SystemRandomNumberGenerator()
+        let started = ContinuousClock.now
+        defer { metrics.latency.recordNanoseconds(Int64((ContinuousClock.now - started).seconds * 1e9)) }
+        var reauthenticated = false
+        while true {
+            let token: String
+            do {
+                token = try await tokens.token()
+            } catch {
+                let detail = (error as? SenderError)?.message ?? "\(error)"
+                return .stop(.authentication, code: "AUTH", detail: detail)
+            }
+            var request = HTTPClientRequest(url: "\(configuration.endpoint)/v1/projects/\(account.projectID)/messages:send")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            request.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
+            request.body = .bytes(ByteBuffer(string: configuration.validateOnly ? Self.dryRun(message.message) : message.message))
+            let verdict: FCMVerdict
+            do {
+                let response = try await client.execute(request, timeout: configuration.requestTimeout, logger: logger)
+                let body = try await response.body.collect(upTo: 64 * 1024)
+                verdict = FCMResponse.verdict(
+                    status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                    body: Array(buffer: body), attempt: message.attempts, policy: configuration.retry, now: Date(),
+                    random: &random)
+            } catch {
+                return FCMResponse.verdict(networkError: error, attempt: message.attempts, policy: configuration.retry, random: &random)
+            }
+            guard case .reauthenticate(let detail) = verdict else { return verdict }
+            if reauthenticated { return .stop(.authentication, code: "UNAUTHENTICATED", detail: detail) }
+            await tokens.invalidate(token)
+            reauthenticated = true
+        }
+    }
+
+    /// `{"message":…}` → `{"validate_only":true,"message":…}`.
+    static func dryRun(_ body: String) -> String {
+        guard body.hasPrefix("{") else { return body }
+        return "{\"validate_only\":true," + body.dropFirst()
+    }
+
+    static func unixNow() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    static func stopError(_ code: SenderError.Code, errorCode: String, detail: String, account: ServiceAccount) -> SenderError {
+        let advice: String
+        switch code {
+        case .thirdPartyAuth:
+            advice = "the APNs authentication key or certificate, or the web push credentials, in the Firebase project \(account.projectID) are missing or invalid"
+        case .configuration:
+            advice = "check --endpoint and the project_id \(account.projectID)"
+        default:
+            advice = "the service account \(account.clientEmail) may not send messages for the project \(account.projectID): check its key and its Firebase Cloud Messaging permission"
+        }
+        return SenderError(code, "FCM answered \(errorCode) (\(detail)): \(advice); leases released, nothing more sent")
+    }
+}
+
+/// A stop request, noticed by sleepers within 20 ms.
+final class StopFlag: Sendable {
+    private let requested = Atomic<Bool>(false)
+
+    var isRequested: Bool { requested.load(ordering: .acquiring) }
+
+    func request() { requested.store(true, ordering: .releasing) }
+
+    /// Sleeps for `duration`, or less if a stop is requested meanwhile.
+    func sleep(for duration: Duration) async throws {
+        let deadline = ContinuousClock.now + duration
+        while !isRequested {
+            let left = deadline - .now
+            if left <= .zero { return }
+            try await Task.sleep(for: min(left, .milliseconds(20)))
+        }
+    }
+}
+
+/// The running counts, shared by the dispatcher's callbacks.
+final class SummaryBox: Sendable {
+    let value = Mutex(SendSummary())
+}

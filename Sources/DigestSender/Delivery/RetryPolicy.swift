@@ -1,0 +1,33 @@
+/// When a failed message is tried again (PLATFORM-LIMITS.md, "FCM errors and what a sender does").
+public struct RetryPolicy: Sendable, Hashable {
+    /// The first backoff; doubles with each attempt.
+    public var base: Duration = .seconds(1)
+    /// The longest backoff.
+    public var cap: Duration = .seconds(900)
+    /// `QUOTA_EXCEEDED` (429) waits at least this long: FCM asks for back-off starting at a minute.
+    public var quotaMinimum: Duration = .seconds(60)
+    /// Multiplies every delay, `Retry-After` included. 1 in production; tests shrink time with it.
+    public var timeScale: Double = 1
+
+    public init() {}
+
+    /// Exponential backoff with jitter for the `attempt`-th try (1-based): a random delay between half
+    /// and all of `min(cap, base·2^(attempt-1))`, so senders that failed together spread out.
+    public func backoff(attempt: Int, using random: inout some RandomNumberGenerator) -> Duration {
+        let exponent = min(max(attempt - 1, 0), 30)
+        let ceiling = min(base.seconds * Double(1 << exponent), cap.seconds)
+        let jittered = ceiling * Double.random(in: 0.5...1.0, using: &random)
+        return .seconds(jittered * timeScale)
+    }
+
+    /// A server-given delay, scaled.
+    public func scaled(_ delay: Duration) -> Duration { .seconds(delay.seconds * timeScale) }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    public var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+/// What one `digest send` did.
+public struct SendSummary: Sendable, Hashable, Codable {
+    /// Accepted by FCM and marked `sent`.
+    public var sent = 0
+    /// Accepted by FCM's dry run (`--validate-only`); nothing was delivered or changed.
+    public var validated = 0
+    /// Failed for now and scheduled again, by error code.
+    public var retried: [String: Int] = [:]
+    /// Marked `dead`, by error code.
+    public var dead: [String: Int] = [:]
+    /// Device tokens removed because FCM said `UNREGISTERED`.
+    public var devicesRemoved = 0
+    /// Leases given back untried at shutdown.
+    public var released = 0
+    /// Wall time, seconds.
+    public var seconds = 0.0
+
+    public init() {}
+
+    public var retriedTotal: Int { retried.values.reduce(0, +) }
+    public var deadTotal: Int { dead.values.reduce(0, +) }
+
+    /// Human lines for the end of a run.
+    public func lines() -> [String] {
+        func list(_ values: [String: Int]) -> String {
+            values.isEmpty ? "" : " (" + values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+        }
+        let rate = seconds > 0 ? Double(sent + validated) / seconds : 0
+        var lines = ["sent: \(sent)"]
+        if validated > 0 { lines.append("validated (dry run): \(validated)") }
+        lines.append("retried: \(retriedTotal)\(list(retried))")
+        lines.append("dead: \(deadTotal)\(list(dead))")
+        if devicesRemoved > 0 { lines.append("devices removed (unregistered): \(devicesRemoved)") }
+        if released > 0 { lines.append("released at shutdown: \(released)") }
+        lines.append("time: \(String(format: "%.1f", seconds)) s, \(String(format: "%.0f", rate)) messages/s")
+        return lines
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+
+/// The FCM HTTP v1 rules the fake server checks each `messages:send` body against: the request shape,
+/// exactly one target, string data values and unreserved keys, the platform sections' shapes and the
+/// byte budgets (PLATFORM-LIMITS.md). Returns what FCM's `INVALID_ARGUMENT` would say, or nil.
+public enum FCMRequestRules {
+    /// What a valid request carried that the tests look at.
+    public struct Accepted: Sendable, Hashable {
+        public var token: String
+        public var validateOnly: Bool
+        /// `android.collapse_key`, `apns.headers.apns-collapse-id`, `webpush.notification.tag`.
+        public var collapseKey: String?
+    }
+
+    public static let maxPayloadBytes = 4096
+    public static let maxWebPushBytes = 3993
+
+    public static func check(_ body: [UInt8]) -> Result<Accepted, RuleViolation> {
+        guard let root = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
+            return .failure(RuleViolation("the body is not a JSON object"))
+        }
+        if let unknown = root.keys.first(where: { !["message", "validate_only"].contains($0) }) {
+            return .failure(RuleViolation("Invalid JSON payload received. Unknown name \"\(unknown)\""))
+        }
+        var validateOnly = false
+        if let flag = root["validate_only"] {
+            guard let value = flag as? Bool else {
+                return .failure(RuleViolation("validate_only must be a boolean"))
+            }
+            validateOnly = value
+        }
+        guard let message = root["message"] as? [String: Any] else { return .failure(RuleViolation("message is required")) }
+        let known: Set<String> = ["name", "data", "notification", "android", "webpush", "apns", "fcm_options", "token", "topic", "condition"]
+        if let unknown = message.keys.first(where: { !known.contains($0) }) {
+            return .failure(RuleViolation("Invalid JSON payload received. Unknown name \"\(unknown)\" at 'message'"))
+        }
+        let targets = ["token", "topic", "condition"].filter { message[$0] != nil }
+        guard targets.count == 1 else { return .failure(RuleViolation("exactly one of token, topic or condition is required (got \(targets.count))")) }
+        guard let token = message["token"] as? String, !token.isEmpty else {
+            return .failure(RuleViolation("The registration token is not a valid FCM registration token"))
+        }
+        if let violation = stringMap(message["data"], at: "message.data", reservedKeysChecked: true) { return .failure(violation) }
+        var collapseKey: String?
+        var budget = bytes(message["data"]) + bytes(message["notification"])
+
+        if let android = message["android"] {
+            guard let android = android as? [String: Any] else { return .failure(RuleViolation("message.android must be an object")) }
+            let allowed: Set<String> = ["collapse_key", "priority", "ttl", "restricted_package_name", "data", "notification", "fcm_options", "direct_boot_ok"]
+            if let unknown = android.keys.first(where: { !allowed.contains($0) }) {
+                return .failure(RuleViolation("Unknown name \"\(unknown)\" at 'message.android'"))
+            }
+            if let key = android["collapse_key"] {
+                guard let key = key as? String else { return .failure(RuleViolation("android.collapse_key must be a string")) }
+                collapseKey = key
+            }
+            if let priority = android["priority"], !["normal", "high", "NORMAL", "HIGH"].contains(priority as? String ?? "") {
+                return .failure(RuleViolation("Invalid value at 'message.android.priority'"))
+            }
+            if let ttl = android["ttl"] {
+                guard let ttl = ttl as? String, let seconds = durationSeconds(ttl), seconds <= 2_419_200 else {
+                    return .failure(RuleViolation("Invalid value at 'message.android.ttl': a duration like \"3.5s\", at most 2419200s"))
+                }
+            }
+            if let violation = stringMap(android["data"], at: "message.android.data", reservedKeysChecked: true) { return .failure(violation) }
+            if let notification = android["notification"], !(notification is [String: Any]) {
+                return .failure(RuleViolation("message.android.notification must be an object"))
+            }
+            budget += bytes(android["data"]) + bytes(android["notification"])
+            guard budget <= maxPayloadBytes else { return .failure(RuleViolation("Android message is too big: \(budget) bytes")) }
+        }
+        if let apns = message["apns"] {
+            guard let apns = apns as? [String: Any] else { return .failure(RuleViolation("message.apns must be an object")) }
+            if let unknown = apns.keys.first(where: { !["headers", "payload", "fcm_options", "live_activity_token"].contains($0) }) {
+                return .failure(RuleViolation("Unknown name \"\(unknown)\" at 'message.apns'"))
+            }
+            if let violation = stringMap(apns["headers"], at: "message.apns.headers", reservedKeysChecked: false) { return .failure(violation) }
+            let headers = apns["headers"] as? [String: String] ?? [:]
+            if let id = headers["apns-collapse-id"] {
+                guard id.utf8.count <= 64 else { return .failure(RuleViolation("apns-collapse-id is longer than 64 bytes")) }
+                collapseKey = id
+            }
+            if let payload = apns["payload"] {
+                guard let payload = payload as? [String: Any] else { return .failure(RuleViolation("message.apns.payload must be an object")) }
+                if let aps = payload["aps"], !(aps is [String: Any]) { return .failure(RuleViolation("apns.payload.aps must be an object")) }
+                let size = bytes(payload)
+                guard size <= maxPayloadBytes else { return .failure(RuleViolation("APNs payload is too big: \(size) bytes")) }
+            }
+            if let options = apns["fcm_options"], !(options is [String: Any]) { return .failure(RuleViolation("apns.fcm_options must be an object")) }
+        }
+        if let webpush = message["webpush"] {
+            guard let webpush = webpush as? [String: Any] else { return .failure(RuleViolation("message.webpush must be an object")) }
+            if let unknown = webpush.keys.first(where: { !["headers", "data", "notification", "fcm_options"].contains($0) }) {
+                return .failure(RuleViolation("Unknown name \"\(unknown)\" at 'message.webpush'"))
+            }
+            if let violation = stringMap(webpush["headers"], at: "message.webpush.headers", reservedKeysChecked: false) { return .failure(violation) }
+            if let violation = stringMap(webpush["data"], at: "message.webpush.data", reservedKeysChecked: true) { return .failure(violation) }
+            if let notification = webpush["notification"] {
+                guard let notification = notification as? [String: Any] else {
+                    return .failure(RuleViolation("message.webpush.notification must be an object"))
+                }
+                if let actions = notification["actions"] as? [Any], actions.count > 2 {
+                    return .failure(RuleViolation("webpush.notification has \(actions.count) actions; Chrome shows 2"))
+                }
+                if let tag = notification["tag"] as? String { collapseKey = tag }
+            }
+            if let options = webpush["fcm_options"] {
+                guard let options = options as? [String: Any] else { return .failure(RuleViolation("webpush.fcm_options must be an object")) }
+                if let link = options["link"], !((link as? String)?.hasPrefix("https://") ?? false) {
+                    return .failure(RuleViolation("webpush.fcm_options.link must be an https URL"))
+                }
+            }
+            budget += bytes(webpush["data"]) + bytes(webpush["notification"])
+            guard budget <= maxWebPushBytes else { return .failure(RuleViolation("Web push message is too big: \(budget) bytes")) }
+        }
+        return .success(Accepted(token: token, validateOnly: validateOnly, collapseKey: collapseKey))
+    }
+
+    /// A map<string, string>: an object whose values are all strings (and, for data, no reserved keys).
+    static func stringMap(_ value: Any?, at path: String, reservedKeysChecked: Bool) -> RuleViolation? {
+        guard let value else { return nil }
+        guard let object = value as? [String: Any] else { return RuleViolation("Invalid value at '\(path)': not a map") }
+        for (key, element) in object {
+            guard element is String else {
+                return RuleViolation("Invalid value at '\(path)[\(key)].value' (TYPE_STRING)")
+            }
+            if reservedKeysChecked && (["from", "message_type"].contains(key) || key.hasPrefix("google.") || key.hasPrefix("gcm.")) {
+                return RuleViolation("Invalid data payload key: \(key) is reserved")
+            }
+        }
+        return nil
+    }
+
+    /// `"3.5s"` → 3.5.
+    static func durationSeconds(_ text: String) -> Double? {
+        guard text.hasSuffix("s") else { return nil }
+        let number = text.dropLast()
+        guard !number.isEmpty, number.allSatisfy({ $0.isNumber || $0 == "." }), let value = Double(number) else { return nil }
+        return value
+    }
+
+    /// Bytes of a value serialized as JSON (0 when absent).
+    static func bytes(_ value: Any?) -> Int {
+        guard let value, JSONSerialization.isValidJSONObject(value),
+              let data = try? JSONSerialization.data(withJSONObject: value, options: [.withoutEscapingSlashes]) else { return 0 }
+        return data.count
+    }
+}
+
+/// Why a request breaks the v1 rules.
+public struct RuleViolation: Error, Sendable, Hashable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

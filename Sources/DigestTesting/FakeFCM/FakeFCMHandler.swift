@@ -1,0 +1,60 @@
+import NIOCore
+import NIOHTTP1
+
+/// One connection of the fake FCM server: collects a request, asks the server for the reply, writes
+/// it (after the injected delay) or drops the connection.
+final class FakeFCMHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let server: FakeFCMServer
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+
+    init(server: FakeFCMServer) { self.server = server }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body.removeAll(keepingCapacity: true)
+        case .body(var buffer):
+            if body.count + buffer.readableBytes <= 1 << 20 { body += buffer.readBytes(length: buffer.readableBytes) ?? [] }
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            let path = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
+            let isSend = path.hasSuffix("/messages:send")
+            let reply = server.reply(method: head.method.rawValue, path: path, headers: head.headers.map { ($0.name, $0.value) }, body: body)
+            let keepAlive = head.isKeepAlive
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            let server = self.server
+            let respond: @Sendable () -> Void = {
+                let context = bound.value
+                if isSend { server.answered() }
+                switch reply {
+                case .drop:
+                    context.close(promise: nil)
+                case .answer(let status, let headers, let text, _):
+                    var responseHeaders = HTTPHeaders(headers)
+                    let buffer = context.channel.allocator.buffer(string: text)
+                    responseHeaders.replaceOrAdd(name: "Content-Length", value: String(buffer.readableBytes))
+                    if !keepAlive { responseHeaders.replaceOrAdd(name: "Connection", value: "close") }
+                    context.write(NIOAny(HTTPServerResponsePart.head(HTTPResponseHead(version: head.version, status: HTTPResponseStatus(statusCode: status), headers: responseHeaders))), promise: nil)
+                    context.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(buffer))), promise: nil)
+                    let done = context.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)))
+                    if !keepAlive { done.whenComplete { _ in bound.value.close(promise: nil) } }
+                }
+            }
+            let delay: Int
+            switch reply {
+            case .drop(let milliseconds), .answer(_, _, _, let milliseconds): delay = milliseconds
+            }
+            if delay > 0 {
+                context.eventLoop.scheduleTask(in: .milliseconds(Int64(delay)), respond)
+            } else {
+                respond()
+            }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import DigestTesting
+import Foundation
+
+/// `digest-fake-fcm`: the fake FCM server as a program, for `make demo-send` and the delivery
+/// benchmark. A separate executable so the shipped `digest` carries no test code.
+@main
+struct FakeFCMCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "digest-fake-fcm",
+        abstract: "A fake FCM HTTP v1 server on loopback, with its own service account, for demos and benchmarks.",
+        discussion: "GET /stats answers what it saw as JSON. SIGTERM or Ctrl-C prints the same and exits.")
+
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port (0: any free port).") var port = 0
+    @Option(help: "Write the chosen port to this file once listening.") var portFile: String?
+    @Option(help: "Write a service-account JSON (new key, this server's token endpoint) here.") var credentials: String?
+    @Option(help: "The project id.") var project = "digest-test"
+    @Option(help: "Access token lifetime, seconds.") var tokenLifetime = 3600
+    @Option(help: "Share of 503 answers with Retry-After.") var unavailableRate = 0.0
+    @Option(help: "Retry-After of the 503 answers, seconds.") var retryAfter = 1
+    @Option(help: "Share of dropped connections.") var dropRate = 0.0
+    @Option(help: "Share of UNREGISTERED tokens.") var unregisteredRate = 0.0
+    @Option(help: "Seconds between 429 bursts (0: none).") var quotaBurstEvery = 0.0
+    @Option(help: "Length of each 429 burst, seconds.") var quotaBurstLength = 0.0
+    @Option(help: "Delay of each answer, milliseconds.") var delayMs = 0
+
+    func run() async throws {
+        var faults = FakeFCMServer.Faults()
+        faults.unavailableRate = unavailableRate
+        faults.retryAfterSeconds = retryAfter
+        faults.dropRate = dropRate
+        faults.unregisteredRate = unregisteredRate
+        faults.quotaBurstEvery = quotaBurstEvery
+        faults.quotaBurstLength = quotaBurstLength
+        faults.minDelayMilliseconds = delayMs
+        faults.maxDelayMilliseconds = delayMs
+        let server = try await FakeFCMServer.start(host: host, port: port, projectID: project, tokenLifetime: tokenLifetime, faults: faults)
+        if let credentials { try server.writeServiceAccount(to: credentials) }
+        if let portFile { try "\(server.port)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
+        print("fake FCM listening on \(server.url) (project \(project))")
+        if let credentials { print("service account: \(credentials)") }
+
+        // Wait for SIGTERM or SIGINT, then report.
+        let (stop, continuation) = AsyncStream<Void>.makeStream()
+        let sources = [SIGTERM, SIGINT].map { signalNumber in
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
+            source.setEventHandler { continuation.yield() }
+            source.resume()
+            return source
+        }
+        for await _ in stop { break }
+        sources.forEach { $0.cancel() }
+        let stats = server.stats
+        print("requests: \(stats.requests), delivered: \(stats.delivered), duplicates: \(stats.duplicates), validated: \(stats.validated)")
+        print("answers: " + stats.answers.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        try await server.shutdown()
+    }
+}

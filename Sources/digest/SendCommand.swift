@@ -1,0 +1,180 @@
+import ArgumentParser
+import AsyncHTTPClient
+import DigestSender
+import DigestStore
+import Foundation
+import Logging
+import Metrics
+import NIOCore
+import NIOSSL
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+import UnixSignals
+
+struct SendCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Deliver due outbox messages to Firebase Cloud Messaging (HTTP v1).",
+        discussion: """
+            Leases due messages, posts each to {endpoint}/v1/projects/{project_id}/messages:send with an \
+            OAuth token from the service account, and settles it by FCM's answer: sent (with FCM's message \
+            name); UNREGISTERED → dead and the device removed; INVALID_ARGUMENT, SENDER_ID_MISMATCH → dead; \
+            429 → retried after at least a minute; 500/503 → retried after Retry-After with exponential \
+            backoff and jitter; THIRD_PARTY_AUTH_ERROR or refused credentials → stops with the reason. \
+            SIGTERM (or Ctrl-C) finishes the requests in flight, releases the other leases and exits 0.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "The Google service-account JSON key file.")
+    var credentials: String
+
+    @Option(help: "FCM's base URL.")
+    var endpoint = "https://fcm.googleapis.com"
+
+    @Option(help: "Requests in flight at once.")
+    var concurrency = 64
+
+    @Option(help: "At most this many requests a minute (default: no limit).")
+    var rate: Int?
+
+    @Flag(help: "Exit once nothing due is ready, waiting for a retry, or leased.")
+    var drain = false
+
+    @Flag(help: "FCM's dry run: validate every due message, deliver and change nothing.")
+    var validateOnly = false
+
+    @Option(help: "Serve Prometheus metrics on this port of --metrics-host (0: any free port).")
+    var metricsPort: Int?
+
+    @Option(help: "The address the metrics endpoint listens on.")
+    var metricsHost = "127.0.0.1"
+
+    @Option(help: "Seconds a lease holds (extended while the message is held).")
+    var leaseSeconds = 60
+
+    @Option(help: "A message that failed this many times is dead.")
+    var maxAttempts = 12
+
+    @Option(help: "A PEM file of extra trusted CA certificates (a private FCM-compatible endpoint).")
+    var caFile: String?
+
+    @Option(help: .hidden) var timeScale = 1.0
+    @Option(help: .hidden) var pollInterval = 1.0
+    @Option(help: .hidden) var owner: String?
+
+    func validate() throws {
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be positive") }
+        if let rate, rate < 1 { throw ValidationError("--rate must be positive") }
+        guard leaseSeconds >= 5 || timeScale < 1 else { throw ValidationError("--lease-seconds must be at least 5") }
+        guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be positive") }
+        guard endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://") else {
+            throw ValidationError("--endpoint must be an http(s) URL")
+        }
+        guard timeScale > 0, pollInterval > 0 else { throw ValidationError("--time-scale and --poll-interval must be positive") }
+    }
+
+    func run() async throws {
+        let logger = Logger(label: "digest.send")
+        let account: ServiceAccount
+        do {
+            account = try ServiceAccount(contentsOf: credentials)
+        } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+
+        var registry: PrometheusCollectorRegistry?
+        if metricsPort != nil {
+            let prometheus = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: prometheus))
+            registry = prometheus
+        }
+
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.httpVersion = .automatic
+        clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: concurrency)
+        clientConfiguration.timeout = .init(connect: .seconds(5), read: .seconds(30))
+        if let caFile {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(caFile)]
+            clientConfiguration.tlsConfiguration = tls
+        }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+
+        var configuration = FCMSender<SQLiteDatabase>.Configuration()
+        configuration.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
+        configuration.concurrency = concurrency
+        configuration.ratePerMinute = rate
+        configuration.drain = drain
+        configuration.validateOnly = validateOnly
+        configuration.leaseSeconds = Int64(leaseSeconds)
+        configuration.maxAttempts = maxAttempts
+        configuration.retry.timeScale = timeScale
+        configuration.pollInterval = .seconds(pollInterval)
+        if let owner { configuration.owner = owner }
+
+        let tokens: AccessTokenProvider
+        do {
+            tokens = try AccessTokenProvider(account: account, client: client, logger: logger)
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        let sender = FCMSender(
+            database: SQLiteDatabase.sqlite(path: database.db), account: account, client: client, tokens: tokens,
+            configuration: configuration, logger: logger)
+        print("sending to \(configuration.endpoint) for project \(account.projectID) as \(configuration.owner), \(concurrency) at once\(rate.map { ", at most \($0)/min" } ?? "")\(validateOnly ? " (dry run)" : "")")
+
+        let run = SenderRun(sender: sender)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: run, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+        ]
+        if let metricsPort, let registry {
+            let endpoint = MetricsEndpoint(host: metricsHost, port: metricsPort, onBound: { port in
+                print("metrics: http://\(metricsHost):\(port)/metrics")
+            }) {
+                var buffer: [UInt8] = []
+                registry.emit(into: &buffer)
+                return String(decoding: buffer, as: UTF8.self)
+            }
+            services.append(.init(service: endpoint))
+        }
+        let group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+
+        let (summary, error) = run.result
+        if let summary { for line in summary.lines() { print(line) } }
+        if let error {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+}
+
+/// Runs the sender inside the service group and keeps its result for the summary.
+private final class SenderRun: Service, Sendable {
+    let sender: FCMSender<SQLiteDatabase>
+    private let outcome = Mutex<(SendSummary?, (any Error)?)>((nil, nil))
+
+    init(sender: FCMSender<SQLiteDatabase>) { self.sender = sender }
+
+    var result: (SendSummary?, (any Error)?) { outcome.withLock { $0 } }
+
+    func run() async throws {
+        do {
+            let summary = try await sender.send()
+            outcome.withLock { $0 = (summary, nil) }
+        } catch {
+            outcome.withLock { $0 = (nil, error) }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+@testable import DigestSender
+import DigestStore
+import Foundation
+import Testing
+
+/// The FCM errors table (PLATFORM-LIMITS.md) as verdicts, without I/O.
+@Suite struct FCMResponseTests {
+    static func body(_ code: Int, _ status: String, fcm: String? = nil) -> [UInt8] {
+        let details = fcm.map { #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"# } ?? ""
+        return Array(#"{"error":{"code":\#(code),"message":"m","status":"\#(status)"\#(details)}}"#.utf8)
+    }
+
+    struct Fixed: RandomNumberGenerator {
+        mutating func next() -> UInt64 { .max }  // the top of every jitter range
+    }
+
+    static func verdict(_ status: Int, _ body: [UInt8], retryAfter: String? = nil, attempt: Int = 1) -> FCMVerdict {
+        var random = Fixed()
+        return FCMResponse.verdict(status: status, retryAfter: retryAfter, body: body, attempt: attempt, policy: RetryPolicy(),
+                                   now: Date(timeIntervalSince1970: 1_800_000_000), random: &random)
+    }
+
+    @Test func successCarriesFCMsName() {
+        #expect(Self.verdict(200, Array(#"{"name":"projects/p/messages/0:1"}"#.utf8)) == .sent(name: "projects/p/messages/0:1"))
+    }
+
+    @Test func unregisteredIsDeadAndRemovesTheDevice() {
+        #expect(Self.verdict(404, Self.body(404, "NOT_FOUND", fcm: "UNREGISTERED")) == .dead(code: "UNREGISTERED", detail: "m", unregistered: true))
+    }
+
+    @Test(arguments: [(400, "INVALID_ARGUMENT"), (403, "SENDER_ID_MISMATCH")])
+    func badMessagesAreDeadWithTheirReason(status: Int, code: String) {
+        #expect(Self.verdict(status, Self.body(status, "X", fcm: code)) == .dead(code: code, detail: "m", unregistered: false))
+    }
+
+    @Test func quotaWaitsAtLeastAMinuteWhateverRetryAfterSays() {
+        let verdict = Self.verdict(429, Self.body(429, "RESOURCE_EXHAUSTED", fcm: "QUOTA_EXCEEDED"), retryAfter: "5")
+        #expect(verdict == .retry(after: .seconds(60), code: "QUOTA_EXCEEDED", detail: "m"))
+        let longer = Self.verdict(429, [], retryAfter: "120")
+        #expect(longer == .retry(after: .seconds(120), code: "QUOTA_EXCEEDED", detail: "HTTP 429"))
+    }
+
+    @Test func unavailableHonoursRetryAfterAndBacksOffExponentially() {
+        let body = Self.body(503, "UNAVAILABLE", fcm: "UNAVAILABLE")
+        #expect(Self.verdict(503, body, retryAfter: "30", attempt: 1) == .retry(after: .seconds(30), code: "UNAVAILABLE", detail: "m"))
+        // Attempt 6: backoff up to 32 s beats Retry-After 30 s.
+        guard case .retry(let after, _, _) = Self.verdict(503, body, retryAfter: "30", attempt: 6) else { Issue.record(); return }
+        #expect(after > .seconds(31) && after <= .seconds(32))
+        guard case .retry(let internalAfter, let code, _) = Self.verdict(500, Self.body(500, "INTERNAL"), attempt: 3) else { Issue.record(); return }
+        #expect(code == "INTERNAL" && internalAfter <= .seconds(4) && internalAfter >= .seconds(2))
+        // An HTTP-date Retry-After.
+        let date = Self.verdict(503, body, retryAfter: "Fri, 15 Jan 2027 08:00:10 GMT")
+        guard case .retry(let dated, _, _) = date else { Issue.record(); return }
+        #expect(dated == .seconds(10))
+    }
+
+    @Test func authProblemsStopTheSender() {
+        #expect(Self.verdict(401, Self.body(401, "UNAUTHENTICATED", fcm: "THIRD_PARTY_AUTH_ERROR")) == .stop(.thirdPartyAuth, code: "THIRD_PARTY_AUTH_ERROR", detail: "m"))
+        #expect(Self.verdict(401, Self.body(401, "UNAUTHENTICATED")) == .reauthenticate(detail: "m"))
+        #expect(Self.verdict(403, Self.body(403, "PERMISSION_DENIED")) == .stop(.authentication, code: "PERMISSION_DENIED", detail: "m"))
+        #expect(Self.verdict(404, Self.body(404, "NOT_FOUND")) == .stop(.configuration, code: "NOT_FOUND", detail: "m"))
+    }
+
+    @Test func backoffIsJitteredBetweenHalfAndAllOfItsCeilingAndCapped() {
+        var random = SystemRandomNumberGenerator()
+        var policy = RetryPolicy()
+        for attempt in 1...20 {
+            let ceiling = min(pow(2, Double(attempt - 1)), 900)
+            for _ in 0..<20 {
+                let delay = policy.backoff(attempt: attempt, using: &random).seconds
+                #expect(delay >= ceiling / 2 && delay <= ceiling)
+            }
+        }
+        policy.timeScale = 0.01
+        #expect(policy.backoff(attempt: 1, using: &random) <= .milliseconds(10))
+        #expect(policy.scaled(.seconds(60)) == .milliseconds(600))
+    }
+
+    @Test func theRatePacerSpreadsSendsEvenly() {
+        var pacer = RatePacer(perMinute: 600, burst: 1)  // one per 100 ms
+        let start = ContinuousClock.now
+        #expect(pacer.reserve(now: start) == .zero)
+        #expect(pacer.reserve(now: start) == .milliseconds(100))
+        #expect(pacer.reserve(now: start) == .milliseconds(200))
+        // After a long pause, no credit beyond the burst.
+        #expect(pacer.reserve(now: start + .seconds(10)) == .zero)
+        #expect(pacer.reserve(now: start + .seconds(10)) == .milliseconds(100))
+    }
+
+    @Test func aDryRunAddsValidateOnly() {
+        #expect(FCMSender<SQLiteDatabase>.dryRun(#"{"message":{"token":"t"}}"#) == #"{"validate_only":true,"message":{"token":"t"}}"#)
+    }
+}

@@ -1,0 +1,128 @@
+import AsyncHTTPClient
+@testable import DigestSender
+import DigestStore
+import DigestTesting
+import Foundation
+import Logging
+import Testing
+
+/// The sender in process against the fake FCM server on loopback.
+@Suite struct FCMSenderTests {
+    @Test func everyMessageIsDeliveredExactlyOnceAndRecordedWithItsName() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 300)
+        let server = try await FakeFCMServer.start()
+        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir) { sender, _ in try await sender.send() }
+        #expect(summary.sent == 300)
+        #expect(try OutboxFixture.states(path: db) == ["sent": 300])
+        #expect(server.stats.delivered == 300 && server.stats.duplicates == 0)
+        #expect(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM digest_outbox WHERE fcm_name LIKE 'projects/digest-test/messages/%'") == "300")
+        #expect(server.stats.accessTokens == 1)
+        try await server.shutdown()
+    }
+
+    @Test func faultsEndSentOrDeadWithReasonsAndUnregisteredDevicesAreRemoved() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 400) { $0 % 50 == 0 }  // 8 invalid messages
+        var faults = FakeFCMServer.Faults()
+        faults.unavailableRate = 0.3
+        faults.internalRate = 0.05
+        faults.dropRate = 0.05
+        faults.unregisteredRate = 0.02
+        faults.quotaBurstEvery = 0.5
+        faults.quotaBurstLength = 0.05
+        let server = try await FakeFCMServer.start(faults: faults)
+        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir) { configuration in
+            configuration.maxAttempts = 40
+        } _: { sender, _ in try await sender.send() }
+        let states = try OutboxFixture.states(path: db)
+        #expect(states["sent", default: 0] + states["dead", default: 0] == 400)
+        #expect(states["sent"] == server.stats.delivered)
+        #expect(server.stats.duplicates == 0)
+        #expect(summary.dead["INVALID_ARGUMENT"] == 8)
+        let unregistered = summary.dead["UNREGISTERED", default: 0]
+        #expect(unregistered > 0)
+        #expect(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM devices") == String(400 - unregistered))
+        #expect(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM digest_outbox WHERE state = 'dead' AND last_error IS NULL") == "0")
+        #expect(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM digest_outbox WHERE last_error LIKE 'UNREGISTERED: %'") == String(unregistered))
+        #expect(summary.retriedTotal > 0)
+        try await server.shutdown()
+    }
+
+    @Test func thirdPartyAuthErrorStopsTheSenderAndReleasesItsLeases() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 100)
+        var faults = FakeFCMServer.Faults()
+        faults.thirdPartyAuthError = true
+        let server = try await FakeFCMServer.start(faults: faults)
+        await #expect {
+            try await SenderHarness.withSender(db: db, server: server, dir: dir) { sender, _ in try await sender.send() }
+        } throws: { error in
+            (error as? SenderError)?.code == .thirdPartyAuth && "\(error)".contains("APNs")
+        }
+        #expect(try OutboxFixture.states(path: db) == ["ready": 100])
+        #expect(try OutboxFixture.scalar(path: db, "SELECT sum(attempts) FROM digest_outbox") == "0")
+        try await server.shutdown()
+    }
+
+    @Test func aRefusedServiceAccountStopsBeforeLeasingAnything() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 10)
+        let server = try await FakeFCMServer.start()
+        let other = try await FakeFCMServer.start()  // a different key: the signature does not verify
+        var account = try SenderHarness.account(other, in: dir)
+        account.tokenURI = "\(server.url)/token"
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let tokens = try AccessTokenProvider(account: account, client: client, logger: Logger(label: "test"))
+        await #expect {
+            _ = try await tokens.token()
+        } throws: { error in
+            (error as? SenderError)?.code == .authentication && "\(error)".contains("invalid_grant")
+        }
+        try await client.shutdown()
+        #expect(try OutboxFixture.states(path: db) == ["ready": 10])
+        try await server.shutdown()
+        try await other.shutdown()
+    }
+
+    @Test func accessTokensAreCachedAndRefreshedBeforeExpiry() async throws {
+        let dir = try TemporaryDirectory()
+        let server = try await FakeFCMServer.start(tokenLifetime: 2)
+        try await SenderHarness.withSender(db: dir.path("x.sqlite"), server: server, dir: dir) { _, tokens in
+            let first = try await tokens.token()
+            #expect(try await tokens.token() == first)
+            #expect(await tokens.fetches == 1)
+            try await Task.sleep(for: .milliseconds(1100))  // past the refresh point (half of 2 s)
+            #expect(try await tokens.token() != first)
+            #expect(await tokens.fetches == 2)
+        }
+        try await server.shutdown()
+    }
+
+    @Test func aDryRunValidatesEveryDueMessageAndChangesNothing() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 90) { $0 == 7 }
+        let server = try await FakeFCMServer.start()
+        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir) { $0.validateOnly = true } _: { sender, _ in
+            try await sender.send()
+        }
+        #expect(summary.validated == 89 && summary.dead == ["INVALID_ARGUMENT": 1] && summary.sent == 0)
+        #expect(server.stats.validated == 89 && server.stats.delivered == 0)
+        #expect(try OutboxFixture.states(path: db) == ["ready": 90])
+    }
+
+    @Test func messagesNotYetDueAreLeftForLater() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 5, availableAt: Int64(Date().timeIntervalSince1970) + 3600)
+        let server = try await FakeFCMServer.start()
+        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir) { sender, _ in try await sender.send() }
+        #expect(summary.sent == 0 && server.stats.requests == 0)
+        #expect(try OutboxFixture.states(path: db) == ["ready": 5])
+    }
+}

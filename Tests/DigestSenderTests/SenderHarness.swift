@@ -1,0 +1,48 @@
+import AsyncHTTPClient
+@testable import DigestSender
+import DigestStore
+import DigestTesting
+import Foundation
+import Logging
+import NIOCore
+
+/// A sender in the test process against a fake server, with time shrunk so retries take milliseconds.
+enum SenderHarness {
+    static func account(_ server: FakeFCMServer, in dir: TemporaryDirectory) throws -> ServiceAccount {
+        let path = dir.path("service-account.json")
+        try server.writeServiceAccount(to: path)
+        return try ServiceAccount(contentsOf: path)
+    }
+
+    static func withSender<T>(
+        db: String, server: FakeFCMServer, dir: TemporaryDirectory,
+        configure: (inout FCMSender<SQLiteDatabase>.Configuration) -> Void = { _ in },
+        _ body: (FCMSender<SQLiteDatabase>, AccessTokenProvider) async throws -> T
+    ) async throws -> T {
+        let account = try account(server, in: dir)
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+        var configuration = FCMSender<SQLiteDatabase>.Configuration()
+        configuration.endpoint = server.url
+        configuration.concurrency = 16
+        configuration.drain = true
+        configuration.retry.timeScale = 0.001
+        configuration.pollInterval = .milliseconds(50)
+        configuration.owner = "test-\(UUID().uuidString.prefix(8))"
+        configure(&configuration)
+        var logger = Logger(label: "test.sender")
+        logger.logLevel = .warning
+        do {
+            let tokens = try AccessTokenProvider(account: account, client: client, logger: logger)
+            let sender = FCMSender(database: SQLiteDatabase.sqlite(path: db), account: account, client: client, tokens: tokens,
+                                   configuration: configuration, logger: logger)
+            let result = try await body(sender, tokens)
+            try await client.shutdown()
+            return result
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+}
