@@ -1,0 +1,163 @@
+import DigestTesting
+import Foundation
+import Testing
+
+/// `digest send` as a process: SIGTERM, SIGKILL and a second sender, against the fake server in this
+/// test process. Loopback only.
+@Suite(.serialized) struct SendBinaryTests {
+    /// A running `digest send`, its output going to files in `dir`.
+    final class SendProcess: @unchecked Sendable {
+        // `process` is only used from the test's task.
+        let process = Process()
+        let log: String
+
+        init(db: String, credentials: String, endpoint: String, owner: String, dir: TemporaryDirectory, extra: [String]) throws {
+            log = dir.path("\(owner).log")
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+            process.executableURL = URL(fileURLWithPath: DigestBinary.path)
+            process.arguments = [
+                "send", "--db", db, "--credentials", credentials, "--endpoint", endpoint, "--owner", owner,
+                "--time-scale", "0.01", "--poll-interval", "0.05",
+            ] + extra
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+            process.standardOutput = handle
+            process.standardError = handle
+            try process.run()
+        }
+
+        func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+        /// Waits for the process to end (polling, bounded); returns its exit status.
+        func wait(timeout: Duration) async throws -> Int32 {
+            let deadline = ContinuousClock.now + timeout
+            while process.isRunning {
+                if ContinuousClock.now > deadline {
+                    signal(SIGKILL)
+                    Issue.record("digest send did not finish in \(timeout)")
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+
+        var output: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+    }
+
+    static func until(_ timeout: Duration, _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while try !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("condition not met within \(timeout)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    static func chaosFaults() -> FakeFCMServer.Faults {
+        var faults = FakeFCMServer.Faults()
+        faults.unavailableRate = 0.30
+        faults.retryAfterSeconds = 1
+        faults.dropRate = 0.05
+        faults.unregisteredRate = 0.01
+        faults.quotaBurstEvery = 1.5
+        faults.quotaBurstLength = 0.15
+        faults.maxDelayMilliseconds = 2
+        return faults
+    }
+
+    /// Every outcome accounted for: sent or dead with a reason, nothing ready or leased.
+    static func expectSettled(_ db: String, count: Int, server: FakeFCMServer) throws {
+        let states = try OutboxFixture.states(path: db)
+        #expect(states["sent", default: 0] + states["dead", default: 0] == count, "states: \(states)")
+        #expect(states["sent"] == server.stats.delivered)
+        #expect(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM digest_outbox WHERE state = 'dead' AND (last_error IS NULL OR last_error = '')") == "0")
+        #expect(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM digest_outbox WHERE state = 'sent' AND fcm_name IS NULL") == "0")
+        let unregistered = Int(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM digest_outbox WHERE last_error LIKE 'UNREGISTERED:%'") ?? "") ?? -1
+        #expect(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM devices") == String(count - unregistered))
+    }
+
+    @Test func sigtermFinishesInFlightRequestsReleasesTheRestAndExitsCleanly() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 2000)
+        var faults = FakeFCMServer.Faults()
+        faults.minDelayMilliseconds = 20
+        faults.maxDelayMilliseconds = 20
+        let server = try await FakeFCMServer.start(faults: faults)
+        let credentials = dir.path("sa.json")
+        try server.writeServiceAccount(to: credentials)
+        let first = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "first", dir: dir, extra: ["--concurrency", "16"])
+        try await Self.until(.seconds(60)) { server.stats.delivered >= 300 }
+        first.signal(SIGTERM)
+        #expect(try await first.wait(timeout: .seconds(20)) == 0, "\(first.output)")
+        #expect(first.output.contains("released at shutdown"))
+        let states = try OutboxFixture.states(path: db)
+        #expect(states["leased"] == nil)
+        #expect(states["sent"] == server.stats.delivered && server.stats.delivered < 2000)
+        #expect(try OutboxFixture.scalar(path: db, "SELECT max(attempts) FROM digest_outbox WHERE state = 'ready'") == "0")
+
+        server.setFaults(FakeFCMServer.Faults())
+        let second = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "second", dir: dir, extra: ["--drain"])
+        #expect(try await second.wait(timeout: .seconds(120)) == 0, "\(second.output)")
+        #expect(try OutboxFixture.states(path: db) == ["sent": 2000])
+        #expect(server.stats.delivered == 2000 && server.stats.duplicates == 0)
+        try await server.shutdown()
+    }
+
+    @Test func underFaultsWithoutAKillEveryMessageReachesTheServerExactlyOnce() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        let count = 3000
+        try OutboxFixture.fill(path: db, count: count)
+        let server = try await FakeFCMServer.start(faults: Self.chaosFaults())
+        let credentials = dir.path("sa.json")
+        try server.writeServiceAccount(to: credentials)
+        let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "only", dir: dir,
+                                     extra: ["--drain", "--concurrency", "32", "--lease-seconds", "5", "--max-attempts", "40"])
+        #expect(try await sender.wait(timeout: .seconds(240)) == 0, "\(sender.output)")
+        try Self.expectSettled(db, count: count, server: server)
+        #expect(server.stats.duplicates == 0)
+        #expect(server.deliveries.values.allSatisfy { $0.count == 1 })
+        #expect(server.stats.answers["503", default: 0] > 0 && server.stats.answers["429", default: 0] > 0 && server.stats.answers["drop", default: 0] > 0)
+        try await server.shutdown()
+    }
+
+    /// The issue's chaos test: 20,000 messages, 30% 503 with Retry-After, bursts of 429, 5% dropped
+    /// connections, 1% UNREGISTERED; the first sender is killed with SIGKILL mid-way, a second finishes.
+    @Test func chaosWithASigkilledSenderLosesNothingAndDuplicatesOnlyWhatWasInFlight() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        let count = 20_000
+        let concurrency = 32
+        try OutboxFixture.fill(path: db, count: count)
+        let server = try await FakeFCMServer.start(faults: Self.chaosFaults())
+        let credentials = dir.path("sa.json")
+        try server.writeServiceAccount(to: credentials)
+        let options = ["--drain", "--concurrency", String(concurrency), "--lease-seconds", "3", "--max-attempts", "40"]
+
+        let first = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "first", dir: dir, extra: options)
+        try await Self.until(.seconds(240)) { server.stats.delivered >= count / 3 || !first.process.isRunning }
+        #expect(first.process.isRunning, "the first sender ended before the kill: \(first.output)")
+        first.signal(SIGKILL)
+        _ = try await first.wait(timeout: .seconds(10))
+        let serverInFlightAtKill = server.inFlight
+        let leasedAtKill = Int(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM digest_outbox WHERE lease_owner = 'first'") ?? "0") ?? 0
+        let deliveredAtKill = server.stats.delivered
+
+        let second = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "second", dir: dir, extra: options)
+        #expect(try await second.wait(timeout: .seconds(600)) == 0, "\(second.output)")
+
+        try Self.expectSettled(db, count: count, server: server)
+        let duplicates = server.deliveries.filter { $0.value.count > 1 }
+        // Only messages FCM had accepted but the killed sender had not yet recorded come twice:
+        // never more than it held leases on, nor more than it had in flight plus one settle batch.
+        #expect(duplicates.count <= leasedAtKill)
+        #expect(duplicates.count <= 2 * concurrency)
+        #expect(duplicates.values.allSatisfy { $0.count == 2 && Set($0.collapseKeys).count == 1 && $0.collapseKeys[0] != nil })
+        print("chaos: delivered \(server.stats.delivered) (\(deliveredAtKill) before the kill), duplicates \(duplicates.count), leased at kill \(leasedAtKill), server in flight at kill \(serverInFlightAtKill), answers \(server.stats.answers.sorted { $0.key < $1.key })")
+        try await server.shutdown()
+    }
+}
