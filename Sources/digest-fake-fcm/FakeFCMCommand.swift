@@ -24,6 +24,9 @@ struct FakeFCMCommand: AsyncParsableCommand {
     @Option(help: "Seconds between 429 bursts (0: none).") var quotaBurstEvery = 0.0
     @Option(help: "Length of each 429 burst, seconds.") var quotaBurstLength = 0.0
     @Option(help: "Delay of each answer, milliseconds.") var delayMs = 0
+    @Option(help: "Serve HTTPS (HTTP/2 or HTTP/1.1 by ALPN) with this PEM certificate…") var tlsCert: String?
+    @Option(help: "…and this PEM private key.") var tlsKey: String?
+    @Option(help: "Also accept this bearer token for a day (for load tools that cannot sign JWTs).") var staticToken: String?
 
     func run() async throws {
         var faults = FakeFCMServer.Faults()
@@ -35,8 +38,11 @@ struct FakeFCMCommand: AsyncParsableCommand {
         faults.quotaBurstLength = quotaBurstLength
         faults.minDelayMilliseconds = delayMs
         faults.maxDelayMilliseconds = delayMs
-        let server = try await FakeFCMServer.start(host: host, port: port, projectID: project, tokenLifetime: tokenLifetime, faults: faults)
+        let tls = tlsCert.flatMap { cert in tlsKey.map { FakeFCMServer.TLS(certificatePath: cert, privateKeyPath: $0) } }
+        let server = try await FakeFCMServer.start(
+            host: host, port: port, projectID: project, tokenLifetime: tokenLifetime, faults: faults, tls: tls)
         if let credentials { try server.writeServiceAccount(to: credentials) }
+        if let staticToken { server.registerAccessToken(staticToken) }
         if let portFile { try "\(server.port)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
         print("fake FCM listening on \(server.url) (project \(project))")
         if let credentials { print("service account: \(credentials)") }

@@ -125,7 +125,7 @@ struct SendCommand: AsyncParsableCommand {
         let sender = FCMSender(
             database: SQLiteDatabase.sqlite(path: database.db), account: account, client: client, tokens: tokens,
             configuration: configuration, logger: logger)
-        print("sending to \(configuration.endpoint) for project \(account.projectID) as \(configuration.owner), \(concurrency) at once\(rate.map { ", at most \($0)/min" } ?? "")\(validateOnly ? " (dry run)" : "")")
+        Self.say("sending to \(configuration.endpoint) for project \(account.projectID) as \(configuration.owner), \(concurrency) at once\(rate.map { ", at most \($0)/min" } ?? "")\(validateOnly ? " (dry run)" : "")")
 
         let run = SenderRun(sender: sender)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
@@ -133,7 +133,7 @@ struct SendCommand: AsyncParsableCommand {
         ]
         if let metricsPort, let registry {
             let endpoint = MetricsEndpoint(host: metricsHost, port: metricsPort, onBound: { port in
-                print("metrics: http://\(metricsHost):\(port)/metrics")
+                SendCommand.say("metrics: http://\(metricsHost):\(port)/metrics")
             }) {
                 var buffer: [UInt8] = []
                 registry.emit(into: &buffer)
@@ -157,6 +157,13 @@ struct SendCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
             throw ExitCode.failure
         }
+    }
+}
+
+extension SendCommand {
+    /// Writes a line to stdout at once (print is block-buffered into files and pipes).
+    static func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 }
 

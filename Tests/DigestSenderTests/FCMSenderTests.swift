@@ -125,4 +125,26 @@ import Testing
         #expect(summary.sent == 0 && server.stats.requests == 0)
         #expect(try OutboxFixture.states(path: db) == ["ready": 5])
     }
+
+    @Test func deliversOverHTTP2WithTLSExactlyOnceDespiteResetStreams() async throws {
+        let dir = try TemporaryDirectory()
+        guard let tls = try TestCertificate.make(in: dir.url) else {
+            print("skipped: no openssl program to make a test certificate")
+            return
+        }
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 300)
+        var faults = FakeFCMServer.Faults()
+        faults.unavailableRate = 0.2
+        faults.dropRate = 0.05  // on HTTP/2 a drop resets the stream
+        let server = try await FakeFCMServer.start(faults: faults, tls: tls)
+        #expect(server.url.hasPrefix("https://"))
+        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir, trusting: tls.certificatePath) { configuration in
+            configuration.maxAttempts = 40
+        } _: { sender, _ in try await sender.send() }
+        #expect(summary.sent == 300)
+        #expect(server.stats.delivered == 300 && server.stats.duplicates == 0)
+        #expect(server.stats.http2Requests == server.stats.requests)
+        try await server.shutdown()
+    }
 }

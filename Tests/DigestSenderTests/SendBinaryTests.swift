@@ -1,4 +1,6 @@
+import AsyncHTTPClient
 import DigestTesting
+import NIOCore
 import Foundation
 import Testing
 
@@ -158,6 +160,88 @@ import Testing
         #expect(duplicates.count <= 2 * concurrency)
         #expect(duplicates.values.allSatisfy { $0.count == 2 && Set($0.collapseKeys).count == 1 && $0.collapseKeys[0] != nil })
         print("chaos: delivered \(server.stats.delivered) (\(deliveredAtKill) before the kill), duplicates \(duplicates.count), leased at kill \(leasedAtKill), server in flight at kill \(serverInFlightAtKill), answers \(server.stats.answers.sorted { $0.key < $1.key })")
+        try await server.shutdown()
+    }
+
+    @Test func metricsAreServedAsPrometheusText() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 200)
+        var faults = FakeFCMServer.Faults()
+        faults.unregisteredRate = 0.05
+        let server = try await FakeFCMServer.start(faults: faults)
+        let credentials = dir.path("sa.json")
+        try server.writeServiceAccount(to: credentials)
+        let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "metrics", dir: dir, extra: ["--metrics-port", "0"])
+        var metricsURL: URL?
+        try await Self.until(.seconds(60)) {
+            metricsURL = sender.output.split(separator: "\n").first { $0.hasPrefix("metrics: ") }.flatMap { URL(string: String($0.dropFirst(9))) }
+            return metricsURL != nil && server.stats.requests >= 200
+        }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        var text = ""
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let response = try await client.execute(HTTPClientRequest(url: metricsURL!.absoluteString), timeout: .seconds(5))
+            text = String(buffer: try await response.body.collect(upTo: 1 << 20))
+            if text.contains("digest_sender_sent_total") && text.contains("digest_sender_dead_total{reason=\"UNREGISTERED\"}") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try await client.shutdown()
+        #expect(text.contains("digest_sender_sent_total"), "\(text)")
+        #expect(text.contains("digest_sender_dead_total{reason=\"UNREGISTERED\"}"))
+        #expect(text.contains("digest_sender_request_duration_seconds"))
+        sender.signal(SIGTERM)
+        #expect(try await sender.wait(timeout: .seconds(20)) == 0, "\(sender.output)")
+        try await server.shutdown()
+    }
+
+    @Test func badCredentialsStopWithAClearMessageAndNothingLeased() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 10)
+        let missing = try DigestBinary.run(["send", "--db", db, "--credentials", dir.path("nope.json")])
+        #expect(missing.status != 0 && missing.stderr.contains("cannot read the service-account file"))
+        try #"{"type":"authorized_user"}"#.write(toFile: dir.path("user.json"), atomically: true, encoding: .utf8)
+        let wrongKind = try DigestBinary.run(["send", "--db", db, "--credentials", dir.path("user.json")])
+        #expect(wrongKind.status != 0 && wrongKind.stderr.contains("service-account"))
+        #expect(try OutboxFixture.states(path: db) == ["ready": 10])
+    }
+
+    @Test func requeueDeadMakesDeadMessagesReadyByReason() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 30) { $0 <= 3 }
+        let server = try await FakeFCMServer.start()
+        let credentials = dir.path("sa.json")
+        try server.writeServiceAccount(to: credentials)
+        let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "once", dir: dir, extra: ["--drain"])
+        #expect(try await sender.wait(timeout: .seconds(60)) == 0)
+        #expect(try OutboxFixture.states(path: db) == ["sent": 27, "dead": 3])
+        let none = try DigestBinary.run(["queue", "requeue-dead", "--db", db, "--reason", "UNAVAILABLE"])
+        #expect(none.status == 0 && none.stdout.contains("requeued 0 dead messages"))
+        let some = try DigestBinary.run(["queue", "requeue-dead", "--db", db, "--reason", "INVALID_ARGUMENT", "--week", "2026-W46"])
+        #expect(some.status == 0 && some.stdout.contains("requeued 3 dead messages"), "\(some.stderr)")
+        #expect(try OutboxFixture.states(path: db) == ["sent": 27, "ready": 3])
+        try await server.shutdown()
+    }
+
+    @Test func theWeeklyRunsMessagesPassFCMsRulesEndToEnd() async throws {
+        let dir = try TemporaryDirectory()
+        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "120", "--send-at", "now"])
+        #expect(demo.status == 0, "\(demo.stderr)")
+        let db = dir.path("demo/digest.sqlite")
+        let count = try OutboxFixture.states(path: db)["ready", default: 0]
+        #expect(count > 100)
+        let server = try await FakeFCMServer.start()
+        let credentials = dir.path("sa.json")
+        try server.writeServiceAccount(to: credentials)
+        let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "demo", dir: dir, extra: ["--drain"])
+        #expect(try await sender.wait(timeout: .seconds(60)) == 0, "\(sender.output)")
+        #expect(server.stats.answers == ["200": count], "\(sender.output)")
+        #expect(try OutboxFixture.states(path: db) == ["sent": count])
+        // Every platform's collapse key arrived.
+        #expect(server.deliveries.values.allSatisfy { $0.collapseKeys.allSatisfy { $0?.hasPrefix("digest-") == true } })
         try await server.shutdown()
     }
 }

@@ -5,6 +5,7 @@ import DigestTesting
 import Foundation
 import Logging
 import NIOCore
+import NIOSSL
 
 /// A sender in the test process against a fake server, with time shrunk so retries take milliseconds.
 enum SenderHarness {
@@ -15,13 +16,18 @@ enum SenderHarness {
     }
 
     static func withSender<T>(
-        db: String, server: FakeFCMServer, dir: TemporaryDirectory,
+        db: String, server: FakeFCMServer, dir: TemporaryDirectory, trusting caFile: String? = nil,
         configure: (inout FCMSender<SQLiteDatabase>.Configuration) -> Void = { _ in },
         _ body: (FCMSender<SQLiteDatabase>, AccessTokenProvider) async throws -> T
     ) async throws -> T {
         let account = try account(server, in: dir)
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+        if let caFile {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(caFile)]
+            clientConfiguration.tlsConfiguration = tls
+        }
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         var configuration = FCMSender<SQLiteDatabase>.Configuration()
         configuration.endpoint = server.url

@@ -100,7 +100,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     let batch = await settlements.takeAll()
                     if batch.isEmpty { return nil }
                     let now = Self.unixNow()
-                    try await store.run { try $0.settle(batch, owner: owner, now: now, maxAttempts: maxAttempts) }
+                    _ = try await store.run { try $0.settle(batch, owner: owner, now: now, maxAttempts: maxAttempts) }
                 }
             }
             group.addTask {
@@ -199,7 +199,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                 // Keep the leases held.
                 if !configuration.validateOnly, clock.now - lastExtend >= .seconds(Double(configuration.leaseSeconds) / 3), !held.isEmpty {
                     let ids = Array(held), owner = configuration.owner, until = Self.unixNow() + configuration.leaseSeconds
-                    try await store.run { try $0.extendLeases(ids: ids, owner: owner, until: until) }
+                    _ = try await store.run { try $0.extendLeases(ids: ids, owner: owner, until: until) }
                     lastExtend = clock.now
                 }
                 // Take one answer.
@@ -278,7 +278,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             request.body = .bytes(ByteBuffer(string: configuration.validateOnly ? Self.dryRun(message.message) : message.message))
             let verdict: FCMVerdict
             do {
-                let response = try await client.execute(request, timeout: configuration.requestTimeout, logger: logger)
+                let response = try await client.execute(request, timeout: configuration.requestTimeout)
                 let body = try await response.body.collect(upTo: 64 * 1024)
                 verdict = FCMResponse.verdict(
                     status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),

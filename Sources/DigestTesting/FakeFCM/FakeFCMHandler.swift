@@ -25,7 +25,8 @@ final class FakeFCMHandler: ChannelInboundHandler {
             self.head = nil
             let path = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
             let isSend = path.hasSuffix("/messages:send")
-            let reply = server.reply(method: head.method.rawValue, path: path, headers: head.headers.map { ($0.name, $0.value) }, body: body)
+            let reply = server.reply(method: head.method.rawValue, path: path, headers: head.headers.map { ($0.name, $0.value) }, body: body,
+                                     http2: head.version.major == 2)
             let keepAlive = head.isKeepAlive
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
             let server = self.server

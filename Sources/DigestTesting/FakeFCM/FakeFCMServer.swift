@@ -2,6 +2,8 @@ import Crypto
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
+import NIOSSL
 import NIOPosix
 import Synchronization
 import _CryptoExtras
@@ -42,6 +44,16 @@ public final class FakeFCMServer: Sendable {
         public init() {}
     }
 
+    /// A certificate and key (PEM files) to serve HTTPS with; ALPN offers `h2` and `http/1.1`.
+    public struct TLS: Sendable, Hashable {
+        public var certificatePath: String
+        public var privateKeyPath: String
+        public init(certificatePath: String, privateKeyPath: String) {
+            self.certificatePath = certificatePath
+            self.privateKeyPath = privateKeyPath
+        }
+    }
+
     /// What the server saw.
     public struct Stats: Sendable, Hashable, Codable {
         /// `messages:send` requests received.
@@ -58,6 +70,8 @@ public final class FakeFCMServer: Sendable {
         public var accessTokens = 0
         /// Most `messages:send` requests waiting for an answer at once.
         public var maxInFlight = 0
+        /// `messages:send` requests that came over HTTP/2.
+        public var http2Requests = 0
     }
 
     /// One token's deliveries.
@@ -85,8 +99,10 @@ public final class FakeFCMServer: Sendable {
     private let started = ContinuousClock.now
     private let channel: Mutex<(any Channel)?> = Mutex(nil)
     private let boundPort = Atomic<Int>(0)
+    private let scheme: String
 
-    private init(projectID: String, tokenLifetime: Int, faults: Faults) throws {
+    private init(projectID: String, tokenLifetime: Int, faults: Faults, https: Bool) throws {
+        self.scheme = https ? "https" : "http"
         self.projectID = projectID
         self.tokenLifetime = tokenLifetime
         self.privateKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
@@ -97,17 +113,36 @@ public final class FakeFCMServer: Sendable {
     /// Starts a server on `host:port` (0: any free port) with a new service-account key.
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, projectID: String = "digest-test", tokenLifetime: Int = 3600,
-        faults: Faults = Faults()
+        faults: Faults = Faults(), tls: TLS? = nil
     ) async throws -> FakeFCMServer {
-        let server = try FakeFCMServer(projectID: projectID, tokenLifetime: tokenLifetime, faults: faults)
+        let server = try FakeFCMServer(projectID: projectID, tokenLifetime: tokenLifetime, faults: faults, https: tls != nil)
+        let sslContext = try tls.map { tls in
+            var configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)))
+            configuration.applicationProtocols = ["h2", "http/1.1"]
+            return try NIOSSLContext(configuration: configuration)
+        }
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 1024)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
+                guard let sslContext else {
+                    return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        try channel.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
+                    }
+                }
+                // HTTPS: HTTP/2 or HTTP/1.1 as ALPN decides; each HTTP/2 stream gets its own handler.
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                }.flatMap {
+                    channel.configureCommonHTTPServerPipeline { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            try stream.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
+                        }
+                    }
                 }
             }
             .bind(host: host, port: port).get()
@@ -118,12 +153,18 @@ public final class FakeFCMServer: Sendable {
 
     public var port: Int { boundPort.load(ordering: .acquiring) }
 
-    /// `http://127.0.0.1:<port>`: the sender's `--endpoint`.
-    public var url: String { "http://127.0.0.1:\(port)" }
+    /// `http://127.0.0.1:<port>` (`https` with TLS): the sender's `--endpoint`.
+    public var url: String { "\(scheme)://127.0.0.1:\(port)" }
 
     public func shutdown() async throws {
         let channel = self.channel.withLock { $0 }
         try await channel?.close()
+    }
+
+    /// Accepts `token` as a bearer token for `lifetime` seconds (load tools that cannot sign JWTs).
+    public func registerAccessToken(_ token: String, lifetime: Int64 = 86_400) {
+        let now = Int64(Date().timeIntervalSince1970)
+        state.withLock { $0.accessTokens[token] = now + lifetime }
     }
 
     /// Changes the faults from now on.
@@ -161,12 +202,12 @@ public final class FakeFCMServer: Sendable {
         case drop(delay: Int)
     }
 
-    func reply(method: String, path: String, headers: [(String, String)], body: [UInt8]) -> Reply {
+    func reply(method: String, path: String, headers: [(String, String)], body: [UInt8], http2: Bool = false) -> Reply {
         switch (method, path) {
         case ("POST", "/token"):
             return tokenReply(body)
         case ("POST", _) where path.hasPrefix("/v1/projects/") && path.hasSuffix("/messages:send"):
-            return sendReply(path: path, headers: headers, body: body)
+            return sendReply(path: path, headers: headers, body: body, http2: http2)
         case ("GET", "/stats"):
             let data = (try? JSONEncoder().encode(stats)) ?? Data()
             return .answer(status: 200, headers: [("Content-Type", "application/json")], body: String(decoding: data, as: UTF8.self), delay: 0)
@@ -215,7 +256,7 @@ public final class FakeFCMServer: Sendable {
         return nil
     }
 
-    private func sendReply(path: String, headers: [(String, String)], body: [UInt8]) -> Reply {
+    private func sendReply(path: String, headers: [(String, String)], body: [UInt8], http2: Bool) -> Reply {
         let now = Int64(Date().timeIntervalSince1970)
         let (wholeSeconds, attoseconds) = (ContinuousClock.now - started).components
         let elapsed = Double(wholeSeconds) + Double(attoseconds) / 1e18
@@ -223,9 +264,12 @@ public final class FakeFCMServer: Sendable {
         let project = path.dropFirst("/v1/projects/".count).dropLast("/messages:send".count)
         var random = SystemRandomNumberGenerator()
         let roll = Double.random(in: 0..<1, using: &random)
+        // The rules are pure: check them outside the lock, so both event loops parse at once.
+        let checked = FCMRequestRules.check(body)
 
         return state.withLock { state -> Reply in
             state.stats.requests += 1
+            if http2 { state.stats.http2Requests += 1 }
             state.inFlight += 1
             state.stats.maxInFlight = max(state.stats.maxInFlight, state.inFlight)
             let faults = state.faults
@@ -259,7 +303,7 @@ public final class FakeFCMServer: Sendable {
                 return answer(Self.error(429, status: "RESOURCE_EXHAUSTED", fcm: "QUOTA_EXCEEDED", message: "Quota exceeded for quota metric 'Send requests'", delay: delay), "429")
             }
             let accepted: FCMRequestRules.Accepted
-            switch FCMRequestRules.check(body) {
+            switch checked {
             case .failure(let violation):
                 return answer(Self.error(400, status: "INVALID_ARGUMENT", fcm: "INVALID_ARGUMENT", message: violation.message, delay: delay), "400")
             case .success(let value):
