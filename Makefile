@@ -2,7 +2,7 @@
 SWIFT ?= swift
 DEMO_OUT ?= demo-out
 
-.PHONY: setup build demo test bench clean
+.PHONY: setup build demo demo-send test bench bench-send clean
 
 setup:
 	@scripts/setup.sh
@@ -14,6 +14,10 @@ build: setup
 demo: build
 	$(SWIFT) run digest demo --out $(DEMO_OUT)
 
+## The demo's run delivered end to end to the fake FCM server on loopback (throwaway key).
+demo-send: build
+	DEMO_OUT=$(DEMO_OUT) scripts/demo-send.sh
+
 ## Builds once (debug) and runs every test.
 test: setup
 	$(SWIFT) build --build-tests
@@ -23,5 +27,9 @@ test: setup
 bench: setup
 	scripts/bench.sh
 
+## Delivery benchmark: digest send vs wrk against the fake FCM server; "## Delivery" in BENCHMARKS.md.
+bench-send: setup
+	scripts/bench-send.sh
+
 clean:
-	rm -rf .build $(DEMO_OUT)
+	rm -rf .build $(DEMO_OUT) bench-out
