@@ -67,7 +67,8 @@ struct SendCommand: AsyncParsableCommand {
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be positive") }
         if let rate, rate < 1 { throw ValidationError("--rate must be positive") }
-        guard leaseSeconds >= 5 || timeScale < 1 else { throw ValidationError("--lease-seconds must be at least 5") }
+        // A lease must outlive a request (30 s timeout), or the sender's own lease could lapse mid-request.
+        guard leaseSeconds >= 45 || timeScale < 1 else { throw ValidationError("--lease-seconds must be at least 45") }
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be positive") }
         guard endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://") else {
             throw ValidationError("--endpoint must be an http(s) URL")

@@ -27,6 +27,11 @@ import Testing
             try process.run()
         }
 
+        /// A test that fails half-way leaves no sender behind.
+        deinit {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+
         func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
         /// Waits for the process to end (polling, bounded); returns its exit status.
@@ -84,10 +89,10 @@ import Testing
     @Test func sigtermFinishesInFlightRequestsReleasesTheRestAndExitsCleanly() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("outbox.sqlite")
-        try OutboxFixture.fill(path: db, count: 2000)
+        try OutboxFixture.fill(path: db, count: 3000)
         var faults = FakeFCMServer.Faults()
-        faults.minDelayMilliseconds = 20
-        faults.maxDelayMilliseconds = 20
+        faults.minDelayMilliseconds = 50  // 16 in flight: 320 a second, so SIGTERM lands mid-way
+        faults.maxDelayMilliseconds = 50
         let server = try await FakeFCMServer.start(faults: faults)
         let credentials = dir.path("sa.json")
         try server.writeServiceAccount(to: credentials)
@@ -98,14 +103,14 @@ import Testing
         #expect(first.output.contains("released at shutdown"))
         let states = try OutboxFixture.states(path: db)
         #expect(states["leased"] == nil)
-        #expect(states["sent"] == server.stats.delivered && server.stats.delivered < 2000)
+        #expect(states["sent"] == server.stats.delivered && server.stats.delivered < 3000)
         #expect(try OutboxFixture.scalar(path: db, "SELECT max(attempts) FROM digest_outbox WHERE state = 'ready'") == "0")
 
         server.setFaults(FakeFCMServer.Faults())
         let second = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "second", dir: dir, extra: ["--drain"])
         #expect(try await second.wait(timeout: .seconds(120)) == 0, "\(second.output)")
-        #expect(try OutboxFixture.states(path: db) == ["sent": 2000])
-        #expect(server.stats.delivered == 2000 && server.stats.duplicates == 0)
+        #expect(try OutboxFixture.states(path: db) == ["sent": 3000])
+        #expect(server.stats.delivered == 3000 && server.stats.duplicates == 0)
         try await server.shutdown()
     }
 

@@ -33,7 +33,8 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         public var drain = false
         /// FCM's dry run (`validate_only`): check every due message, deliver and change nothing.
         public var validateOnly = false
-        /// How long a lease holds; held leases are extended every third of it.
+        /// How long a lease holds; held leases are extended every third of it. Keep it well above
+        /// `requestTimeout`: a lease must outlive the slowest request.
         public var leaseSeconds: Int64 = 60
         /// Messages leased at once (default: twice the concurrency).
         public var leaseBatch: Int?
@@ -100,7 +101,11 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     let batch = await settlements.takeAll()
                     if batch.isEmpty { return nil }
                     let now = Self.unixNow()
-                    _ = try await store.run { try $0.settle(batch, owner: owner, now: now, maxAttempts: maxAttempts) }
+                    let applied = try await store.run { try $0.settle(batch, owner: owner, now: now, maxAttempts: maxAttempts) }
+                    if applied < batch.count {
+                        // Another sender reclaimed them after our lease ran out; its outcome stands.
+                        logger.warning("outcomes of lost leases not recorded", metadata: ["count": "\(batch.count - applied)"])
+                    }
                 }
             }
             group.addTask {
