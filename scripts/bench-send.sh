@@ -117,8 +117,8 @@ Where the sender's time goes (\`perf record\` of a release \`digest send\`, 2026
 async-http-client, NIO and the Swift runtime (retain/release, malloc, task switches), 25% in the
 kernel's loopback TCP, 8% in SQLite (lease and batched settles), under 10% in the sender's own code.
 wrk is C sending prepared bytes on 64 sockets; the sender builds, signs and records every message.
-On this shared machine (load average 8–11 from other builds while measured) the sender used about
-0.6–0.8 of a core; the figures are lower bounds of what two free cores give.
+Other sessions' builds share this machine (see the load average): the figures are lower bounds of
+what two free cores give (the same run under a load average of 10 gave 4,618 messages/s).
 MD
 )"
 python3 - "$SECTION" <<'PY'

@@ -22,6 +22,8 @@ import Testing
 
     @Test func successCarriesFCMsName() {
         #expect(Self.verdict(200, Array(#"{"name":"projects/p/messages/0:1"}"#.utf8)) == .sent(name: "projects/p/messages/0:1"))
+        #expect(Self.verdict(200, Array(#"{ "name" : "projects/p/messages/2" }"#.utf8)) == .sent(name: "projects/p/messages/2"))
+        #expect(Self.verdict(200, Array(#"{"name":"projects\/p\/messages\/3"}"#.utf8)) == .sent(name: "projects/p/messages/3"))
     }
 
     @Test func unregisteredIsDeadAndRemovesTheDevice() {

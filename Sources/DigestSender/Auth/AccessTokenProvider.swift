@@ -3,6 +3,7 @@ import Foundation
 public import Logging
 public import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// OAuth 2.0 access tokens for a service account: a JWT signed with the account's key, exchanged at its
 /// `token_uri`, cached, and refreshed before it expires. Concurrent callers share one refresh.
@@ -23,7 +24,11 @@ public actor AccessTokenProvider {
     private let client: HTTPClient
     private let configuration: Configuration
     private let logger: Logger
-    private var cached: (token: String, expiresAt: Int64, refreshAt: Int64)?
+    private var cached: (token: String, expiresAt: Int64, refreshAt: Int64)? {
+        didSet { current.withLock { $0 = cached.map { ($0.token, $0.refreshAt) } } }
+    }
+    /// The cached token for ``currentToken()``, readable without entering the actor.
+    private nonisolated let current = Mutex<(token: String, refreshAt: Int64)?>(nil)
     private var refreshing: Task<(String, Int64, Int64), any Error>?
     /// Tokens fetched so far (for tests and metrics).
     public private(set) var fetches = 0
@@ -33,6 +38,13 @@ public actor AccessTokenProvider {
         self.client = client
         self.configuration = configuration
         self.logger = logger
+    }
+
+    /// The cached token while it needs no refresh, without an actor hop (the per-request fast path);
+    /// nil means: call ``token()``.
+    public nonisolated func currentToken() -> String? {
+        let now = Self.now()
+        return current.withLock { cached in cached.flatMap { now < $0.refreshAt ? $0.token : nil } }
     }
 
     /// A valid access token, fetched or refreshed when needed.
@@ -68,7 +80,7 @@ public actor AccessTokenProvider {
         if cached?.token == token { cached = nil }
     }
 
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+    nonisolated static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
     private static func fetch(
         signer: JWTSigner, client: HTTPClient, configuration: Configuration, logger: Logger

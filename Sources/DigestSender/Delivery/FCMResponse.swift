@@ -30,10 +30,10 @@ public enum FCMResponse {
         status: Int, retryAfter: String?, body: [UInt8], attempt: Int, policy: RetryPolicy, now: Date,
         random: inout some RandomNumberGenerator
     ) -> FCMVerdict {
-        let json = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
         if (200..<300).contains(status) {
-            return .sent(name: json?["name"] as? String ?? "")
+            return .sent(name: successName(body))
         }
+        let json = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
         let error = json?["error"] as? [String: Any]
         let statusName = error?["status"] as? String
         let message = (error?["message"] as? String).map { String($0.prefix(300)) } ?? "HTTP \(status)"
@@ -69,6 +69,18 @@ public enum FCMResponse {
     /// The verdict when no answer came (refused or dropped connection, timeout).
     public static func verdict(networkError: any Error, attempt: Int, policy: RetryPolicy, random: inout some RandomNumberGenerator) -> FCMVerdict {
         .retry(after: policy.backoff(attempt: attempt, using: &random), code: "NETWORK", detail: String(describing: networkError).prefix(200).description)
+    }
+
+    /// The `name` of a success body (`{"name":"projects/…/messages/…"}`): a plain scan for the common
+    /// shape, JSON parsing otherwise.
+    static func successName(_ body: [UInt8]) -> String {
+        let key = Array(#""name":""#.utf8)
+        if let start = body.firstRange(of: key)?.upperBound, let end = body[start...].firstIndex(of: UInt8(ascii: "\"")),
+           !body[start..<end].contains(UInt8(ascii: "\\")) {
+            return String(decoding: body[start..<end], as: UTF8.self)
+        }
+        let json = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+        return json?["name"] as? String ?? ""
     }
 
     /// `Retry-After`: delta seconds or an HTTP date.

@@ -58,6 +58,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     private let tokens: AccessTokenProvider
     private let logger: Logger
     private let metrics = SenderMetrics()
+    private let sendURL: String
 
     public init(database: Database, account: ServiceAccount, client: HTTPClient, tokens: AccessTokenProvider,
                 configuration: Configuration, logger: Logger) {
@@ -67,6 +68,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         self.tokens = tokens
         self.configuration = configuration
         self.logger = logger
+        self.sendURL = "\(configuration.endpoint)/v1/projects/\(account.projectID)/messages:send"
     }
 
     /// `Service`: sends until shut down (or, with `drain`, until done).
@@ -271,12 +273,12 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         while true {
             let token: String
             do {
-                token = try await tokens.token()
+                if let cached = tokens.currentToken() { token = cached } else { token = try await tokens.token() }
             } catch {
                 let detail = (error as? SenderError)?.message ?? "\(error)"
                 return .stop(.authentication, code: "AUTH", detail: detail)
             }
-            var request = HTTPClientRequest(url: "\(configuration.endpoint)/v1/projects/\(account.projectID)/messages:send")
+            var request = HTTPClientRequest(url: sendURL)
             request.method = .POST
             request.headers.add(name: "Authorization", value: "Bearer \(token)")
             request.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
