@@ -178,8 +178,7 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                 }
             }
         }
-        try await writerThread.run { try ledger.value.finish(week: week, now: nowSeconds) }
-        let totals = try await writerThread.run { try ledger.value.begin(week: week, now: nowSeconds).counters }
+        let totals = try await writerThread.run { try ledger.value.finish(week: week, now: nowSeconds) }
         let elapsed = started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let images = await (attachments as? any AttachmentStatistics)?.statistics() ?? [:]

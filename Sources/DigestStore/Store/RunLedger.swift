@@ -24,6 +24,6 @@ public protocol RunLedger: AnyObject {
     /// Returns how many messages were new.
     func commit(week: ISOWeek, through key: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64)
         throws -> Int
-    /// Marks the week's run done.
-    func finish(week: ISOWeek, now: Int64) throws
+    /// Marks the week's run done and returns the week's totals over every run of it.
+    func finish(week: ISOWeek, now: Int64) throws -> RunCounters
 }
