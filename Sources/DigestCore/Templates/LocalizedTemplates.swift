@@ -1,5 +1,4 @@
 public import Mustache
-import Foundation
 
 /// The templates, plural forms and labels one user's locale resolved to.
 public struct LocalizedTemplates: Sendable {
@@ -36,8 +35,17 @@ public struct LocalizedTemplates: Sendable {
 }
 
 extension String {
+    /// The form with its first `{n}` replaced by `value`.
     fileprivate func replacingPlaceholder(with value: String) -> String {
-        guard let range = self.range(of: "{n}") else { return self }
-        return self.replacingCharacters(in: range, with: value)
+        var utf8 = self.utf8[...]
+        var prefix: [UInt8] = []
+        while let byte = utf8.first {
+            if byte == UInt8(ascii: "{"), utf8.starts(with: "{n}".utf8) {
+                return String(decoding: prefix, as: UTF8.self) + value + String(decoding: utf8.dropFirst(3), as: UTF8.self)
+            }
+            prefix.append(byte)
+            utf8 = utf8.dropFirst()
+        }
+        return self
     }
 }
