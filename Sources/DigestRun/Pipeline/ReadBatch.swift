@@ -88,13 +88,13 @@ struct BatchComposer: Sendable {
                 counters.rules[name, default: 0] += 1
             }
             let report = plan.reportJSON()
-            for device in reader.devices {
+            let bodies = planner.encoder.messages(for: plan, devices: reader.devices)
+            for (device, body) in zip(reader.devices, bodies) {
                 messages.append(
                     OutboxMessage(
                         dedupeKey: OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: device.token),
                         week: window.week.description, userID: reader.id, platform: device.platform,
-                        variant: plan.variant, message: planner.encoder.message(for: plan, device: device),
-                        report: report, availableAt: plan.deliverAt))
+                        variant: plan.variant, message: body, report: report, availableAt: plan.deliverAt))
             }
             counters.messages += reader.devices.count
         }
