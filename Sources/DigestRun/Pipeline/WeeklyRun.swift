@@ -44,6 +44,9 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         }
     }
 
+    /// Store housekeeping (a WAL checkpoint on SQLite) after this many committed batches.
+    static var batchesPerMaintenance: Int { 8 }
+
     public let database: Database
     public let templates: TemplateCatalog
     public let attachments: any AttachmentProvider
@@ -123,9 +126,11 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
             var computing = 0
             var writing = false
             var pending: [Int: BatchResult] = [:]
+            var writesSinceMaintenance = 0
+            var maintenanceDue = false
 
             func startRead() {
-                guard !reading, !readingDone, computing + pending.count < concurrency * 2 else { return }
+                guard !reading, !readingDone, !maintenanceDue, computing + pending.count < concurrency * 2 else { return }
                 reading = true
                 let after = cursor
                 group.addTask {
@@ -133,7 +138,17 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                 }
             }
             func startWrite() {
-                guard !writing, let result = pending.removeValue(forKey: nextToWrite) else { return }
+                guard !writing else { return }
+                // Housekeeping runs on the writer while no read is going (the store asks for that).
+                if maintenanceDue && !reading {
+                    writing = true
+                    group.addTask {
+                        try await writerThread.run { try ledger.value.maintain() }
+                        return .maintained
+                    }
+                    return
+                }
+                guard let result = pending.removeValue(forKey: nextToWrite) else { return }
                 writing = true
                 let sequence = nextToWrite
                 group.addTask {
@@ -151,6 +166,7 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                 switch event {
                 case .read(let batch?):
                     reading = false
+                    startWrite()
                     cursor = batch.lastKey
                     let sequence = readSequence
                     readSequence += 1
@@ -160,6 +176,7 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                 case .read(nil):
                     reading = false
                     readingDone = true
+                    startWrite()
                 case .computed(let sequence, let result):
                     computing -= 1
                     pending[sequence] = result
@@ -173,6 +190,14 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                     thisRun.add(counters)
                     tracker.advance(by: result.userCount)
                     progress(tracker.snapshot(week: week, counters: thisRun))
+                    writesSinceMaintenance += 1
+                    if writesSinceMaintenance >= Self.batchesPerMaintenance { maintenanceDue = true }
+                    startWrite()
+                    startRead()
+                case .maintained:
+                    writing = false
+                    maintenanceDue = false
+                    writesSinceMaintenance = 0
                     startWrite()
                     startRead()
                 }
@@ -201,4 +226,5 @@ enum PipelineEvent: Sendable {
     case read(ReadBatch?)
     case computed(Int, BatchResult)
     case written(Int, BatchResult, Int)
+    case maintained
 }

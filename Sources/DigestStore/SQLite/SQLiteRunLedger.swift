@@ -66,6 +66,10 @@ public final class SQLiteRunLedger: RunLedger {
         }
     }
 
+    public func maintain() throws {
+        try connection.restartWAL()
+    }
+
     public func finish(week: ISOWeek, now: Int64) throws -> RunCounters {
         let update = try connection.statement("UPDATE digest_runs SET state = 'done', finished_at = ? WHERE week = ?")
         update.bind(now, at: 1)
