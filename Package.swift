@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "DigestCore", targets: ["DigestCore"]),
         .library(name: "DigestStore", targets: ["DigestStore"]),
         .library(name: "DigestRun", targets: ["DigestRun"]),
+        .library(name: "DigestPreview", targets: ["DigestPreview"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -32,6 +33,18 @@ let package = Package(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // Pango and Cairo (Debian libpango1.0-dev, libcairo2-dev) for the previews' text and drawing.
+        .systemLibrary(
+            name: "CPangoCairo",
+            pkgConfig: "pangocairo",
+            providers: [.apt(["libpango1.0-dev", "libcairo2-dev"])]
+        ),
+        // GdkPixbuf (Debian libgdk-pixbuf-2.0-dev) decodes the JPEG/PNG/GIF renditions the previews show.
+        .systemLibrary(
+            name: "CGdkPixbuf",
+            pkgConfig: "gdk-pixbuf-2.0",
+            providers: [.apt(["libgdk-pixbuf-2.0-dev"])]
         ),
         // Domain values, week maths, digests, templates, text rules, planning, FCM encoding.
         .target(
@@ -57,6 +70,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // PNG previews of an FCM v1 message per platform surface and state.
+        .target(
+            name: "DigestPreview",
+            dependencies: [
+                "DigestCore", "CPangoCairo", "CGdkPixbuf",
+            ],
+            swiftSettings: swiftSettings
+        ),
         // What tests share: fixtures, an in-memory attachment provider, the binary runner.
         .target(
             name: "DigestTesting",
@@ -67,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "digest",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestRun",
+                "DigestCore", "DigestStore", "DigestRun", "DigestPreview",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -87,6 +108,12 @@ let package = Package(
             name: "DigestRunTests",
             dependencies: ["DigestCore", "DigestStore", "DigestRun", "DigestTesting"],
             exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestPreviewTests",
+            dependencies: ["DigestCore", "DigestPreview", "DigestTesting"],
+            exclude: ["Goldens", "Fixtures"],
             swiftSettings: swiftSettings
         ),
     ]
