@@ -20,12 +20,15 @@ let package = Package(
         .library(name: "DigestStore", targets: ["DigestStore"]),
         .library(name: "DigestRun", targets: ["DigestRun"]),
         .library(name: "DigestPreview", targets: ["DigestPreview"]),
+        .library(name: "DigestServer", targets: ["DigestServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
     ],
     targets: [
         // System SQLite (Debian libsqlite3-dev).
@@ -78,6 +81,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The editors' preview pages (Hummingbird).
+        .target(
+            name: "DigestServer",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestRun", "DigestPreview",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // What tests share: fixtures, an in-memory attachment provider, the binary runner.
         .target(
             name: "DigestTesting",
@@ -88,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "digest",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestRun", "DigestPreview",
+                "DigestCore", "DigestStore", "DigestRun", "DigestPreview", "DigestServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -114,6 +129,17 @@ let package = Package(
             name: "DigestPreviewTests",
             dependencies: ["DigestCore", "DigestPreview", "DigestTesting"],
             exclude: ["Goldens", "Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestServerTests",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestRun", "DigestPreview", "DigestServer", "DigestTesting",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -8,7 +8,7 @@ struct Digest: AsyncParsableCommand {
         commandName: "digest",
         abstract: "Turns each reader's week of reading into a push notification.",
         subcommands: [
-            DemoCommand.self, ImportCommand.self, RunCommand.self, PreviewCommand.self, QueueCommand.self,
+            DemoCommand.self, ImportCommand.self, RunCommand.self, PreviewCommand.self, ServeCommand.self, QueueCommand.self,
             MigrateCommand.self,
         ])
 
