@@ -87,14 +87,7 @@ struct PreviewCommand: AsyncParsableCommand {
                 throw CommandError("\(user) has no message for \(messages.week) (\(messages.source.rawValue)): \(skipped)")
             }
             written = try await PreviewFiles.write(
-                messages: Platform.allCases.compactMap { messages.messages[$0] },
-                sidecar: PreviewSidecar(
-                    source: messages.source.rawValue, userID: user, week: messages.week, variant: messages.variant,
-                    rules: messages.rules,
-                    budgets: Platform.allCases.compactMap { platform in
-                        messages.bytes[platform].map { .init(platform: platform, bytes: $0, budget: plan.byteBudget) }
-                    }),
-                budget: plan.byteBudget, platforms: try platforms(), scale: scale, pool: pool, to: outURL)
+                messages, budget: plan.byteBudget, platforms: try platforms(), scale: scale, pool: pool, to: outURL)
         }
         for line in written.summary() { print(line) }
     }
@@ -121,6 +114,7 @@ struct PreviewFiles {
         pool: PreviewPool, to directory: URL
     ) async throws -> PreviewFiles {
         var sidecar = sidecar
+        if let platforms { sidecar.budgets.removeAll { !platforms.contains(Platform(rawValue: $0.platform) ?? .android) } }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         for bytes in messages {
             let message: PreviewMessage
@@ -143,6 +137,21 @@ struct PreviewFiles {
         }
         try sidecar.json().write(to: directory.appendingPathComponent("preview.json"), options: .atomic)
         return PreviewFiles(directory: directory, sidecar: sidecar)
+    }
+
+    /// Previews of a user's messages, with the plan's rules and bytes in the sidecar.
+    static func write(
+        _ messages: UserMessages, budget: Int, platforms: Set<Platform>?, scale: Int, pool: PreviewPool, to directory: URL
+    ) async throws -> PreviewFiles {
+        try await write(
+            messages: Platform.allCases.compactMap { messages.messages[$0] },
+            sidecar: PreviewSidecar(
+                source: messages.source.rawValue, userID: messages.userID, week: messages.week, variant: messages.variant,
+                rules: messages.rules,
+                budgets: Platform.allCases.compactMap { platform in
+                    messages.bytes[platform].map { .init(platform: platform, bytes: $0, budget: budget) }
+                }),
+            budget: budget, platforms: platforms, scale: scale, pool: pool, to: directory)
     }
 
     func summary() -> [String] {
