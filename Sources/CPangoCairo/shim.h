@@ -7,6 +7,13 @@
 #include <cairo.h>
 #include <pango/pangocairo.h>
 #include <fontconfig/fontconfig.h>
+#include <png.h>
+
+/// libpng's simplified API (no setjmp needed): composite macros as constants.
+static const png_uint_32 CPC_PNG_IMAGE_VERSION = PNG_IMAGE_VERSION;
+static const png_uint_32 CPC_PNG_FORMAT_RGB = PNG_FORMAT_RGB;
+/// Favour speed over size: fast filters and zlib level (the previews are short-lived).
+static const png_uint_32 CPC_PNG_IMAGE_FLAG_FAST = PNG_IMAGE_FLAG_FAST;
 
 /// PANGO_PIXELS: Pango units to whole pixels, rounded.
 static inline int cpc_pango_pixels(int units) { return (units + 512) >> 10; }

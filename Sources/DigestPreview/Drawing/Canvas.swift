@@ -131,28 +131,55 @@ final class Canvas {
         cairo_restore(cr)
     }
 
-    /// The PNG encoding of the surface.
+    /// The PNG encoding of the surface (8-bit RGB: every canvas is painted opaque first), written
+    /// by libpng's simplified API with its fast setting into one upper-bound buffer.
     func png() throws(PreviewError) -> [UInt8] {
         cairo_surface_flush(surface)
-        let sink = PNGSink()
-        let context = Unmanaged.passUnretained(sink).toOpaque()
-        let status = withExtendedLifetime(sink) {
-            cairo_surface_write_to_png_stream(surface, { context, data, length in
-                guard let context, let data else { return CAIRO_STATUS_WRITE_ERROR }
-                let sink = Unmanaged<PNGSink>.fromOpaque(context).takeUnretainedValue()
-                sink.bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: Int(length)))
-                return CAIRO_STATUS_SUCCESS
-            }, context)
+        guard let data = cairo_image_surface_get_data(surface) else {
+            throw PreviewError(.cairo, "cairo surface has no pixels")
         }
-        guard status == CAIRO_STATUS_SUCCESS else {
-            throw PreviewError(.cairo, "cairo could not write the PNG: \(String(cString: cairo_status_to_string(status)))")
+        let width = pixelWidth
+        let height = pixelHeight
+        let stride = Int(cairo_image_surface_get_stride(surface))
+        var rgb = [UInt8](repeating: 0, count: width * height * 3)
+        rgb.withUnsafeMutableBufferPointer { out in
+            for y in 0..<height {
+                let row = UnsafeRawPointer(data + y * stride).assumingMemoryBound(to: UInt32.self)
+                var o = y * width * 3
+                for x in 0..<width {
+                    let pixel = row[x]
+                    let alpha = pixel >> 24
+                    var red = (pixel >> 16) & 0xFF
+                    var green = (pixel >> 8) & 0xFF
+                    var blue = pixel & 0xFF
+                    if alpha != 255 && alpha != 0 {
+                        red = min(255, red * 255 / alpha)
+                        green = min(255, green * 255 / alpha)
+                        blue = min(255, blue * 255 / alpha)
+                    }
+                    out[o] = UInt8(red)
+                    out[o + 1] = UInt8(green)
+                    out[o + 2] = UInt8(blue)
+                    o += 3
+                }
+            }
         }
-        return sink.bytes
+        var image = png_image()
+        image.version = CPC_PNG_IMAGE_VERSION
+        image.width = png_uint_32(width)
+        image.height = png_uint_32(height)
+        image.format = CPC_PNG_FORMAT_RGB
+        image.flags = CPC_PNG_IMAGE_FLAG_FAST
+        // Deflate never grows data by more than a few bytes per 16 KB block; add room for headers.
+        var capacity = rgb.count + height + rgb.count / 1000 + 64 * 1024
+        var output = [UInt8](repeating: 0, count: capacity)
+        let status = png_image_write_to_memory(&image, &output, &capacity, 0, rgb, Int32(width * 3), nil)
+        defer { png_image_free(&image) }
+        guard status != 0 else {
+            let message = withUnsafeBytes(of: image.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            throw PreviewError(.cairo, "libpng could not write the PNG: \(message)")
+        }
+        output.removeSubrange(capacity...)
+        return output
     }
-}
-
-/// Collects the PNG bytes Cairo streams out.
-private final class PNGSink {
-    var bytes: [UInt8] = []
-    init() { bytes.reserveCapacity(64 * 1024) }
 }
