@@ -4,10 +4,10 @@ set -euo pipefail
 
 packages=(
   pkg-config libsqlite3-dev tzdata ca-certificates
-  # Previews: Pango/Cairo text and drawing, GdkPixbuf to read renditions, and the faces the surfaces
+  # Previews: Pango/Cairo text and drawing, GdkPixbuf to read renditions, libpng to write PNGs, and the faces the surfaces
   # use (Roboto for Android and Chrome, Inter standing in for SF Pro, Noto CJK and colour emoji as
   # fallbacks through fontconfig).
-  libcairo2-dev libpango1.0-dev libharfbuzz-dev libfreetype-dev libfontconfig-dev libgdk-pixbuf-2.0-dev
+  libcairo2-dev libpango1.0-dev libharfbuzz-dev libfreetype-dev libfontconfig-dev libgdk-pixbuf-2.0-dev libpng-dev
   fonts-roboto fonts-inter fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji
 )
 # Wanted but not required: the browser test of the preview page is skipped (with its reason) without it.
