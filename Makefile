@@ -22,6 +22,7 @@ test: setup
 ## Benchmarks (release build; not part of CI). Results go to BENCHMARKS.md.
 bench: setup
 	scripts/bench.sh
+	scripts/bench-previews.sh
 
 clean:
 	rm -rf .build $(DEMO_OUT)

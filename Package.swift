@@ -19,12 +19,16 @@ let package = Package(
         .library(name: "DigestCore", targets: ["DigestCore"]),
         .library(name: "DigestStore", targets: ["DigestStore"]),
         .library(name: "DigestRun", targets: ["DigestRun"]),
+        .library(name: "DigestPreview", targets: ["DigestPreview"]),
+        .library(name: "DigestServer", targets: ["DigestServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
     ],
     targets: [
         // System SQLite (Debian libsqlite3-dev).
@@ -32,6 +36,18 @@ let package = Package(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // Pango and Cairo (Debian libpango1.0-dev, libcairo2-dev) for the previews' text and drawing.
+        .systemLibrary(
+            name: "CPangoCairo",
+            pkgConfig: "pangocairo",
+            providers: [.apt(["libpango1.0-dev", "libcairo2-dev"])]
+        ),
+        // GdkPixbuf (Debian libgdk-pixbuf-2.0-dev) decodes the JPEG/PNG/GIF renditions the previews show.
+        .systemLibrary(
+            name: "CGdkPixbuf",
+            pkgConfig: "gdk-pixbuf-2.0",
+            providers: [.apt(["libgdk-pixbuf-2.0-dev"])]
         ),
         // Domain values, week maths, digests, templates, text rules, planning, FCM encoding.
         .target(
@@ -57,6 +73,26 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // PNG previews of an FCM v1 message per platform surface and state.
+        .target(
+            name: "DigestPreview",
+            dependencies: [
+                "DigestCore", "CPangoCairo", "CGdkPixbuf",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The editors' preview pages (Hummingbird).
+        .target(
+            name: "DigestServer",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestRun", "DigestPreview",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // What tests share: fixtures, an in-memory attachment provider, the binary runner.
         .target(
             name: "DigestTesting",
@@ -67,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "digest",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestRun",
+                "DigestCore", "DigestStore", "DigestRun", "DigestPreview", "DigestServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -87,6 +123,23 @@ let package = Package(
             name: "DigestRunTests",
             dependencies: ["DigestCore", "DigestStore", "DigestRun", "DigestTesting"],
             exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestPreviewTests",
+            dependencies: ["DigestCore", "DigestPreview", "DigestTesting"],
+            exclude: ["Goldens", "Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestServerTests",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestRun", "DigestPreview", "DigestServer", "DigestTesting",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -93,8 +93,8 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         let (remaining, hasReads, articles) = try await readerThread.run {
             let remaining = try history.value.countUsers(after: checkpoint.cursor)
             let hasReads = try history.value.hasReads(from: utc.start - 14 * 3600, until: utc.end + 12 * 3600)
-            let articles = try history.value.articles(
-                publishedFrom: utc.end - configuration.digest.freshnessSeconds - 14 * 3600, until: utc.end + 12 * 3600)
+            let range = Self.articleRange(utc: utc, digest: configuration.digest)
+            let articles = try history.value.articles(publishedFrom: range.from, until: range.until)
             return (remaining, hasReads, articles)
         }
         guard hasReads || configuration.allowEmptyWeek || checkpoint.cursor > 0 else {
@@ -103,13 +103,9 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         logger.info(
             "run starting",
             metadata: ["digest.week": "\(week)", "digest.users": "\(remaining)", "digest.cursor": "\(checkpoint.cursor)"])
-        let composer = BatchComposer(
-            calendar: calendar,
-            builder: DigestBuilder(pool: CandidatePool(articles: articles), configuration: configuration.digest),
-            templates: templates,
-            planner: VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder)),
-            attachments: attachments,
-            sendNow: configuration.sendAt == .now ? nowSeconds : nil)
+        let composer = Self.composer(
+            configuration: configuration, calendar: calendar, articles: articles, templates: templates,
+            attachments: attachments, now: nowSeconds)
 
         var thisRun = RunCounters()
         var tracker = ProgressTracker(total: remaining, started: started)
@@ -212,6 +208,28 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
             wasComplete: checkpoint.finished && remaining == 0, seconds: seconds,
             usersPerSecond: seconds > 0 ? Double(thisRun.users) / seconds : 0, thisRun: thisRun, weekTotals: totals,
             images: images)
+    }
+}
+
+extension WeeklyRun {
+    /// Articles a week's digests can pick from: every zone's window lies within 14 hours (ahead) or 12
+    /// hours (behind) of the UTC week.
+    static func articleRange(utc: WeekWindow, digest: DigestBuilder.Configuration) -> (from: Int64, until: Int64) {
+        (utc.end - digest.freshnessSeconds - 14 * 3600, utc.end + 12 * 3600)
+    }
+
+    /// The composer the run uses; previews build theirs here too, so both take one code path.
+    static func composer(
+        configuration: Configuration, calendar: WeekCalendar, articles: [Article], templates: TemplateCatalog,
+        attachments: any AttachmentProvider, now: Int64
+    ) -> BatchComposer {
+        BatchComposer(
+            calendar: calendar,
+            builder: DigestBuilder(pool: CandidatePool(articles: articles), configuration: configuration.digest),
+            templates: templates,
+            planner: VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder)),
+            attachments: attachments,
+            sendNow: configuration.sendAt == .now ? now : nil)
     }
 }
 
