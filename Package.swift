@@ -20,14 +20,17 @@ let package = Package(
         .library(name: "DigestStore", targets: ["DigestStore"]),
         .library(name: "DigestRun", targets: ["DigestRun"]),
         .library(name: "DigestSender", targets: ["DigestSender"]),
+        .library(name: "DigestPreview", targets: ["DigestPreview"]),
+        .library(name: "DigestServer", targets: ["DigestServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.36.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
@@ -40,6 +43,18 @@ let package = Package(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // Pango and Cairo (Debian libpango1.0-dev, libcairo2-dev) for the previews' text and drawing.
+        .systemLibrary(
+            name: "CPangoCairo",
+            pkgConfig: "pangocairo",
+            providers: [.apt(["libpango1.0-dev", "libcairo2-dev"])]
+        ),
+        // GdkPixbuf (Debian libgdk-pixbuf-2.0-dev) decodes the JPEG/PNG/GIF renditions the previews show.
+        .systemLibrary(
+            name: "CGdkPixbuf",
+            pkgConfig: "gdk-pixbuf-2.0",
+            providers: [.apt(["libgdk-pixbuf-2.0-dev"])]
         ),
         // Domain values, week maths, digests, templates, text rules, planning, FCM encoding.
         .target(
@@ -84,6 +99,26 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // PNG previews of an FCM v1 message per platform surface and state.
+        .target(
+            name: "DigestPreview",
+            dependencies: [
+                "DigestCore", "CPangoCairo", "CGdkPixbuf",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The editors' preview pages (Hummingbird).
+        .target(
+            name: "DigestServer",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestRun", "DigestPreview",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // What tests share: fixtures, an in-memory attachment provider, the binary runner, the
         // fake FCM server.
         .target(
@@ -113,7 +148,7 @@ let package = Package(
         .executableTarget(
             name: "digest",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestRun", "DigestSender",
+                "DigestCore", "DigestStore", "DigestRun", "DigestPreview", "DigestServer", "DigestSender",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -151,6 +186,23 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestPreviewTests",
+            dependencies: ["DigestCore", "DigestPreview", "DigestTesting"],
+            exclude: ["Goldens", "Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestServerTests",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestRun", "DigestPreview", "DigestServer", "DigestTesting",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

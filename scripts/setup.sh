@@ -2,7 +2,16 @@
 # Installs the system packages digest needs when they are missing (Debian/Ubuntu, as root).
 set -euo pipefail
 
-packages=(pkg-config libsqlite3-dev tzdata ca-certificates)
+packages=(
+  pkg-config libsqlite3-dev tzdata ca-certificates
+  # Previews: Pango/Cairo text and drawing, GdkPixbuf to read renditions, libpng to write PNGs, and the faces the surfaces
+  # use (Roboto for Android and Chrome, Inter standing in for SF Pro, Noto CJK and colour emoji as
+  # fallbacks through fontconfig).
+  libcairo2-dev libpango1.0-dev libharfbuzz-dev libfreetype-dev libfontconfig-dev libgdk-pixbuf-2.0-dev libpng-dev
+  fonts-roboto fonts-inter fonts-noto-core fonts-noto-cjk fonts-noto-color-emoji
+)
+# Wanted but not required: the browser test of the preview page is skipped (with its reason) without it.
+optional=(chromium)
 
 missing=()
 for package in "${packages[@]}"; do
@@ -10,6 +19,20 @@ for package in "${packages[@]}"; do
     missing+=("$package")
   fi
 done
+
+optional_missing=()
+for package in "${optional[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    optional_missing+=("$package")
+  fi
+done
+if [ ${#optional_missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    missing+=("${optional_missing[@]}")
+  else
+    echo "setup: optional packages missing (their tests are skipped): ${optional_missing[*]}" >&2
+  fi
+fi
 
 if ! command -v swift >/dev/null 2>&1; then
   echo "setup: swift is not on the PATH; install Swift 6.1 or later (https://www.swift.org/install/)" >&2

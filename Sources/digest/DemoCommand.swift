@@ -1,5 +1,6 @@
 import ArgumentParser
 import DigestCore
+import DigestPreview
 import DigestRun
 import DigestStore
 import Foundation
@@ -61,11 +62,44 @@ struct DemoCommand: AsyncParsableCommand {
             try Data(row.message.utf8).write(to: samples.appendingPathComponent(name))
             written.append(name)
         }
+        let previews = try await writePreviews(databasePath: databasePath, week: week, to: outURL.appendingPathComponent("previews"))
+
         print("")
         print("data:      \(dataDirectory.path)/{users,articles,reads}.jsonl")
         print("database:  \(databasePath)")
         print("report:    \(runOptions.report ?? "")")
         print("messages:  \(samples.path)/ (\(written.sorted().joined(separator: ", ")))")
+        print("previews:  \(outURL.appendingPathComponent("previews").path)/<user>/ (\(previews.joined(separator: ", ")))")
         print("next:      digest queue stats --db \(databasePath)")
+        print("           digest serve --db \(databasePath)")
+    }
+
+    /// Previews of a handful of users from the outbox: every variant, platform and language the run
+    /// produced, at most six users. Returns their ids.
+    func writePreviews(databasePath: String, week: ISOWeek, to directory: URL) async throws -> [String] {
+        let database = SQLiteDatabase.sqlite(path: databasePath)
+        var chosen: [String] = []
+        var covered = Set<String>()
+        let history = try database.makeHistoryReader()
+        for row in try database.peek(limit: 5000, state: nil) where chosen.count < 6 && !chosen.contains(row.userID) {
+            let language = try history.user(id: row.userID)?.reader.locale.split(separator: "-").first.map(String.init) ?? ""
+            let kinds = ["variant:\(row.variant)", "platform:\(row.platform)", "language:\(language)"]
+            guard kinds.contains(where: { !covered.contains($0) }) else { continue }
+            covered.formUnion(kinds)
+            chosen.append(row.userID)
+        }
+        let missing = PreviewRenderer.missingFonts()
+        if !missing.isEmpty { printError("warning: fonts missing (\(missing.joined(separator: ", "))): previews use fallbacks") }
+        let pool = PreviewPool(threads: 2)
+        defer { pool.shutdown() }
+        let composer = SingleUserComposer(
+            database: database, templates: try options.plan.catalog(), configuration: options.plan.configuration(week: week))
+        for user in chosen {
+            guard let messages = try await composer.messages(userID: user, source: .outbox) else { continue }
+            _ = try await PreviewFiles.write(
+                messages, budget: options.plan.byteBudget, platforms: nil, scale: 3, pool: pool,
+                to: directory.appendingPathComponent(user))
+        }
+        return chosen
     }
 }

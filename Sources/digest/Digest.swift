@@ -8,7 +8,8 @@ struct Digest: AsyncParsableCommand {
         commandName: "digest",
         abstract: "Turns each reader's week of reading into a push notification.",
         subcommands: [
-            DemoCommand.self, ImportCommand.self, RunCommand.self, QueueCommand.self, SendCommand.self, MigrateCommand.self,
+            DemoCommand.self, ImportCommand.self, RunCommand.self, PreviewCommand.self, ServeCommand.self, QueueCommand.self,
+            SendCommand.self, MigrateCommand.self,
         ])
 
     /// Logs go to stderr at `DIGEST_LOG_LEVEL` (default `warning`); output stays on stdout.

@@ -31,17 +31,7 @@ struct RunOptions: ParsableArguments {
     @Option(help: "When messages become due: 'local' (the Monday after, 09:00 in each user's zone) or 'now'.")
     var sendAt: String = "local"
 
-    @Option(help: "The Templates/ directory (default: ./Templates or the one beside the program).")
-    var templates: String?
-
-    @Option(help: "Variant policy: image, text or split:PERCENT (A/B by user and week).")
-    var policy: String = "image"
-
-    @Option(help: "Byte budget per platform section (capped at 4096; web 3993).")
-    var byteBudget: Int = 3800
-
-    @Option(help: "The https page a digest opens; messages link to <link-base>/<week>.")
-    var linkBase: String = "https://digest.example/weekly"
+    @OptionGroup var plan: PlanOptions
 
     @Option(help: "Users per batch (one outbox transaction each).")
     var batchSize: Int = 1000
@@ -60,11 +50,6 @@ struct RunOptions: ParsableArguments {
 
     func validate() throws {
         guard ["local", "now"].contains(sendAt) else { throw ValidationError("--send-at takes 'local' or 'now'") }
-        guard VariantPolicy(argument: policy) != nil else {
-            throw ValidationError("--policy takes image, text or split:PERCENT (0-100)")
-        }
-        guard (256...4096).contains(byteBudget) else { throw ValidationError("--byte-budget must be 256…4096") }
-        guard linkBase.hasPrefix("https://") else { throw ValidationError("--link-base must be an https URL") }
         guard batchSize > 0 else { throw ValidationError("--batch-size must be positive") }
         if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be positive") }
         if let week { _ = try ISOWeek(parsing: week) }
@@ -72,14 +57,11 @@ struct RunOptions: ParsableArguments {
 
     func execute(databasePath: String, now: Date = Date()) async throws -> RunSummary {
         let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: now)
-        let catalog = try TemplateCatalog(directory: try TemplateLocator.locate(templates))
-        var configuration = WeeklyRun<SQLiteDatabase>.Configuration(week: week)
+        let catalog = try plan.catalog()
+        var configuration = plan.configuration(week: week)
         configuration.sendAt = sendAt == "now" ? .now : .local
         configuration.batchSize = batchSize
         if let concurrency { configuration.concurrency = concurrency }
-        configuration.planner.policy = VariantPolicy(argument: policy)!
-        configuration.planner.byteBudget = byteBudget
-        configuration.encoder.linkBase = linkBase.hasSuffix("/") ? String(linkBase.dropLast()) : linkBase
         configuration.allowEmptyWeek = allowEmptyWeek
         let run = WeeklyRun(database: .sqlite(path: databasePath), templates: catalog, configuration: configuration)
         let printer = ProgressPrinter(interval: progressInterval)
@@ -91,5 +73,42 @@ struct RunOptions: ParsableArguments {
             try encoder.encode(summary).write(to: URL(fileURLWithPath: report))
         }
         return summary
+    }
+}
+
+/// What shapes a message: templates, variant policy, byte budget, link. Shared by `run`, `demo`,
+/// `preview` and `serve`, so a preview plans exactly as the run does.
+struct PlanOptions: ParsableArguments {
+    @Option(help: "The Templates/ directory (default: ./Templates or the one beside the program).")
+    var templates: String?
+
+    @Option(help: "Variant policy: image, text or split:PERCENT (A/B by user and week).")
+    var policy: String = "image"
+
+    @Option(help: "Byte budget per platform section (capped at 4096; web 3993).")
+    var byteBudget: Int = 3800
+
+    @Option(help: "The https page a digest opens; messages link to <link-base>/<week>.")
+    var linkBase: String = "https://digest.example/weekly"
+
+    func validate() throws {
+        guard VariantPolicy(argument: policy) != nil else {
+            throw ValidationError("--policy takes image, text or split:PERCENT (0-100)")
+        }
+        guard (256...4096).contains(byteBudget) else { throw ValidationError("--byte-budget must be 256…4096") }
+        guard linkBase.hasPrefix("https://") else { throw ValidationError("--link-base must be an https URL") }
+    }
+
+    func templatesDirectory() throws -> URL { try TemplateLocator.locate(templates) }
+
+    func catalog() throws -> TemplateCatalog { try TemplateCatalog(directory: try templatesDirectory()) }
+
+    /// The run configuration these options give for `week` (run-only settings at their defaults).
+    func configuration(week: ISOWeek) -> WeeklyRun<SQLiteDatabase>.Configuration {
+        var configuration = WeeklyRun<SQLiteDatabase>.Configuration(week: week)
+        configuration.planner.policy = VariantPolicy(argument: policy)!
+        configuration.planner.byteBudget = byteBudget
+        configuration.encoder.linkBase = linkBase.hasSuffix("/") ? String(linkBase.dropLast()) : linkBase
+        return configuration
     }
 }

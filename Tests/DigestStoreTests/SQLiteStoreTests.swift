@@ -90,4 +90,22 @@ import Testing
         let reader = try database.makeHistoryReader()
         #expect(try reader.users(after: 0, limit: 10).first?.reader.devices == [Device(token: "t2", platform: .web)])
     }
+
+    @Test func anIdleReaderLetsTheWriterRestartTheWAL() throws {
+        let dir = try TemporaryDirectory()
+        let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
+        let week = try ISOWeek(parsing: "2026-W46")
+        let ledger = try database.makeLedger()
+        _ = try ledger.begin(week: week, now: 100)
+        // A reader that has run every kind of statement, then waits between batches.
+        let reader = try database.makeHistoryReader()
+        _ = try reader.users(after: 0, limit: 10)
+        _ = try reader.countUsers(after: 0)
+        _ = try reader.hasReads(from: 0, until: 1)
+        _ = try reader.articles(publishedFrom: 0, until: 1)
+        _ = try ledger.commit(week: week, through: 1, messages: [message("k1")], counters: RunCounters(), now: 100)
+        // With a stale read transaction left open by the reader, this fails with "database is locked".
+        try ledger.maintain()
+        withExtendedLifetime(reader) {}
+    }
 }

@@ -32,27 +32,47 @@ public struct FCMEncoder: Sendable {
 
     /// One request body for one device.
     public func message(for plan: NotificationPlan, device: Device) -> [UInt8] {
-        var writer = JSONWriter(capacity: 1536)
-        writer.beginObject()
-        writer.key("message")
-        writer.beginObject()
-        writer.field("token", device.token)
-        writer.key("data")
-        writer.raw(topLevelData(plan))
-        switch device.platform {
-        case .android:
-            writer.key("android")
-            writer.raw(androidSection(plan))
-        case .ios:
-            writer.key("apns")
-            writer.raw(apnsSection(plan).section)
-        case .web:
-            writer.key("webpush")
-            writer.raw(webpushSection(plan))
+        messages(for: plan, devices: [device])[0]
+    }
+
+    /// One request body per device, in order; the shared parts are encoded once.
+    public func messages(for plan: NotificationPlan, devices: [Device]) -> [[UInt8]] {
+        let data = topLevelData(plan)
+        var sections: [Platform: [UInt8]] = [:]
+        return devices.map { device in
+            let section: [UInt8]
+            if let cached = sections[device.platform] {
+                section = cached
+            } else {
+                switch device.platform {
+                case .android: section = androidSection(plan)
+                case .ios: section = apnsSection(plan).section
+                case .web: section = webpushSection(plan)
+                }
+                sections[device.platform] = section
+            }
+            var writer = JSONWriter(capacity: data.count + section.count + device.token.utf8.count + 64)
+            writer.beginObject()
+            writer.key("message")
+            writer.beginObject()
+            writer.field("token", device.token)
+            writer.key("data")
+            writer.raw(data)
+            writer.key(Self.sectionKey(device.platform))
+            writer.raw(section)
+            writer.endObject()
+            writer.endObject()
+            return writer.bytes
         }
-        writer.endObject()
-        writer.endObject()
-        return writer.bytes
+    }
+
+    /// The FCM v1 field holding a platform's section.
+    public static func sectionKey(_ platform: Platform) -> String {
+        switch platform {
+        case .android: "android"
+        case .ios: "apns"
+        case .web: "webpush"
+        }
     }
 
     /// The bytes a platform's budget counts: the top-level data plus the platform's section (for iOS,

@@ -14,6 +14,23 @@ public struct DigestViewModel: MustacheParent, Sendable {
     public var topPick: String
     public var picksCount: Int
 
+    public init(
+        week: String, articles: String, articlesCount: Int, minutes: String, minutesCount: Int, days: String,
+        daysCount: Int, topTopic: String, change: String, topPick: String, picksCount: Int
+    ) {
+        self.week = week
+        self.articles = articles
+        self.articlesCount = articlesCount
+        self.minutes = minutes
+        self.minutesCount = minutesCount
+        self.days = days
+        self.daysCount = daysCount
+        self.topTopic = topTopic
+        self.change = change
+        self.topPick = topPick
+        self.picksCount = picksCount
+    }
+
     public func child(named name: String) -> Any? {
         switch name {
         case "week": week

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Chooses a user's variant and fits their texts to every length and byte budget (DESIGN.md, "Text
 /// rules" and "Variants"), recording each rule that fired.
 public struct VariantPlanner: Sendable {
@@ -32,10 +34,26 @@ public struct VariantPlanner: Sendable {
 
     public let configuration: Configuration
     public let encoder: FCMEncoder
+    /// The same article shows as the same bullet for every user of a locale: render it once.
+    private let bulletCache = BulletCache()
 
     public init(configuration: Configuration = .init(), encoder: FCMEncoder = .init()) {
         self.configuration = configuration
         self.encoder = encoder
+    }
+
+    /// One pick's bullet line (cleaned), and whether its title was cut.
+    private func bulletLine(_ article: Article, templates: LocalizedTemplates, titleLimit: Int) -> (line: String, cut: Bool) {
+        let key = BulletCache.Key(
+            locale: templates.requested, id: article.id, title: article.title, minutes: article.readingMinutes,
+            topic: article.topics.first ?? "", limit: titleLimit)
+        if let hit = bulletCache.value(for: key) { return hit }
+        let title = TextRules.truncate(TextRules.clean(article.title), to: titleLimit)
+        let model = BulletViewModel(
+            title: title.text, minutes: templates.plural("minutes", article.readingMinutes), topic: key.topic)
+        let value = (TextRules.clean(templates.render(.bullet, model)), title.cut)
+        bulletCache.store(value, for: key)
+        return value
     }
 
     /// Plans the notification for `digest`. `image` is what the attachment provider gave for the top
@@ -159,12 +177,9 @@ public struct VariantPlanner: Sendable {
             var lines: [String] = []
             var cutTitles = 0
             for article in digest.picks.prefix(bullets) {
-                let title = TextRules.truncate(TextRules.clean(article.title), to: bulletTitle)
-                if title.cut { cutTitles += 1 }
-                let bullet = BulletViewModel(
-                    title: title.text, minutes: templates.plural("minutes", article.readingMinutes),
-                    topic: article.topics.first ?? "")
-                lines.append(TextRules.clean(templates.render(.bullet, bullet)))
+                let bullet = bulletLine(article, templates: templates, titleLimit: bulletTitle)
+                if bullet.cut { cutTitles += 1 }
+                lines.append(bullet.line)
             }
             if cutTitles > 0 { rules.set("bullet.truncated", "\(cutTitles)x\(bulletTitle)") }
             var shown = lines.count
@@ -221,6 +236,30 @@ public struct VariantPlanner: Sendable {
             hash = hash &* 0x100_0000_01b3
         }
         return Int(hash % 100)
+    }
+}
+
+/// Rendered bullets by everything they depend on, bounded in size.
+final class BulletCache: Sendable {
+    struct Key: Hashable, Sendable {
+        var locale: String
+        var id: String
+        var title: String
+        var minutes: Int
+        var topic: String
+        var limit: Int
+    }
+
+    private let entries = Mutex<[Key: (line: String, cut: Bool)]>([:])
+    private let limit = 50_000
+
+    func value(for key: Key) -> (line: String, cut: Bool)? { entries.withLock { $0[key] } }
+
+    func store(_ value: (line: String, cut: Bool), for key: Key) {
+        entries.withLock { entries in
+            if entries.count >= limit { entries.removeAll(keepingCapacity: true) }
+            entries[key] = value
+        }
     }
 }
 

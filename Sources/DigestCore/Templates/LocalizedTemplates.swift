@@ -1,5 +1,6 @@
 public import Mustache
 import Foundation
+import Synchronization
 
 /// The templates, plural forms and labels one user's locale resolved to.
 public struct LocalizedTemplates: Sendable {
@@ -11,15 +12,27 @@ public struct LocalizedTemplates: Sendable {
     public let language: String
     /// `true` when the user's language has no folder and the root locale was used.
     public let fellBackToRoot: Bool
-    let pieces: [TemplateCatalog.Piece: MustacheTemplate]
+    let pieces: [TemplateCatalog.Piece: CompiledTemplate]
     let plurals: [String: [PluralCategory: String]]
     /// Action labels (`open`, `later`).
     public let actions: [String: String]
+    /// Rendered text by piece and the values of the names the piece uses: many users share a title
+    /// or a header, and rendering is the costly part.
+    let renders = RenderCache()
 
     /// Renders one piece from a view model.
     public func render(_ piece: TemplateCatalog.Piece, _ model: some MustacheParent) -> String {
-        guard let template = pieces[piece] else { return "" }
-        return template.render(model)
+        guard let compiled = pieces[piece] else { return "" }
+        guard let names = compiled.names else { return compiled.template.render(model) }
+        var key = piece.rawValue
+        for name in names {
+            key.append("\u{1}")
+            if let value = model.child(named: name) { key.append(String(describing: value)) }
+        }
+        if let hit = renders.value(for: key) { return hit }
+        let text = compiled.template.render(model)
+        renders.store(text, for: key)
+        return text
     }
 
     /// The plural phrase for `count` of `category` (`articles`, `minutes`, `days`, `more`).
@@ -36,8 +49,69 @@ public struct LocalizedTemplates: Sendable {
 }
 
 extension String {
+    /// The form with its first `{n}` replaced by `value`.
     fileprivate func replacingPlaceholder(with value: String) -> String {
-        guard let range = self.range(of: "{n}") else { return self }
-        return self.replacingCharacters(in: range, with: value)
+        var utf8 = self.utf8[...]
+        var prefix: [UInt8] = []
+        while let byte = utf8.first {
+            if byte == UInt8(ascii: "{"), utf8.starts(with: "{n}".utf8) {
+                return String(decoding: prefix, as: UTF8.self) + value + String(decoding: utf8.dropFirst(3), as: UTF8.self)
+            }
+            prefix.append(byte)
+            utf8 = utf8.dropFirst()
+        }
+        return self
+    }
+}
+
+/// A parsed template with the top-level names it reads (`nil` when it uses partials, delimiter
+/// changes or the implicit iterator, whose output cannot be keyed by names alone).
+struct CompiledTemplate: Sendable {
+    let template: MustacheTemplate
+    let names: [String]?
+
+    init(source: String) throws {
+        template = try MustacheTemplate(string: "{{%CONTENT_TYPE:TEXT}}" + source)
+        names = Self.names(in: source)
+    }
+
+    static func names(in source: String) -> [String]? {
+        var names = Set<String>()
+        var rest = Substring(source)
+        while let open = rest.range(of: "{{") {
+            guard let close = rest[open.upperBound...].range(of: "}}") else { return nil }
+            var tag = rest[open.upperBound..<close.lowerBound]
+            rest = rest[close.upperBound...]
+            if tag.first == "{" {
+                tag = tag.dropFirst()
+                if rest.first == "}" { rest = rest.dropFirst() }
+            }
+            guard let sigil = tag.first else { return nil }
+            switch sigil {
+            case "!", "%": continue
+            case ">", "<", "=", "$": return nil
+            case "#", "^", "/", "&": tag = tag.dropFirst()
+            default: break
+            }
+            let name = tag.trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, name != "." else { return nil }
+            names.insert(String(name.split(separator: ".").first ?? Substring(name)))
+        }
+        return names.sorted()
+    }
+}
+
+/// Bounded render results shared by every task that uses the same locale.
+final class RenderCache: Sendable {
+    private let entries = Mutex<[String: String]>([:])
+    private let limit = 20_000
+
+    func value(for key: String) -> String? { entries.withLock { $0[key] } }
+
+    func store(_ text: String, for key: String) {
+        entries.withLock { entries in
+            if entries.count >= limit { entries.removeAll(keepingCapacity: true) }
+            entries[key] = text
+        }
     }
 }

@@ -27,7 +27,7 @@ public final class TemplateCatalog: Sendable {
     }
 
     public let directory: URL
-    private let templates: [String: [Piece: MustacheTemplate]]
+    private let templates: [String: [Piece: CompiledTemplate]]
     private let strings: [String: Strings]
     private let localeNames: [String: String]  // lowercased → as on disk
     private let resolved = Mutex<[String: LocalizedTemplates]>([:])
@@ -39,7 +39,7 @@ public final class TemplateCatalog: Sendable {
         guard let entries = try? fm.contentsOfDirectory(atPath: directory.path) else {
             throw TemplateError(file: directory.path, message: "templates directory cannot be read")
         }
-        var templates: [String: [Piece: MustacheTemplate]] = [:]
+        var templates: [String: [Piece: CompiledTemplate]] = [:]
         var strings: [String: Strings] = [:]
         var names: [String: String] = [:]
         for locale in entries.sorted() {
@@ -47,7 +47,7 @@ public final class TemplateCatalog: Sendable {
             var isDirectory: ObjCBool = false
             guard fm.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else { continue }
             names[locale.lowercased()] = locale
-            var pieces: [Piece: MustacheTemplate] = [:]
+            var pieces: [Piece: CompiledTemplate] = [:]
             for piece in Piece.allCases {
                 let file = folder.appendingPathComponent(piece.rawValue + ".mustache")
                 guard let data = fm.contents(atPath: file.path) else { continue }
@@ -55,7 +55,7 @@ public final class TemplateCatalog: Sendable {
                     throw TemplateError(file: file.path, message: "not UTF-8")
                 }
                 do {
-                    pieces[piece] = try MustacheTemplate(string: "{{%CONTENT_TYPE:TEXT}}" + text)
+                    pieces[piece] = try CompiledTemplate(source: text)
                 } catch let error as MustacheTemplate.ParserError {
                     throw TemplateError(
                         file: file.path, line: error.context.lineNumber, column: error.context.columnNumber,
@@ -99,7 +99,7 @@ public final class TemplateCatalog: Sendable {
     public func localized(for locale: String) -> LocalizedTemplates {
         if let hit = resolved.withLock({ $0[locale] }) { return hit }
         let chain = LocaleChain.chain(for: locale).compactMap { localeNames[$0.lowercased()] }
-        var pieces: [Piece: MustacheTemplate] = [:]
+        var pieces: [Piece: CompiledTemplate] = [:]
         for piece in Piece.allCases {
             pieces[piece] = chain.lazy.compactMap { self.templates[$0]?[piece] }.first
         }

@@ -12,24 +12,28 @@ public enum TextRules {
     /// With `keepNewlines`, line breaks survive as single `\n` (no blank lines, no spaces around them).
     public static func clean(_ text: String, keepNewlines: Bool = false) -> String {
         if isPlainASCII(text) { return text }
-        let normalized = text.utf8.allSatisfy({ $0 < 0x80 }) ? text : text.precomposedStringWithCanonicalMapping
         var out = String.UnicodeScalarView()
         var pendingSpace = false
         var pendingNewline = false
-        for scalar in normalized.unicodeScalars {
-            switch scalar.value {
-            case 0x0A, 0x0B, 0x0C, 0x0D, 0x85, 0x2028, 0x2029:
-                if keepNewlines { pendingNewline = true } else { pendingSpace = true }
-                continue
-            default:
-                break
+        var mayNeedNFC = false
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            if !isPlain(value) {
+                switch value {
+                case 0x0A, 0x0B, 0x0C, 0x0D, 0x85, 0x2028, 0x2029:
+                    if keepNewlines { pendingNewline = true } else { pendingSpace = true }
+                    continue
+                default:
+                    break
+                }
+                // Whitespace first: a tab is both a control character and a space, and becomes a space.
+                if value == 0x20 || scalar.properties.isWhitespace {
+                    pendingSpace = true
+                    continue
+                }
+                if value < 0x20 || scalar.properties.generalCategory == .control { continue }
+                mayNeedNFC = true
             }
-            // Whitespace first: a tab is both a control character and a space, and becomes a space.
-            if scalar.properties.isWhitespace {
-                pendingSpace = true
-                continue
-            }
-            if scalar.properties.generalCategory == .control { continue }
             if !out.isEmpty {
                 if pendingNewline {
                     out.append("\n")
@@ -41,7 +45,25 @@ public enum TextRules {
             pendingNewline = false
             out.append(scalar)
         }
-        return String(out)
+        let cleaned = String(out)
+        // Composition never makes or removes spaces or controls, so it can come last.
+        return mayNeedNFC ? cleaned.precomposedStringWithCanonicalMapping : cleaned
+    }
+
+    /// Scalars that are neither whitespace nor controls and are unchanged by NFC in any context
+    /// (no combining marks, no singletons): printable ASCII, Latin-1 and Latin Extended letters,
+    /// Cyrillic letters, general punctuation, CJK ideographs and punctuation, full-width forms, emoji.
+    /// Anything else takes the slow path with Unicode properties and normalization.
+    @inline(__always)
+    static func isPlain(_ value: UInt32) -> Bool {
+        switch value {
+        case 0x21..<0x7F, 0xA1..<0x300, 0x400..<0x483, 0x48A..<0x530, 0x2010..<0x2028, 0x2030..<0x205F,
+            0x3001..<0x302A, 0x3030..<0x3099, 0x30A0..<0x3100, 0x4E00..<0xA000, 0xFF01..<0xFF5F,
+            0x200D, 0xFE0F, 0x1F1E6...0x1F1FF, 0x1F300..<0x1FB00:
+            return true
+        default:
+            return false
+        }
     }
 
     /// Printable ASCII with no leading, trailing or doubled spaces needs no work.
@@ -63,6 +85,8 @@ public enum TextRules {
     /// Returns the text unchanged (and `false`) when it fits.
     public static func truncate(_ text: String, to limit: Int) -> (text: String, cut: Bool) {
         guard limit > 0 else { return ("", !text.isEmpty) }
+        // Graphemes never outnumber scalars: a text with few enough scalars fits without a walk.
+        if text.unicodeScalars.count <= limit { return (text, false) }
         // Find the end of the first `limit - 1` characters, and whether more than `limit` exist.
         var index = text.startIndex
         var count = 0

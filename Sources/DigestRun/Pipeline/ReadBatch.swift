@@ -1,4 +1,4 @@
-import DigestCore
+public import DigestCore
 import DigestStore
 
 /// A batch of users with the reads their digests need.
@@ -15,12 +15,14 @@ struct ReadBatch: Sendable {
     ) throws -> ReadBatch? {
         let users = try history.users(after: key, limit: limit)
         guard !users.isEmpty else { return nil }
-        // Skipped users need no reads: ask from the far future so the store returns none.
-        let since = users.map { user -> Int64 in
-            user.reader.optedOut || user.reader.devices.isEmpty
-                ? Int64.max : calendar.window(forZone: user.reader.timeZone).window.previousStart
-        }
+        let since = users.map { readsSince($0.reader, calendar: calendar) }
         return ReadBatch(users: users, reads: try history.reads(of: users, since: since))
+    }
+
+    /// Where a user's reads start: their previous-week Monday in their own zone. Skipped users need
+    /// no reads: ask from the far future so the store returns none.
+    static func readsSince(_ reader: Reader, calendar: WeekCalendar) -> Int64 {
+        reader.optedOut || reader.devices.isEmpty ? Int64.max : calendar.window(forZone: reader.timeZone).window.previousStart
     }
 }
 
@@ -47,58 +49,102 @@ struct BatchComposer: Sendable {
         var messages: [OutboxMessage] = []
         messages.reserveCapacity(batch.users.count * 2)
         for (stored, reads) in zip(batch.users, batch.reads) {
-            let reader = stored.reader
-            counters.users += 1
-            if reader.optedOut {
-                counters.skipped["opted_out", default: 0] += 1
-                continue
-            }
-            if reader.devices.isEmpty {
-                counters.skipped["no_devices", default: 0] += 1
-                continue
-            }
-            let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)
-            if zoneFellBack { counters.timeZoneFallbacks += 1 }
-            let digest = builder.build(reader: reader, window: window, reads: reads)
-            let localized = templates.localized(for: reader.locale)
-            if localized.fellBackToRoot { counters.localeFallbacks += 1 }
-            var image: ImageOutcome?
-            if let url = digest.picks.first?.imageURL {
-                let outcome = await attachments.renditions(forImageAt: url)
-                image = outcome
-                switch outcome {
-                case .ready: counters.images["ready", default: 0] += 1
-                case .unavailable(let reason): counters.images[reason, default: 0] += 1
-                }
-            }
-            let platforms = Set(reader.devices.map(\.platform))
-            var plan: NotificationPlan
-            do {
-                plan = try planner.plan(digest, templates: localized, image: image, platforms: platforms)
-            } catch {
-                counters.skipped["over_budget", default: 0] += 1
-                continue
-            }
-            if let sendNow { plan.deliverAt = sendNow }
-            counters.digested += 1
-            if digest.isReengagement { counters.reengaged += 1 }
-            counters.variants[plan.variant.rawValue, default: 0] += 1
-            for rule in plan.rules {
-                let name = rule.split(separator: ":", maxSplits: 1).first.map(String.init) ?? rule
-                counters.rules[name, default: 0] += 1
-            }
-            let report = plan.reportJSON()
-            for device in reader.devices {
-                messages.append(
-                    OutboxMessage(
-                        dedupeKey: OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: device.token),
-                        week: window.week.description, userID: reader.id, platform: device.platform,
-                        variant: plan.variant, message: planner.encoder.message(for: plan, device: device),
-                        report: report, availableAt: plan.deliverAt))
-            }
-            counters.messages += reader.devices.count
+            let user = await composeUser(stored.reader, reads: reads)
+            user.count(into: &counters)
+            messages.append(contentsOf: user.messages)
         }
         return BatchResult(
             lastKey: batch.lastKey, userCount: batch.users.count, messages: messages, counters: counters)
+    }
+
+    /// One user's digest, plan and messages: the one code path behind the run and the previews.
+    func composeUser(_ reader: Reader, reads: [ReadEvent]) async -> ComposedUser {
+        var user = ComposedUser(reader: reader)
+        if reader.optedOut {
+            user.skipped = "opted_out"
+            return user
+        }
+        if reader.devices.isEmpty {
+            user.skipped = "no_devices"
+            return user
+        }
+        let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)
+        user.week = window.week
+        user.timeZoneFellBack = zoneFellBack
+        let digest = builder.build(reader: reader, window: window, reads: reads)
+        user.isReengagement = digest.isReengagement
+        let localized = templates.localized(for: reader.locale)
+        user.localeFellBack = localized.fellBackToRoot
+        var image: ImageOutcome?
+        if let url = digest.picks.first?.imageURL {
+            image = await attachments.renditions(forImageAt: url)
+            user.image = image
+        }
+        let platforms = Set(reader.devices.map(\.platform))
+        var plan: NotificationPlan
+        do {
+            plan = try planner.plan(digest, templates: localized, image: image, platforms: platforms)
+        } catch {
+            user.skipped = "over_budget"
+            return user
+        }
+        if let sendNow { plan.deliverAt = sendNow }
+        user.plan = plan
+        let report = plan.reportJSON()
+        let bodies = planner.encoder.messages(for: plan, devices: reader.devices)
+        user.messages = zip(reader.devices, bodies).map { device, body in
+            OutboxMessage(
+                dedupeKey: OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: device.token),
+                week: window.week.description, userID: reader.id, platform: device.platform,
+                variant: plan.variant, message: body, report: report, availableAt: plan.deliverAt)
+        }
+        return user
+    }
+}
+
+/// What composing one user gave: the plan and one message per device, or why they were skipped.
+public struct ComposedUser: Sendable {
+    public var reader: Reader
+    /// `opted_out`, `no_devices` or `over_budget`; `nil` when the user was planned.
+    public var skipped: String?
+    /// The plan (rules fired, bytes per budget), when not skipped.
+    public var plan: NotificationPlan?
+    /// One message per device, as the run enqueues them.
+    public var messages: [OutboxMessage] = []
+    /// The week in the user's zone (set once the user is not skipped for opt-out or devices).
+    public var week: ISOWeek?
+    public var timeZoneFellBack = false
+    public var localeFellBack = false
+    public var isReengagement = false
+    /// What the attachment provider gave for the top pick's image, if it had one.
+    public var image: ImageOutcome?
+
+    init(reader: Reader) {
+        self.reader = reader
+    }
+
+    /// Adds this user to a batch's counters.
+    func count(into counters: inout RunCounters) {
+        counters.users += 1
+        if timeZoneFellBack { counters.timeZoneFallbacks += 1 }
+        if localeFellBack { counters.localeFallbacks += 1 }
+        switch image {
+        case .ready?: counters.images["ready", default: 0] += 1
+        case .unavailable(let reason)?: counters.images[reason, default: 0] += 1
+        case nil: break
+        }
+        if let skipped {
+            counters.skipped[skipped, default: 0] += 1
+            return
+        }
+        guard let plan else { return }
+        counters.digested += 1
+        if isReengagement { counters.reengaged += 1 }
+        counters.variants[plan.variant.rawValue, default: 0] += 1
+        for rule in plan.rules {
+            let name = rule.split(separator: ":", maxSplits: 1).first.map(String.init) ?? rule
+            counters.rules[name, default: 0] += 1
+        }
+        counters.messages += messages.count
     }
 }

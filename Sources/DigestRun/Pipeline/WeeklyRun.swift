@@ -44,6 +44,9 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         }
     }
 
+    /// Store housekeeping (a WAL checkpoint on SQLite) after this many committed batches.
+    static var batchesPerMaintenance: Int { 8 }
+
     public let database: Database
     public let templates: TemplateCatalog
     public let attachments: any AttachmentProvider
@@ -90,8 +93,8 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         let (remaining, hasReads, articles) = try await readerThread.run {
             let remaining = try history.value.countUsers(after: checkpoint.cursor)
             let hasReads = try history.value.hasReads(from: utc.start - 14 * 3600, until: utc.end + 12 * 3600)
-            let articles = try history.value.articles(
-                publishedFrom: utc.end - configuration.digest.freshnessSeconds - 14 * 3600, until: utc.end + 12 * 3600)
+            let range = Self.articleRange(utc: utc, digest: configuration.digest)
+            let articles = try history.value.articles(publishedFrom: range.from, until: range.until)
             return (remaining, hasReads, articles)
         }
         guard hasReads || configuration.allowEmptyWeek || checkpoint.cursor > 0 else {
@@ -100,13 +103,9 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         logger.info(
             "run starting",
             metadata: ["digest.week": "\(week)", "digest.users": "\(remaining)", "digest.cursor": "\(checkpoint.cursor)"])
-        let composer = BatchComposer(
-            calendar: calendar,
-            builder: DigestBuilder(pool: CandidatePool(articles: articles), configuration: configuration.digest),
-            templates: templates,
-            planner: VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder)),
-            attachments: attachments,
-            sendNow: configuration.sendAt == .now ? nowSeconds : nil)
+        let composer = Self.composer(
+            configuration: configuration, calendar: calendar, articles: articles, templates: templates,
+            attachments: attachments, now: nowSeconds)
 
         var thisRun = RunCounters()
         var tracker = ProgressTracker(total: remaining, started: started)
@@ -123,9 +122,11 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
             var computing = 0
             var writing = false
             var pending: [Int: BatchResult] = [:]
+            var writesSinceMaintenance = 0
+            var maintenanceDue = false
 
             func startRead() {
-                guard !reading, !readingDone, computing + pending.count < concurrency * 2 else { return }
+                guard !reading, !readingDone, !maintenanceDue, computing + pending.count < concurrency * 2 else { return }
                 reading = true
                 let after = cursor
                 group.addTask {
@@ -133,7 +134,17 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                 }
             }
             func startWrite() {
-                guard !writing, let result = pending.removeValue(forKey: nextToWrite) else { return }
+                guard !writing else { return }
+                // Housekeeping runs on the writer while no read is going (the store asks for that).
+                if maintenanceDue && !reading {
+                    writing = true
+                    group.addTask {
+                        try await writerThread.run { try ledger.value.maintain() }
+                        return .maintained
+                    }
+                    return
+                }
+                guard let result = pending.removeValue(forKey: nextToWrite) else { return }
                 writing = true
                 let sequence = nextToWrite
                 group.addTask {
@@ -151,6 +162,7 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                 switch event {
                 case .read(let batch?):
                     reading = false
+                    startWrite()
                     cursor = batch.lastKey
                     let sequence = readSequence
                     readSequence += 1
@@ -160,6 +172,7 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                 case .read(nil):
                     reading = false
                     readingDone = true
+                    startWrite()
                 case .computed(let sequence, let result):
                     computing -= 1
                     pending[sequence] = result
@@ -173,13 +186,20 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                     thisRun.add(counters)
                     tracker.advance(by: result.userCount)
                     progress(tracker.snapshot(week: week, counters: thisRun))
+                    writesSinceMaintenance += 1
+                    if writesSinceMaintenance >= Self.batchesPerMaintenance { maintenanceDue = true }
+                    startWrite()
+                    startRead()
+                case .maintained:
+                    writing = false
+                    maintenanceDue = false
+                    writesSinceMaintenance = 0
                     startWrite()
                     startRead()
                 }
             }
         }
-        try await writerThread.run { try ledger.value.finish(week: week, now: nowSeconds) }
-        let totals = try await writerThread.run { try ledger.value.begin(week: week, now: nowSeconds).counters }
+        let totals = try await writerThread.run { try ledger.value.finish(week: week, now: nowSeconds) }
         let elapsed = started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let images = await (attachments as? any AttachmentStatistics)?.statistics() ?? [:]
@@ -188,6 +208,28 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
             wasComplete: checkpoint.finished && remaining == 0, seconds: seconds,
             usersPerSecond: seconds > 0 ? Double(thisRun.users) / seconds : 0, thisRun: thisRun, weekTotals: totals,
             images: images)
+    }
+}
+
+extension WeeklyRun {
+    /// Articles a week's digests can pick from: every zone's window lies within 14 hours (ahead) or 12
+    /// hours (behind) of the UTC week.
+    static func articleRange(utc: WeekWindow, digest: DigestBuilder.Configuration) -> (from: Int64, until: Int64) {
+        (utc.end - digest.freshnessSeconds - 14 * 3600, utc.end + 12 * 3600)
+    }
+
+    /// The composer the run uses; previews build theirs here too, so both take one code path.
+    static func composer(
+        configuration: Configuration, calendar: WeekCalendar, articles: [Article], templates: TemplateCatalog,
+        attachments: any AttachmentProvider, now: Int64
+    ) -> BatchComposer {
+        BatchComposer(
+            calendar: calendar,
+            builder: DigestBuilder(pool: CandidatePool(articles: articles), configuration: configuration.digest),
+            templates: templates,
+            planner: VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder)),
+            attachments: attachments,
+            sendNow: configuration.sendAt == .now ? now : nil)
     }
 }
 
@@ -202,4 +244,5 @@ enum PipelineEvent: Sendable {
     case read(ReadBatch?)
     case computed(Int, BatchResult)
     case written(Int, BatchResult, Int)
+    case maintained
 }

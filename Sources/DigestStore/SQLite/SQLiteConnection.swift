@@ -58,6 +58,19 @@ public final class SQLiteConnection: @unchecked Sendable {
         return statement
     }
 
+    /// Resets every cached statement, so none holds the database open (a checkpoint needs that).
+    public func resetStatements() {
+        for statement in statements.values { statement.reset() }
+    }
+
+    /// Checkpoints the whole WAL and restarts it from its beginning, waiting (up to the busy
+    /// timeout) for readers of other connections to finish their statements.
+    public func restartWAL() throws(SQLiteError) {
+        resetStatements()
+        let code = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_RESTART, nil, nil)
+        guard code == SQLITE_OK else { throw error(code, sql: "wal_checkpoint(RESTART)") }
+    }
+
     /// Runs `body` in a transaction (`BEGIN IMMEDIATE`), committing on return and rolling back on error.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")

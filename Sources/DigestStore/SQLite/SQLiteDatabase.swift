@@ -60,11 +60,41 @@ public struct SQLiteDatabase: DigestDatabase {
         let connection = try connect()
         let statement = try connection.statement(
             """
-            SELECT id, dedupe_key, week, user_id, platform, variant, message, report, available_at, state, attempts, last_error
-            FROM digest_outbox WHERE (?1 IS NULL OR state = ?1) ORDER BY id LIMIT ?2
+            SELECT \(Self.rowColumns) FROM digest_outbox WHERE (?1 IS NULL OR state = ?1) ORDER BY id LIMIT ?2
             """)
         statement.bind(state, at: 1)
         statement.bind(limit, at: 2)
+        return try Self.rows(statement)
+    }
+
+    public func outboxRows(week: String, userID: String) throws -> [OutboxRow] {
+        let connection = try connect()
+        // The dedupe key starts with `<week>:<user id>:`, so its unique index finds the rows.
+        let statement = try connection.statement(
+            """
+            SELECT \(Self.rowColumns) FROM digest_outbox
+            WHERE dedupe_key >= ?1 AND dedupe_key < ?1 || char(1114111) AND week = ?2 AND user_id = ?3 ORDER BY id
+            """)
+        statement.bind("\(week):\(userID):", at: 1)
+        statement.bind(week, at: 2)
+        statement.bind(userID, at: 3)
+        return try Self.rows(statement)
+    }
+
+    public func outboxWeeks(userID: String) throws -> [String] {
+        let connection = try connect()
+        let statement = try connection.statement(
+            "SELECT DISTINCT week FROM digest_outbox WHERE user_id = ? ORDER BY week DESC LIMIT 60")
+        statement.bind(userID, at: 1)
+        var weeks: [String] = []
+        while try statement.step() { weeks.append(statement.string(0)) }
+        return weeks
+    }
+
+    static let rowColumns =
+        "id, dedupe_key, week, user_id, platform, variant, message, report, available_at, state, attempts, last_error"
+
+    static func rows(_ statement: SQLiteStatement) throws -> [OutboxRow] {
         var rows: [OutboxRow] = []
         while try statement.step() {
             rows.append(

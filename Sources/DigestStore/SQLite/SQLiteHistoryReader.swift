@@ -118,6 +118,41 @@ public final class SQLiteHistoryReader: HistoryReader {
         return found
     }
 
+    public func user(id: String) throws -> StoredReader? {
+        try users(where: "id = ?1", bind: id, limit: 1).first
+    }
+
+    public func users(idPrefix prefix: String, limit: Int) throws -> [StoredReader] {
+        // A range on the unique index instead of LIKE, which would not use it.
+        try users(where: "id >= ?1 AND id < ?1 || char(1114111)", bind: prefix, limit: limit)
+    }
+
+    private func users(where condition: String, bind value: String, limit: Int) throws -> [StoredReader] {
+        let statement = try connection.statement(
+            "SELECT pk, id, locale, time_zone, opted_out FROM users WHERE \(condition) ORDER BY id LIMIT ?2")
+        statement.bind(value, at: 1)
+        statement.bind(limit, at: 2)
+        var users: [StoredReader] = []
+        while try statement.step() {
+            users.append(
+                StoredReader(
+                    key: statement.int64(0),
+                    reader: Reader(
+                        id: statement.string(1), locale: statement.string(2), timeZone: statement.string(3),
+                        optedOut: statement.int64(4) != 0, devices: [])))
+        }
+        let devices = try connection.statement("SELECT token, platform FROM devices WHERE user_pk = ? ORDER BY token")
+        for index in users.indices {
+            devices.reset()
+            devices.bind(users[index].key, at: 1)
+            while try devices.step() {
+                guard let platform = Platform(rawValue: devices.string(1)) else { continue }
+                users[index].reader.devices.append(Device(token: devices.string(0), platform: platform))
+            }
+        }
+        return users
+    }
+
     static func encodeTopics(_ topics: [String]) -> String {
         var writer = JSONWriter(capacity: 64)
         writer.beginArray()

@@ -66,11 +66,16 @@ public final class SQLiteRunLedger: RunLedger {
         }
     }
 
-    public func finish(week: ISOWeek, now: Int64) throws {
+    public func maintain() throws {
+        try connection.restartWAL()
+    }
+
+    public func finish(week: ISOWeek, now: Int64) throws -> RunCounters {
         let update = try connection.statement("UPDATE digest_runs SET state = 'done', finished_at = ? WHERE week = ?")
         update.bind(now, at: 1)
         update.bind(week.description, at: 2)
         try update.run()
+        return totals
     }
 }
 

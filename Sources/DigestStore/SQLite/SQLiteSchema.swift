@@ -90,6 +90,7 @@ enum SQLiteSchema {
 
     static func version(_ connection: SQLiteConnection) throws(SQLiteError) -> Int {
         let statement = try connection.statement("SELECT max(version) FROM digest_schema")
+        defer { statement.reset() }
         return try statement.step() ? statement.int(0) : 0
     }
 }

@@ -60,7 +60,11 @@ public final class SQLiteStatement {
         let code = sqlite3_step(handle)
         switch code {
         case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
+        case SQLITE_DONE:
+            // Finish the statement now: SQLite only promises to end its implicit (read) transaction on
+            // reset, and a reader that keeps one open stops checkpoints from restarting the WAL.
+            sqlite3_reset(handle)
+            return false
         default: throw connection.error(code, sql: sql)
         }
     }

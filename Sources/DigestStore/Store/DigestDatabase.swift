@@ -23,6 +23,10 @@ public protocol DigestDatabase: Sendable {
     func outboxStats() throws -> OutboxStats
     /// The first `limit` messages (optionally of one state), oldest first.
     func peek(limit: Int, state: String?) throws -> [OutboxRow]
+    /// A user's messages for a week (one per device), oldest first.
+    func outboxRows(week: String, userID: String) throws -> [OutboxRow]
+    /// The weeks the outbox holds messages of this user for, newest first.
+    func outboxWeeks(userID: String) throws -> [String]
 }
 
 /// Counts of outbox messages.

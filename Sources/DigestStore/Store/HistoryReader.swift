@@ -24,4 +24,8 @@ public protocol HistoryReader: AnyObject {
     func countUsers(after key: Int64) throws -> Int
     /// Whether any read falls in `[from, until)`.
     func hasReads(from: Int64, until: Int64) throws -> Bool
+    /// The user with this id, with their devices; `nil` when there is none.
+    func user(id: String) throws -> StoredReader?
+    /// Up to `limit` users whose id starts with `prefix`, in id order, with their devices.
+    func users(idPrefix prefix: String, limit: Int) throws -> [StoredReader]
 }

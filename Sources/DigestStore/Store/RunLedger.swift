@@ -24,6 +24,9 @@ public protocol RunLedger: AnyObject {
     /// Returns how many messages were new.
     func commit(week: ISOWeek, through key: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64)
         throws -> Int
-    /// Marks the week's run done.
-    func finish(week: ISOWeek, now: Int64) throws
+    /// Housekeeping between batches, called while nothing reads (SQLite: checkpoint and restart the
+    /// WAL, which concurrent reading would otherwise keep growing).
+    func maintain() throws
+    /// Marks the week's run done and returns the week's totals over every run of it.
+    func finish(week: ISOWeek, now: Int64) throws -> RunCounters
 }

@@ -1,0 +1,256 @@
+public import DigestCore
+import Foundation
+
+/// What an FCM HTTP v1 request body asks devices to show, one ``NotificationContent`` per platform
+/// section it carries, read with the field rules each platform applies.
+///
+/// Parsing never fails on content: a missing title, an unknown section or a non-string data value
+/// becomes a note that the preview draws. Only bytes that are not a JSON object are refused.
+///
+/// ```swift
+/// let message = try PreviewMessage(json: Array(row.message.utf8))
+/// for content in message.contents { … }
+/// ```
+public struct PreviewMessage: Sendable, Hashable {
+    /// One entry per platform section, in the order android, ios, web.
+    public var contents: [NotificationContent]
+    /// Problems with the message as a whole (unknown sections, no platform section).
+    public var notes: [String]
+
+    public init(contents: [NotificationContent], notes: [String] = []) {
+        self.contents = contents
+        self.notes = notes
+    }
+
+    /// Reads a request body `{"message":{…}}` (a bare message object is accepted too).
+    public init(json: [UInt8]) throws(PreviewError) {
+        let root: Any
+        do {
+            root = try JSONSerialization.jsonObject(with: Data(json), options: [.fragmentsAllowed])
+        } catch {
+            throw PreviewError(.malformedMessage, "the message is not JSON: \(error.localizedDescription)")
+        }
+        guard let object = root as? [String: Any] else {
+            throw PreviewError(.malformedMessage, "the message is not a JSON object")
+        }
+        var notes: [String] = []
+        let message: [String: Any]
+        if let inner = object["message"] as? [String: Any] {
+            message = inner
+        } else {
+            message = object
+            if object["message"] != nil { notes.append("\"message\" is not an object") }
+        }
+        let known: Set<String> = [
+            "token", "topic", "condition", "name", "data", "notification", "android", "apns", "webpush", "fcm_options",
+        ]
+        for key in message.keys.sorted() where !known.contains(key) {
+            notes.append("unknown section \"\(key)\" ignored")
+        }
+        let shared = message["notification"] as? [String: Any] ?? [:]
+        var contents: [NotificationContent] = []
+        if let android = message["android"] {
+            contents.append(Self.android(android, shared: shared))
+        }
+        if let apns = message["apns"] {
+            contents.append(Self.apns(apns, shared: shared))
+        }
+        if let webpush = message["webpush"] {
+            contents.append(Self.webpush(webpush, shared: shared))
+        }
+        if contents.isEmpty {
+            if shared.isEmpty {
+                notes.append("no android, apns or webpush section: nothing a device would show")
+                var empty = NotificationContent(platform: .android)
+                empty.notes.append("no platform section")
+                empty.checkTexts()
+                contents.append(empty)
+            } else {
+                notes.append("no platform section: each platform shown with the shared notification block")
+                contents = [
+                    Self.android([:], shared: shared), Self.apns([:], shared: shared), Self.webpush([:], shared: shared),
+                ]
+            }
+        }
+        self.init(contents: contents, notes: notes)
+    }
+
+    /// The content for one platform, if the message carries its section.
+    public func content(for platform: Platform) -> NotificationContent? {
+        contents.first { $0.platform == platform }
+    }
+
+    // MARK: - Sections
+
+    static func android(_ value: Any, shared: [String: Any]) -> NotificationContent {
+        var content = NotificationContent(platform: .android)
+        guard let section = value as? [String: Any] else {
+            content.notes.append("android section is not an object")
+            return content
+        }
+        let notification = section["notification"] as? [String: Any] ?? [:]
+        let data = section["data"] as? [String: Any] ?? [:]
+        for (key, value) in data.sorted(by: { $0.key < $1.key }) where !(value is String) {
+            content.notes.append("android data \"\(key)\" is not a string: FCM refuses the message")
+        }
+        func field(_ names: String...) -> String? {
+            for name in names {
+                if let text = data[name] as? String { return text }
+                if let text = notification[name] as? String { return text }
+                if let text = shared[name] as? String { return text }
+            }
+            return nil
+        }
+        content.title = field("title")
+        content.body = field("body")
+        content.imageURL = field("imageUrl", "image")
+        content.iconURL = field("iconUrl", "icon")
+        if let actions = data["actions"] as? String {
+            if let parsed = try? JSONSerialization.jsonObject(with: Data(actions.utf8)) as? [[String: Any]] {
+                content.actions = parsed.compactMap { $0["title"] as? String }
+            } else {
+                content.notes.append("android actions are not a JSON array of {id, title}")
+            }
+        }
+        switch data["type"] as? String {
+        case "BigText": content.style = .bigText
+        case "Image": content.style = .bigPicture
+        case "Default": content.style = .standard
+        case let other?:
+            content.style = content.imageURL != nil ? .bigPicture : .standard
+            content.notes.append("unknown android type \"\(other)\": shown as \(content.style.rawValue)")
+        case nil:
+            content.style = content.imageURL != nil ? .bigPicture : ((content.body ?? "").contains("\n") ? .bigText : .standard)
+        }
+        if content.style == .bigPicture && content.imageURL == nil {
+            content.notes.append("type Image without imageUrl: no picture to show")
+        }
+        content.checkTexts()
+        return content
+    }
+
+    static func apns(_ value: Any, shared: [String: Any]) -> NotificationContent {
+        var content = NotificationContent(platform: .ios)
+        guard let section = value as? [String: Any] else {
+            content.notes.append("apns section is not an object")
+            return content
+        }
+        let payload = section["payload"] as? [String: Any] ?? [:]
+        let aps = payload["aps"] as? [String: Any] ?? [:]
+        switch aps["alert"] {
+        case let text as String:
+            content.body = text
+        case let alert as [String: Any]:
+            content.title = alert["title"] as? String
+            content.subtitle = alert["subtitle"] as? String
+            content.body = alert["body"] as? String
+        default:
+            break
+        }
+        if content.title == nil { content.title = shared["title"] as? String }
+        if content.body == nil { content.body = shared["body"] as? String }
+        let options = section["fcm_options"] as? [String: Any] ?? [:]
+        let image = options["image"] as? String ?? payload["imageUrl"] as? String ?? shared["image"] as? String
+        if let image {
+            if (aps["mutable-content"] as? Int) == 1 {
+                content.imageURL = image
+            } else {
+                content.notes.append("image without mutable-content: 1: the service extension never runs, no attachment")
+            }
+        }
+        content.style = content.imageURL != nil ? .bigPicture : .standard
+        content.checkTexts()
+        return content
+    }
+
+    static func webpush(_ value: Any, shared: [String: Any]) -> NotificationContent {
+        var content = NotificationContent(platform: .web)
+        guard let section = value as? [String: Any] else {
+            content.notes.append("webpush section is not an object")
+            return content
+        }
+        let notification = section["notification"] as? [String: Any] ?? [:]
+        content.title = notification["title"] as? String ?? shared["title"] as? String
+        content.body = notification["body"] as? String ?? shared["body"] as? String
+        content.iconURL = notification["icon"] as? String
+        content.imageURL = notification["image"] as? String ?? shared["image"] as? String
+        if let actions = notification["actions"] as? [[String: Any]] {
+            content.actions = actions.compactMap { $0["title"] as? String }
+            if actions.count > 2 { content.notes.append("\(actions.count) actions: Chrome shows the first 2") }
+        }
+        content.style = content.imageURL != nil ? .bigPicture : .standard
+        content.checkTexts()
+        return content
+    }
+}
+
+/// How Android lays a notification out: the `type` the app reads from `android.data`.
+public enum AndroidStyle: String, Sendable, Hashable, Codable, CaseIterable {
+    case bigText = "BigText"
+    case bigPicture = "BigPicture"
+    case standard = "Default"
+}
+
+/// What one platform section asks a device to show.
+public struct NotificationContent: Sendable, Hashable {
+    public var platform: Platform
+    public var title: String?
+    /// iOS only.
+    public var subtitle: String?
+    public var body: String?
+    /// Android's layout; on iOS and web `bigPicture` means "has an image".
+    public var style: AndroidStyle = .standard
+    public var imageURL: String?
+    public var iconURL: String?
+    /// Button titles, in order.
+    public var actions: [String] = []
+    /// Problems the preview draws beside this platform's surfaces.
+    public var notes: [String] = []
+
+    public init(
+        platform: Platform, title: String? = nil, body: String? = nil, style: AndroidStyle = .standard,
+        imageURL: String? = nil, iconURL: String? = nil, actions: [String] = []
+    ) {
+        self.platform = platform
+        self.title = title
+        self.body = body
+        self.style = style
+        self.imageURL = imageURL
+        self.iconURL = iconURL
+        self.actions = actions
+    }
+
+    mutating func checkTexts() {
+        if (title ?? "").trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { notes.append("title missing") }
+        if (body ?? "").trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { notes.append("body missing") }
+    }
+}
+
+/// A preview that cannot be made; the message says what was wrong.
+public struct PreviewError: Error, CustomStringConvertible, Sendable {
+    /// What kind of failure (extensible).
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Value: String { case malformedMessage, cairo, fonts, io }
+        private let value: Value
+        private init(_ value: Value) { self.value = value }
+        /// The bytes are not an FCM v1 message object.
+        public static let malformedMessage = Code(.malformedMessage)
+        /// Cairo reported a failure (status in the message).
+        public static let cairo = Code(.cairo)
+        /// A required font is missing.
+        public static let fonts = Code(.fonts)
+        /// Reading or writing a file failed.
+        public static let io = Code(.io)
+        public var description: String { value.rawValue }
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,117 @@
+public import DigestCore
+public import DigestStore
+public import Foundation
+
+/// Composes one user's messages for a week exactly as ``WeeklyRun`` would enqueue them (the same
+/// article window, digest builder, templates, planner and encoder), without writing anything. The
+/// previews use it to show what a run would send.
+///
+/// ```swift
+/// let composer = SingleUserComposer(database: .sqlite(path: "digest.sqlite"), templates: catalog,
+///                                   configuration: .init(week: week))
+/// let user = try await composer.compose(userID: "u42")
+/// ```
+public struct SingleUserComposer<Database: DigestDatabase>: Sendable {
+    public let database: Database
+    public let templates: TemplateCatalog
+    public let attachments: any AttachmentProvider
+    public let configuration: WeeklyRun<Database>.Configuration
+
+    public init(
+        database: Database, templates: TemplateCatalog, attachments: any AttachmentProvider = NoAttachments(),
+        configuration: WeeklyRun<Database>.Configuration
+    ) {
+        self.database = database
+        self.templates = templates
+        self.attachments = attachments
+        self.configuration = configuration
+    }
+
+    /// The user's composition, or `nil` when there is no user with that id.
+    public func compose(userID: String, now: Date = Date()) async throws -> ComposedUser? {
+        let calendar = WeekCalendar(week: configuration.week, delivery: configuration.delivery)
+        let history = try database.makeHistoryReader()
+        guard let stored = try history.user(id: userID) else { return nil }
+        let range = WeeklyRun<Database>.articleRange(utc: calendar.utcWindow, digest: configuration.digest)
+        let articles = try history.articles(publishedFrom: range.from, until: range.until)
+        let since = ReadBatch.readsSince(stored.reader, calendar: calendar)
+        let reads = try history.reads(of: [stored], since: [since]).first ?? []
+        let composer = WeeklyRun<Database>.composer(
+            configuration: configuration, calendar: calendar, articles: articles, templates: templates,
+            attachments: attachments, now: Int64(now.timeIntervalSince1970))
+        return await composer.composeUser(stored.reader, reads: reads)
+    }
+}
+
+/// One user's messages for a week, one per platform, with the plan's report: either as the outbox
+/// holds them or as a run would compose them now.
+public struct UserMessages: Sendable {
+    /// Where the messages came from.
+    public enum Source: String, Sendable, CaseIterable {
+        /// The rows a run enqueued (what the sender will deliver).
+        case outbox
+        /// Composed now with the current templates (what a run would enqueue).
+        case computed
+    }
+
+    public var source: Source
+    public var userID: String
+    public var week: String
+    public var variant: String?
+    public var rules: [String]
+    /// Bytes per platform budget, as the planner counted them.
+    public var bytes: [Platform: Int]
+    /// One FCM v1 request body per platform the user has a device on.
+    public var messages: [Platform: [UInt8]]
+    /// Why the run skips this user (`opted_out`, `no_devices`, `over_budget`), if it does.
+    public var skipped: String?
+}
+
+extension SingleUserComposer {
+    /// The user's messages for the configured week: from `source`, or with `nil` the outbox when it
+    /// holds the week's messages and otherwise composed. `nil` when there is no such user.
+    public func messages(userID: String, source: UserMessages.Source? = nil, now: Date = Date()) async throws -> UserMessages? {
+        let week = configuration.week.description
+        if source != .computed {
+            let rows = try database.outboxRows(week: week, userID: userID)
+            if !rows.isEmpty || source == .outbox {
+                if rows.isEmpty {
+                    guard try database.makeHistoryReader().user(id: userID) != nil else { return nil }
+                }
+                var result = UserMessages(
+                    source: .outbox, userID: userID, week: week, variant: rows.first?.variant, rules: [], bytes: [:],
+                    messages: [:], skipped: rows.isEmpty ? "not_in_outbox" : nil)
+                for row in rows {
+                    guard let platform = Platform(rawValue: row.platform), result.messages[platform] == nil else { continue }
+                    result.messages[platform] = Array(row.message.utf8)
+                    let report = OutboxReport(json: row.report)
+                    result.rules = report.rules
+                    result.bytes.merge(report.bytes) { first, _ in first }
+                }
+                return result
+            }
+        }
+        guard let user = try await compose(userID: userID, now: now) else { return nil }
+        var result = UserMessages(
+            source: .computed, userID: userID, week: user.week?.description ?? week, variant: user.plan?.variant.rawValue,
+            rules: user.plan?.rules ?? [], bytes: user.plan?.bytes ?? [:], messages: [:], skipped: user.skipped)
+        for message in user.messages where result.messages[message.platform] == nil {
+            result.messages[message.platform] = message.message
+        }
+        return result
+    }
+}
+
+/// The report stored beside an outbox message (``NotificationPlan/reportJSON()``), read back.
+struct OutboxReport {
+    var rules: [String] = []
+    var bytes: [Platform: Int] = [:]
+
+    init(json: String) {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else { return }
+        rules = object["rules"] as? [String] ?? []
+        for (key, value) in object["bytes"] as? [String: Any] ?? [:] {
+            if let platform = Platform(rawValue: key), let count = value as? Int { bytes[platform] = count }
+        }
+    }
+}

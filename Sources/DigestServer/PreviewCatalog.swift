@@ -1,0 +1,157 @@
+public import DigestCore
+public import DigestPreview
+public import DigestRun
+public import DigestStore
+public import Foundation
+
+/// What the preview pages ask for, answered from the store, the templates (re-read on every
+/// request, so an edit shows on reload) and the renderer (PNGs cached by message hash).
+public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
+    /// How the pages plan and render.
+    public struct Configuration: Sendable {
+        /// The Templates/ directory, read again for every preview.
+        public var templatesDirectory: URL
+        /// The run configuration a preview composes with for a week (templates aside).
+        public var planning: @Sendable (ISOWeek) -> WeeklyRun<Database>.Configuration
+        /// Byte budget shown against each platform's bytes.
+        public var byteBudget = 3800
+        /// Pixels per point of the PNGs.
+        public var scale = 3
+        /// The image renditions behind the previews.
+        public var attachments: any AttachmentProvider = NoAttachments()
+        /// Weeks offered besides the outbox's: this many complete weeks back from the latest.
+        public var recentWeeks = 8
+
+        public init(templatesDirectory: URL, planning: @escaping @Sendable (ISOWeek) -> WeeklyRun<Database>.Configuration) {
+            self.templatesDirectory = templatesDirectory
+            self.planning = planning
+        }
+    }
+
+    public let database: Database
+    public let configuration: Configuration
+    let pool: PreviewPool
+    let cache: PNGCache
+    let now: @Sendable () -> Date
+
+    public init(
+        database: Database, configuration: Configuration, pool: PreviewPool, cacheEntries: Int = 600,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.database = database
+        self.configuration = configuration
+        self.pool = pool
+        cache = PNGCache(limit: cacheEntries)
+        self.now = now
+    }
+
+    /// Users whose id starts with `prefix`.
+    func users(prefix: String, limit: Int = 20) throws -> [UserSummary] {
+        try database.makeHistoryReader().users(idPrefix: prefix, limit: limit).map { stored in
+            UserSummary(
+                id: stored.reader.id, locale: stored.reader.locale, timeZone: stored.reader.timeZone,
+                optedOut: stored.reader.optedOut,
+                platforms: Array(Set(stored.reader.devices.map(\.platform.rawValue))).sorted())
+        }
+    }
+
+    /// The weeks the page offers for a user: recent complete weeks and any the outbox holds.
+    func weeks(userID: String) throws -> [String] {
+        var week = WeekCalendar.latestCompleteWeek(now: now())
+        var weeks: [String] = []
+        for _ in 0..<configuration.recentWeeks {
+            weeks.append(week.description)
+            week = week.previous
+        }
+        weeks.append(contentsOf: try database.outboxWeeks(userID: userID))
+        return Array(Set(weeks)).sorted(by: >)
+    }
+
+    /// Every surface of the user's messages for `week`; `nil` for an unknown user.
+    func preview(userID: String, week: ISOWeek, source: UserMessages.Source?) async throws -> PreviewPage? {
+        // A new catalog per request: template edits show on the next reload.
+        let templates = try TemplateCatalog(directory: configuration.templatesDirectory)
+        let composer = SingleUserComposer(
+            database: database, templates: templates, attachments: configuration.attachments,
+            configuration: configuration.planning(week))
+        guard let messages = try await composer.messages(userID: userID, source: source ?? .computed, now: now()) else {
+            return nil
+        }
+        var page = PreviewPage(
+            user: userID, week: messages.week, weeks: try weeks(userID: userID), source: messages.source.rawValue,
+            variant: messages.variant, skipped: messages.skipped, rules: messages.rules, budgets: [], surfaces: [])
+        let outbox = messages.source == .computed ? try database.outboxRows(week: messages.week, userID: userID) : []
+        for platform in Platform.allCases {
+            guard let bytes = messages.messages[platform] else { continue }
+            let count = messages.bytes[platform] ?? MessageBudget.bytes(ofMessage: bytes)[platform] ?? bytes.count
+            page.budgets.append(PreviewSidecar.BudgetUse(platform: platform, bytes: count, budget: configuration.byteBudget))
+            if let row = outbox.first(where: { $0.platform == platform.rawValue }) {
+                page.outboxDiffers[platform.rawValue] = Array(row.message.utf8) != bytes
+            }
+            page.surfaces.append(contentsOf: try await surfaces(of: bytes, platform: platform))
+        }
+        return page
+    }
+
+    /// The surfaces of one message, rendered once per message hash.
+    func surfaces(of message: [UInt8], platform: Platform) async throws -> [PreviewPage.Surface] {
+        let hash = PNGCache.key(message: message, scale: configuration.scale)
+        if let cached = cache.surfaces(hash) { return cached }
+        let parsed = try PreviewMessage(json: message)
+        let previews = try await pool.render(parsed, platforms: [platform], scale: configuration.scale)
+        var surfaces: [PreviewPage.Surface] = []
+        for preview in previews {
+            let name = "\(hash)-\(preview.platform.rawValue)-\(preview.state.rawValue)"
+            cache.store(png: preview.png, name: name)
+            surfaces.append(
+                PreviewPage.Surface(
+                    platform: preview.platform.rawValue, state: preview.state.rawValue, surface: preview.surfaceName,
+                    image: "png/\(name).png", width: preview.pixelWidth / preview.scale,
+                    height: preview.pixelHeight / preview.scale, texts: preview.texts, notes: preview.notes,
+                    limits: preview.limits.source))
+        }
+        cache.store(surfaces: surfaces, hash: hash)
+        return surfaces
+    }
+
+    /// A cached PNG by name (`<hash>-<platform>-<state>`).
+    func png(named name: String) -> [UInt8]? { cache.png(name) }
+}
+
+/// One user in the search results.
+struct UserSummary: Codable, Sendable {
+    var id: String
+    var locale: String
+    var timeZone: String
+    var optedOut: Bool
+    var platforms: [String]
+}
+
+/// What the page shows for a user and week.
+struct PreviewPage: Codable, Sendable {
+    struct Surface: Codable, Sendable {
+        var platform: String
+        var state: String
+        var surface: String
+        /// Relative URL of the PNG.
+        var image: String
+        /// Size in CSS pixels (the PNG is `scale` times larger).
+        var width: Int
+        var height: Int
+        var texts: [TextLines]
+        var notes: [String]
+        var limits: String
+    }
+
+    var user: String
+    var week: String
+    var weeks: [String]
+    var source: String
+    var variant: String?
+    var skipped: String?
+    var rules: [String]
+    var budgets: [PreviewSidecar.BudgetUse]
+    var surfaces: [Surface]
+    /// Per platform: whether the outbox holds a different message (enqueued with older templates).
+    var outboxDiffers: [String: Bool] = [:]
+}

@@ -1,0 +1,193 @@
+/// The editors' page: one static HTML file with a little script that calls the JSON routes.
+///
+/// `?q=PREFIX` searches at once and opens the first match (`&week=` and `&source=` too), so a link
+/// can point at one user's previews. When every preview image has loaded, `#status` gets
+/// `data-state="done"` and the counts of images and decoded images (the browser test reads them).
+enum PreviewPageHTML {
+    static let page = #"""
+    <!doctype html>
+    <html lang="en">
+    <head>
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>digest — previews</title>
+    <style>
+      body { font: 14px/1.4 system-ui, Roboto, "Noto Sans", sans-serif; margin: 0; background: #f6f7f9; color: #202124; }
+      header { background: #fff; border-bottom: 1px solid #dadce0; padding: 12px 20px; display: flex; gap: 12px; align-items: center; flex-wrap: wrap; }
+      header h1 { font-size: 16px; margin: 0 12px 0 0; }
+      input, select, button { font: inherit; padding: 5px 8px; border: 1px solid #c4c7c5; border-radius: 6px; background: #fff; }
+      button { cursor: pointer; }
+      #users { display: flex; gap: 6px; flex-wrap: wrap; padding: 8px 20px; }
+      #users button.current { background: #e8f0fe; border-color: #1a73e8; }
+      main { padding: 0 20px 40px; }
+      .summary { display: flex; gap: 24px; flex-wrap: wrap; align-items: flex-start; margin: 12px 0; }
+      .card { background: #fff; border: 1px solid #dadce0; border-radius: 8px; padding: 10px 14px; }
+      table { border-collapse: collapse; }
+      td, th { padding: 2px 8px; text-align: left; }
+      .bar { width: 160px; height: 8px; background: #e8eaed; border-radius: 4px; overflow: hidden; }
+      .bar > div { height: 100%; background: #1e8e3e; }
+      .bar.over > div { background: #d93025; }
+      .surfaces { display: flex; gap: 18px; flex-wrap: wrap; align-items: flex-start; }
+      figure { margin: 0; background: #fff; border: 1px solid #dadce0; border-radius: 8px; padding: 8px; }
+      figcaption { font-size: 12px; color: #5f6368; max-width: 376px; }
+      figcaption .cut { color: #b3261e; }
+      .notes { color: #b3261e; }
+      .error { color: #b3261e; padding: 12px 20px; }
+      code { font-size: 12px; }
+    </style>
+    </head>
+    <body>
+    <header>
+      <h1>digest previews</h1>
+      <form id="search"><input id="q" placeholder="user id or prefix" autocomplete="off"> <button>Search</button></form>
+      <label>Week <select id="week"></select></label>
+      <label>Source <select id="source"><option value="computed">composed now</option><option value="outbox">outbox</option></select></label>
+      <button id="reload" type="button">Reload</button>
+      <span id="status" data-state="idle"></span>
+    </header>
+    <div id="users"></div>
+    <div id="error" class="error"></div>
+    <main id="main"></main>
+    <script>
+    const params = new URLSearchParams(location.search);
+    const token = params.get('token');
+    const state = { user: null, week: params.get('week') || '', source: params.get('source') || 'computed' };
+    const $ = (id) => document.getElementById(id);
+    $('source').value = state.source;
+
+    function url(path) {
+      const u = new URL(path, location.href);
+      u.search = u.search;  // keep the path's own query
+      if (token) u.searchParams.set('token', token);
+      return u.toString();
+    }
+    async function getJSON(path) {
+      const response = await fetch(url(path));
+      const body = await response.json().catch(() => ({}));
+      if (!response.ok) throw new Error((body.error && body.error.message) || ('HTTP ' + response.status));
+      return body;
+    }
+    function el(tag, attrs = {}, ...children) {
+      const node = document.createElement(tag);
+      for (const [k, v] of Object.entries(attrs)) {
+        if (k === 'class') node.className = v; else if (k.startsWith('on')) node[k] = v; else node.setAttribute(k, v);
+      }
+      for (const child of children.flat()) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+      return node;
+    }
+    function setStatus(text, data = {}) {
+      const status = $('status');
+      status.textContent = text;
+      for (const [k, v] of Object.entries(data)) status.dataset[k] = v;
+    }
+
+    async function search(event) {
+      if (event) event.preventDefault();
+      $('error').textContent = '';
+      setStatus('searching…', { state: 'searching' });
+      try {
+        const users = await getJSON('api/users?q=' + encodeURIComponent($('q').value.trim()));
+        $('users').replaceChildren(...users.map((u) => el('button', {
+          type: 'button', 'data-user': u.id, class: u.id === state.user ? 'current' : '',
+          onclick: () => pick(u.id) }, `${u.id} · ${u.locale} · ${u.platforms.join('/') || 'no devices'}${u.optedOut ? ' · opted out' : ''}`)));
+        setStatus(users.length ? `${users.length} users` : 'no users match', { state: 'searched', users: users.length });
+        return users;
+      } catch (error) {
+        $('error').textContent = error.message;
+        setStatus('error', { state: 'error' });
+        return [];
+      }
+    }
+
+    function pick(user) {
+      state.user = user;
+      for (const b of $('users').querySelectorAll('button')) b.className = b.dataset.user === user ? 'current' : '';
+      load();
+    }
+
+    async function load() {
+      if (!state.user) return;
+      $('error').textContent = '';
+      setStatus('rendering…', { state: 'loading' });
+      const query = new URLSearchParams({ user: state.user, source: state.source });
+      if (state.week) query.set('week', state.week);
+      try {
+        show(await getJSON('api/preview?' + query));
+      } catch (error) {
+        $('main').replaceChildren();
+        $('error').textContent = error.message;
+        setStatus('error', { state: 'error' });
+      }
+    }
+
+    function show(page) {
+      state.week = page.week;
+      $('week').replaceChildren(...page.weeks.map((w) => el('option', { value: w }, w)));
+      $('week').value = page.week;
+      const main = $('main');
+      main.replaceChildren();
+      const head = el('div', { class: 'summary' });
+      head.append(el('div', { class: 'card' },
+        el('div', {}, el('strong', {}, page.user), ` · ${page.week} · ${page.variant || 'no variant'} · ${page.source === 'outbox' ? 'from the outbox' : 'composed now with the current templates'}`),
+        page.skipped ? el('div', { class: 'notes' }, `No message: ${page.skipped}`) : '',
+        ...Object.entries(page.outboxDiffers || {}).filter(([, d]) => d).map(([p]) => el('div', { class: 'notes' }, `${p}: the outbox holds a different message (enqueued with older templates or settings)`))));
+      const table = el('table', {}, el('tr', {}, el('th', {}, 'platform'), el('th', {}, 'bytes'), el('th', {}, 'budget'), el('th', {}, '')));
+      for (const b of page.budgets) {
+        const over = b.bytes > b.budget;
+        table.append(el('tr', {}, el('td', {}, b.platform), el('td', {}, b.bytes), el('td', {}, `${b.budget} (ceiling ${b.ceiling})`),
+          el('td', {}, el('div', { class: 'bar' + (over ? ' over' : '') }, el('div', { style: `width:${Math.min(100, 100 * b.bytes / b.budget).toFixed(1)}%` })))));
+      }
+      head.append(el('div', { class: 'card' }, el('div', {}, el('strong', {}, 'Payload bytes')), table));
+      head.append(el('div', { class: 'card' }, el('div', {}, el('strong', {}, 'Rules fired')),
+        page.rules.length ? el('ul', {}, page.rules.map((r) => el('li', {}, el('code', {}, r)))) : el('div', {}, 'none')));
+      main.append(head);
+
+      const images = [];
+      for (const platform of ['android', 'ios', 'web']) {
+        const surfaces = page.surfaces.filter((s) => s.platform === platform);
+        if (!surfaces.length) continue;
+        const row = el('div', { class: 'surfaces' });
+        for (const s of surfaces) {
+          const img = el('img', { src: url(s.image), width: s.width, height: s.height, alt: s.surface, 'data-decoded': 'pending' });
+          images.push(img);
+          const lines = s.texts.filter((t) => t.role === 'title' || t.role === 'body').map((t) =>
+            el('div', { class: t.ellipsized ? 'cut' : '' }, `${t.role}: ${t.lines.length}/${t.limit} lines${t.ellipsized ? ', cut with …' : ''}`));
+          row.append(el('figure', {}, img, el('figcaption', {}, el('strong', {}, s.surface), lines,
+            s.notes.map((n) => el('div', { class: 'notes' }, '⚠ ' + n)))));
+        }
+        main.append(el('h3', {}, platform), row);
+      }
+      let settled = 0;
+      const finish = () => {
+        settled += 1;
+        if (settled < images.length) return;
+        const decoded = images.filter((i) => i.dataset.decoded === '1').length;
+        setStatus(`${decoded}/${images.length} previews`, { state: 'done', images: images.length, decoded });
+      };
+      if (!images.length) setStatus('no previews', { state: 'done', images: 0, decoded: 0 });
+      for (const img of images) {
+        const settle = () => {
+          img.dataset.naturalWidth = img.naturalWidth;
+          img.dataset.decoded = img.complete && img.naturalWidth > 0 ? '1' : '0';
+          finish();
+        };
+        if (img.complete) settle(); else { img.onload = settle; img.onerror = settle; }
+      }
+    }
+
+    $('search').onsubmit = search;
+    $('week').onchange = () => { state.week = $('week').value; load(); };
+    $('source').onchange = () => { state.source = $('source').value; load(); };
+    $('reload').onclick = load;
+    if (params.get('q') !== null) {
+      $('q').value = params.get('q');
+      search().then((users) => {
+        const wanted = users.find((u) => u.id === params.get('q')) || users[0];
+        if (wanted) pick(wanted.id);
+      });
+    }
+    </script>
+    </body>
+    </html>
+    """#
+}

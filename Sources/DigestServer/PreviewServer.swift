@@ -1,0 +1,167 @@
+import DigestCore
+import DigestRun
+public import DigestStore
+import Foundation
+public import Hummingbird
+public import Logging
+
+/// The editors' preview pages: search a user, pick a week, see every surface side by side with the
+/// payload bytes against each budget and the rules that fired.
+///
+/// Routes: `GET /` (the page), `GET /api/users?q=PREFIX`, `GET /api/preview?user=ID&week=W[&source=]`,
+/// `GET /png/<hash>-<platform>-<state>.png`, `GET /healthz`. With a bearer token, every route wants
+/// `Authorization: Bearer TOKEN` (or `?token=TOKEN`, which the page passes on to its requests).
+///
+/// ```swift
+/// let server = PreviewServer(catalog: catalog, configuration: .init(port: 8080))
+/// try await server.application().runService()
+/// ```
+public struct PreviewServer<Database: DigestDatabase>: Sendable {
+    /// Where and how the server listens.
+    public struct Configuration: Sendable {
+        /// 127.0.0.1 unless a bearer token is set.
+        public var host = "127.0.0.1"
+        /// 0 picks a free port (see `onServerRunning`).
+        public var port = 8080
+        /// Required when `host` is not a loopback address.
+        public var bearerToken: String?
+
+        public init(host: String = "127.0.0.1", port: Int = 8080, bearerToken: String? = nil) {
+            self.host = host
+            self.port = port
+            self.bearerToken = bearerToken
+        }
+
+        /// Whether `host` is reachable only from this machine.
+        public var isLoopback: Bool {
+            ["127.0.0.1", "localhost", "::1"].contains(host) || host.hasPrefix("127.")
+        }
+    }
+
+    public let catalog: PreviewCatalog<Database>
+    public let configuration: Configuration
+    public let logger: Logger
+
+    public init(catalog: PreviewCatalog<Database>, configuration: Configuration, logger: Logger = Logger(label: "digest.serve")) {
+        self.catalog = catalog
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// The router with every route (and the token check when a token is set).
+    public func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        if let token = configuration.bearerToken { router.add(middleware: BearerTokenMiddleware(token: token)) }
+        let catalog = self.catalog
+        router.get("/") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: PreviewPageHTML.page)))
+        }
+        router.get("healthz") { _, _ in "ok\n" }
+        router.get("api/users") { request, _ in
+            let query = request.uri.queryParameters["q"].map(String.init) ?? ""
+            try Self.check(query, name: "q", allowEmpty: true)
+            return try Self.json(try catalog.users(prefix: query))
+        }
+        router.get("api/preview") { request, _ in
+            let parameters = request.uri.queryParameters
+            guard let user = parameters["user"].map(String.init) else {
+                throw HTTPError(.badRequest, message: "user is required")
+            }
+            try Self.check(user, name: "user", allowEmpty: false)
+            let week: ISOWeek
+            if let text = parameters["week"].map(String.init), !text.isEmpty {
+                do { week = try ISOWeek(parsing: text) } catch { throw HTTPError(.badRequest, message: "week: \(error)") }
+            } else {
+                week = WeekCalendar.latestCompleteWeek(now: catalog.now())
+            }
+            var source: UserMessages.Source?
+            if let text = parameters["source"].map(String.init), !text.isEmpty {
+                guard let value = UserMessages.Source(rawValue: text) else {
+                    throw HTTPError(.badRequest, message: "source takes outbox or computed")
+                }
+                source = value
+            }
+            guard let page = try await catalog.preview(userID: user, week: week, source: source) else {
+                throw HTTPError(.notFound, message: "no user '\(user)'")
+            }
+            return try Self.json(page)
+        }
+        router.get("png/:name") { _, context in
+            let file = context.parameters.get("name") ?? ""
+            guard file.hasSuffix(".png"), file.count < 200 else { throw HTTPError(.badRequest, message: "not a PNG name") }
+            guard let png = catalog.png(named: String(file.dropLast(4))) else {
+                throw HTTPError(.notFound, message: "no such preview (reload the page to render it again)")
+            }
+            return Response(
+                status: .ok, headers: [.contentType: "image/png", .cacheControl: "private, max-age=3600"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: png)))
+        }
+        return router
+    }
+
+    /// The server as a Hummingbird application (a `Service`: run it with `runService()` or in a
+    /// `ServiceGroup`, which shuts it down gracefully on SIGTERM).
+    public func application(
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        Application(
+            router: router(),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "digest"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            logger: logger)
+    }
+
+    /// Serves until SIGTERM or SIGINT, then shuts down gracefully.
+    public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await application(onServerRunning: onServerRunning).runService()
+    }
+
+    static func json(_ value: some Encodable) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+
+    /// Refuses parameters no user id or prefix looks like.
+    static func check(_ value: String, name: String, allowEmpty: Bool) throws {
+        if value.isEmpty && !allowEmpty { throw HTTPError(.badRequest, message: "\(name) is empty") }
+        if value.utf8.count > 200 { throw HTTPError(.badRequest, message: "\(name) is too long") }
+        if value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw HTTPError(.badRequest, message: "\(name) holds control characters")
+        }
+    }
+}
+
+/// Wants `Authorization: Bearer TOKEN` or `?token=TOKEN` on every request.
+struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
+    let token: String
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        let header = request.headers[.authorization].flatMap { value in
+            value.hasPrefix("Bearer ") ? String(value.dropFirst(7)) : nil
+        }
+        let query = request.uri.queryParameters["token"].map(String.init)
+        guard [header, query].contains(where: { $0.map(matches) ?? false }) else {
+            var headers = HTTPFields()
+            headers[.wwwAuthenticate] = "Bearer"
+            throw HTTPError(.unauthorized, headers: headers, message: "a bearer token is required")
+        }
+        return try await next(request, context)
+    }
+
+    /// Compares in time independent of where the strings differ.
+    func matches(_ candidate: String) -> Bool {
+        let a = Array(candidate.utf8)
+        let b = Array(token.utf8)
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}

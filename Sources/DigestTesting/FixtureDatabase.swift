@@ -1,0 +1,21 @@
+public import DigestStore
+public import Foundation
+
+/// The weekly-run fixtures (six users in four languages, week 2026-W46) imported into a new SQLite file.
+public enum FixtureDatabase {
+    public static let directory = DigestBinary.packageRoot.appendingPathComponent("Tests/DigestRunTests/Fixtures")
+    /// The week the fixtures' reads fall in.
+    public static let week = "2026-W46"
+    /// An instant when 2026-W46 is the latest complete week.
+    public static let now = Date(timeIntervalSince1970: 1_795_300_000)
+
+    /// A new database in `directory` holding the fixtures.
+    public static func make(in directory: TemporaryDirectory) throws -> SQLiteDatabase {
+        let database = SQLiteDatabase.sqlite(path: directory.path("digest.sqlite"))
+        let importer = HistoryImporter(sink: try SQLiteImportSink(database: database))
+        for kind in ImportKind.allCases {
+            _ = try importer.importFile(Self.directory.appendingPathComponent("\(kind.rawValue).jsonl").path, as: kind)
+        }
+        return database
+    }
+}

@@ -1,0 +1,175 @@
+import ArgumentParser
+import DigestCore
+import DigestPreview
+import DigestRun
+import DigestStore
+import Foundation
+
+struct PreviewCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "preview",
+        abstract: "Render what devices will show for a user's message (or any FCM v1 body) as PNG files.",
+        discussion: """
+            With --db and --user, previews the user's messages for the week: the ones in the outbox when a \
+            run enqueued them, else composed now exactly as a run would (--source picks one). With --message, \
+            previews any FCM v1 request body (for example one from `digest queue peek --show-tokens`). Writes \
+            <platform>-<state>.png per surface and preview.json with the rules that fired, the bytes per \
+            budget and each surface's visible lines. Previews never download: pictures are read from \
+            --attachments when their URL starts with --attachments-url, else drawn as "image not readable".
+            """)
+
+    @Option(help: "The database: a SQLite file path.") var db: String?
+    @Option(help: "The user's id.") var user: String?
+    @Option(help: "A file holding one FCM v1 request body.") var message: String?
+    @Option(help: "The ISO week (default: the latest complete week).") var week: String?
+    @Option(help: "Platforms to render, comma-separated (android,ios,web).") var platform: String?
+    @Option(help: "outbox, computed, or auto (the outbox when it has the week's messages).") var source: String = "auto"
+    @Option(help: "Where the PNG files and preview.json go.") var out: String
+    @Option(help: "Pixels per dp/pt: 1, 2 or 3.") var scale: Int = 3
+    @OptionGroup var pictures: PictureOptions
+    @OptionGroup var plan: PlanOptions
+
+    func validate() throws {
+        guard (1...3).contains(scale) else { throw ValidationError("--scale takes 1, 2 or 3") }
+        guard ["auto", "outbox", "computed"].contains(source) else {
+            throw ValidationError("--source takes auto, outbox or computed")
+        }
+        switch (db, user, message) {
+        case (.some, .some, nil), (nil, nil, .some): break
+        default: throw ValidationError("give --db and --user, or --message FILE")
+        }
+        _ = try platforms()
+        if let week { _ = try ISOWeek(parsing: week) }
+    }
+
+    func platforms() throws -> Set<Platform>? {
+        guard let platform else { return nil }
+        var result = Set<Platform>()
+        for name in platform.split(separator: ",") {
+            guard let value = Platform(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
+                throw ValidationError("--platform takes android, ios and web (comma-separated), not '\(name)'")
+            }
+            result.insert(value)
+        }
+        return result
+    }
+
+    func run() async throws {
+        let missing = PreviewRenderer.missingFonts()
+        if !missing.isEmpty {
+            printError("warning: fonts missing (\(missing.joined(separator: ", "))): previews use fallbacks; run scripts/setup.sh as root")
+        }
+        let pool = PreviewPool(threads: 1, configuration: pictures.configuration(allowFileURLs: true))
+        defer { pool.shutdown() }
+        let outURL = URL(fileURLWithPath: out)
+        let written: PreviewFiles
+        if let message {
+            let bytes: [UInt8]
+            do {
+                bytes = Array(try Data(contentsOf: URL(fileURLWithPath: message)))
+            } catch {
+                throw CommandError("\(message): cannot read: \(error.localizedDescription)")
+            }
+            written = try await PreviewFiles.write(
+                messages: [bytes], sidecar: PreviewSidecar(source: "file"), budget: plan.byteBudget, platforms: try platforms(),
+                scale: scale, pool: pool, to: outURL)
+        } else {
+            guard let db, let user else { return }
+            let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: Date())
+            let composer = SingleUserComposer(
+                database: SQLiteDatabase.sqlite(path: db), templates: try plan.catalog(),
+                configuration: plan.configuration(week: week))
+            guard FileManager.default.fileExists(atPath: db) else { throw CommandError("\(db): no such database") }
+            guard let messages = try await composer.messages(userID: user, source: UserMessages.Source(rawValue: source)) else {
+                throw CommandError("\(db): no user '\(user)'")
+            }
+            if let skipped = messages.skipped {
+                throw CommandError("\(user) has no message for \(messages.week) (\(messages.source.rawValue)): \(skipped)")
+            }
+            written = try await PreviewFiles.write(
+                messages, budget: plan.byteBudget, platforms: try platforms(), scale: scale, pool: pool, to: outURL)
+        }
+        for line in written.summary() { print(line) }
+    }
+}
+
+/// `--attachments` and `--attachments-url`: where previews read pictures from.
+struct PictureOptions: ParsableArguments {
+    @Option(help: "The directory holding the image renditions.") var attachments: String?
+    @Option(help: "The public base URL of the renditions (the run's --attachments-url).") var attachmentsURL: String?
+
+    func configuration(allowFileURLs: Bool) -> PreviewRenderer.Configuration {
+        PreviewRenderer.Configuration(
+            images: PreviewImages(attachmentsDirectory: attachments, attachmentsURL: attachmentsURL, allowFileURLs: allowFileURLs))
+    }
+}
+
+/// Renders messages into a directory: one PNG per surface and state, and preview.json.
+struct PreviewFiles {
+    var directory: URL
+    var sidecar: PreviewSidecar
+
+    static func write(
+        messages: [[UInt8]], sidecar: PreviewSidecar, budget: Int, platforms: Set<Platform>?, scale: Int,
+        pool: PreviewPool, to directory: URL
+    ) async throws -> PreviewFiles {
+        var sidecar = sidecar
+        if let platforms { sidecar.budgets.removeAll { !platforms.contains(Platform(rawValue: $0.platform) ?? .android) } }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for bytes in messages {
+            let message: PreviewMessage
+            do {
+                message = try PreviewMessage(json: bytes)
+            } catch {
+                throw CommandError("the message cannot be previewed: \(error)")
+            }
+            if sidecar.budgets.isEmpty || sidecar.source == "file" {
+                for (platform, count) in MessageBudget.bytes(ofMessage: bytes).sorted(by: { $0.key.rawValue < $1.key.rawValue })
+                where !sidecar.budgets.contains(where: { $0.platform == platform.rawValue }) {
+                    sidecar.budgets.append(.init(platform: platform, bytes: count, budget: budget))
+                }
+            }
+            for preview in try await pool.render(message, platforms: platforms, scale: scale) {
+                let url = directory.appendingPathComponent(preview.fileName)
+                try Data(preview.png).write(to: url, options: .atomic)
+                sidecar.previews.append(.init(preview, file: preview.fileName))
+            }
+        }
+        try sidecar.json().write(to: directory.appendingPathComponent("preview.json"), options: .atomic)
+        return PreviewFiles(directory: directory, sidecar: sidecar)
+    }
+
+    /// Previews of a user's messages, with the plan's rules and bytes in the sidecar.
+    static func write(
+        _ messages: UserMessages, budget: Int, platforms: Set<Platform>?, scale: Int, pool: PreviewPool, to directory: URL
+    ) async throws -> PreviewFiles {
+        try await write(
+            messages: Platform.allCases.compactMap { messages.messages[$0] },
+            sidecar: PreviewSidecar(
+                source: messages.source.rawValue, userID: messages.userID, week: messages.week, variant: messages.variant,
+                rules: messages.rules,
+                budgets: Platform.allCases.compactMap { platform in
+                    messages.bytes[platform].map { .init(platform: platform, bytes: $0, budget: budget) }
+                }),
+            budget: budget, platforms: platforms, scale: scale, pool: pool, to: directory)
+    }
+
+    func summary() -> [String] {
+        var lines: [String] = []
+        let who = [sidecar.userID, sidecar.week, sidecar.variant].compactMap { $0 }.joined(separator: " ")
+        lines.append("preview: \(who.isEmpty ? "message" : who) (\(sidecar.source)), \(sidecar.previews.count) PNG files in \(directory.path)")
+        for budget in sidecar.budgets {
+            lines.append("  \(budget.platform): \(budget.bytes) of \(budget.budget) bytes\(budget.overBudget ? " — over budget" : "")")
+        }
+        if !sidecar.rules.isEmpty { lines.append("  rules: \(sidecar.rules.joined(separator: ", "))") }
+        for entry in sidecar.previews {
+            let cut = entry.texts.filter { $0.ellipsized && ($0.role == "title" || $0.role == "body") }.map(\.role)
+            var line = "  \(entry.file): \(entry.surface)"
+            if !cut.isEmpty { line += ", \(cut.joined(separator: " and ")) cut with …" }
+            if !entry.notes.isEmpty { line += "; notes: \(entry.notes.joined(separator: "; "))" }
+            lines.append(line)
+        }
+        lines.append("  sidecar: \(directory.appendingPathComponent("preview.json").path)")
+        return lines
+    }
+}

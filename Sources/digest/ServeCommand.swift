@@ -1,0 +1,64 @@
+import ArgumentParser
+import DigestCore
+import DigestPreview
+import DigestServer
+import DigestStore
+import Foundation
+import Logging
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the editors' preview pages: search a user, pick a week, see every surface.",
+        discussion: """
+            Listens on 127.0.0.1 unless --host says otherwise; any other address needs a bearer token \
+            (--token or DIGEST_SERVE_TOKEN), sent as `Authorization: Bearer TOKEN` or opened as \
+            http://HOST:PORT/?token=TOKEN. Templates are read again on every request, so an edit shows \
+            on reload; PNGs are cached by message hash.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "The address to listen on.") var host: String = "127.0.0.1"
+    @Option(help: "The port (0: any free port, printed at start).") var port: Int = 8080
+    @Option(help: "Bearer token every request must carry (default: DIGEST_SERVE_TOKEN).") var token: String?
+    @Option(help: "Pixels per dp/pt of the previews: 1, 2 or 3.") var scale: Int = 3
+    @Option(help: "Threads rendering previews.") var renderThreads: Int = 2
+    @OptionGroup var pictures: PictureOptions
+    @OptionGroup var plan: PlanOptions
+
+    func validate() throws {
+        guard (1...3).contains(scale) else { throw ValidationError("--scale takes 1, 2 or 3") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+        guard (1...8).contains(renderThreads) else { throw ValidationError("--render-threads must be 1…8") }
+    }
+
+    func run() async throws {
+        let token = self.token ?? ProcessInfo.processInfo.environment["DIGEST_SERVE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        let serverConfiguration = PreviewServer<SQLiteDatabase>.Configuration(host: host, port: port, bearerToken: token)
+        guard serverConfiguration.isLoopback || token != nil else {
+            throw CommandError("--host \(host) is reachable from other machines: set a bearer token with --token or DIGEST_SERVE_TOKEN")
+        }
+        guard FileManager.default.fileExists(atPath: database.db) else { throw CommandError("\(database.db): no such database") }
+        let missing = PreviewRenderer.missingFonts()
+        if !missing.isEmpty {
+            printError("warning: fonts missing (\(missing.joined(separator: ", "))): previews use fallbacks; run scripts/setup.sh as root")
+        }
+        let plan = self.plan
+        let directory = try plan.templatesDirectory()
+        _ = try TemplateCatalog(directory: directory)  // fail now, not on the first request
+        var catalogConfiguration = PreviewCatalog<SQLiteDatabase>.Configuration(templatesDirectory: directory) { week in
+            plan.configuration(week: week)
+        }
+        catalogConfiguration.byteBudget = plan.byteBudget
+        catalogConfiguration.scale = scale
+        let pool = PreviewPool(threads: renderThreads, configuration: pictures.configuration(allowFileURLs: false))
+        defer { pool.shutdown() }
+        let catalog = PreviewCatalog(database: SQLiteDatabase.sqlite(path: database.db), configuration: catalogConfiguration, pool: pool)
+        let server = PreviewServer(catalog: catalog, configuration: serverConfiguration)
+        let host = self.host
+        try await server.run { port in
+            let line = "serving previews on http://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(token != nil ? "?token=…" : "")\n"
+            FileHandle.standardOutput.write(Data(line.utf8))
+        }
+    }
+}

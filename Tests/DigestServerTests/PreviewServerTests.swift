@@ -1,0 +1,168 @@
+import DigestCore
+import DigestPreview
+import DigestRun
+import DigestServer
+import DigestStore
+import DigestTesting
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Testing
+
+/// The preview server in-process (router) and live on port 0.
+@Suite struct PreviewServerTests {
+    static let pool = PreviewPool(threads: 2)
+
+    static func server(
+        _ database: SQLiteDatabase, templates: URL = DigestBinary.templates, token: String? = nil
+    ) -> PreviewServer<SQLiteDatabase> {
+        let configuration = PreviewCatalog<SQLiteDatabase>.Configuration(templatesDirectory: templates) { week in
+            WeeklyRun<SQLiteDatabase>.Configuration(week: week)
+        }
+        let catalog = PreviewCatalog(database: database, configuration: configuration, pool: pool, now: { FixtureDatabase.now })
+        // Stopping a live server by cancelling it logs at error level; keep test output quiet.
+        var logger = Logger(label: "digest.serve.test")
+        logger.logLevel = .critical
+        return PreviewServer(catalog: catalog, configuration: .init(host: "127.0.0.1", port: 0, bearerToken: token), logger: logger)
+    }
+
+    static func json(_ buffer: ByteBuffer) throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? []))
+    }
+
+    @Test func pageSearchAndPreviewsOfEverySurface() async throws {
+        let dir = try TemporaryDirectory()
+        let app = Application(router: Self.server(try FixtureDatabase.make(in: dir)).router())
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType]?.hasPrefix("text/html") == true)
+                #expect(String(buffer: response.body).contains("digest previews"))
+            }
+            try await client.execute(uri: "/api/users?q=u-", method: .get) { response in
+                #expect(response.status == .ok)
+                let users = try #require(try Self.json(response.body) as? [[String: Any]])
+                #expect(users.map { $0["id"] as? String } == ["u-mars", "u-nodev", "u-out", "u-pl", "u-quiet", "u-zh"])
+            }
+            let surfaces = try await client.execute(uri: "/api/preview?user=u-pl&week=2026-W46", method: .get) { response in
+                #expect(response.status == .ok)
+                let page = try #require(try Self.json(response.body) as? [String: Any])
+                #expect(page["source"] as? String == "computed")
+                #expect(page["week"] as? String == "2026-W46")
+                #expect((page["weeks"] as? [String])?.first == "2026-W46")
+                let budgets = try #require(page["budgets"] as? [[String: Any]])
+                #expect(budgets.map { $0["platform"] as? String } == ["android", "ios"])
+                #expect(budgets.allSatisfy { ($0["bytes"] as? Int ?? 0) > 100 && $0["budget"] as? Int == 3800 })
+                let surfaces = try #require(page["surfaces"] as? [[String: Any]])
+                #expect(surfaces.count == 4)
+                return surfaces.compactMap { $0["image"] as? String }
+            }
+            for image in surfaces {
+                try await client.execute(uri: "/" + image, method: .get) { response in
+                    #expect(response.status == .ok)
+                    #expect(response.headers[.contentType] == "image/png")
+                    let bytes = response.body.getBytes(at: response.body.readerIndex, length: response.body.readableBytes) ?? []
+                    #expect(PixelImage(png: bytes) != nil)
+                }
+            }
+        }
+    }
+
+    @Test func unknownUsersAre404MalformedRequestsAre400AndTheServerStaysUp() async throws {
+        let dir = try TemporaryDirectory()
+        let app = Application(router: Self.server(try FixtureDatabase.make(in: dir)).router())
+        try await app.test(.router) { client in
+            let cases: [(String, HTTPResponse.Status)] = [
+                ("/api/preview?user=nobody&week=2026-W46", .notFound),
+                ("/api/preview", .badRequest),
+                ("/api/preview?user=", .badRequest),
+                ("/api/preview?user=u-pl&week=2026-W99", .badRequest),
+                ("/api/preview?user=u-pl&week=yesterday", .badRequest),
+                ("/api/preview?user=u-pl&source=elsewhere", .badRequest),
+                ("/api/preview?user=u%01x", .badRequest),
+                ("/api/preview?user=" + String(repeating: "x", count: 300), .badRequest),
+                ("/png/0000-android-collapsed.png", .notFound),
+                ("/png/whatever.txt", .badRequest),
+                ("/nowhere", .notFound),
+            ]
+            for (uri, status) in cases {
+                try await client.execute(uri: uri, method: .get) { response in
+                    #expect(response.status == status, "\(uri)")
+                }
+            }
+            // A skipped user answers with the reason, not an error.
+            try await client.execute(uri: "/api/preview?user=u-out&week=2026-W46", method: .get) { response in
+                #expect(response.status == .ok)
+                let page = try #require(try Self.json(response.body) as? [String: Any])
+                #expect(page["skipped"] as? String == "opted_out")
+            }
+            try await client.execute(uri: "/healthz", method: .get) { response in
+                #expect(response.status == .ok)
+            }
+        }
+    }
+
+    @Test func aTemplateEditShowsOnTheNextRequest() async throws {
+        let dir = try TemporaryDirectory()
+        let templates = dir.url.appendingPathComponent("Templates")
+        try FileManager.default.copyItem(at: DigestBinary.templates, to: templates)
+        let app = Application(router: Self.server(try FixtureDatabase.make(in: dir), templates: templates).router())
+        try await app.test(.router) { client in
+            func titles() async throws -> [String] {
+                try await client.execute(uri: "/api/preview?user=u-pl&week=2026-W46", method: .get) { response in
+                    let page = try #require(try Self.json(response.body) as? [String: Any])
+                    let surfaces = try #require(page["surfaces"] as? [[String: Any]])
+                    return surfaces.compactMap { surface in
+                        (surface["texts"] as? [[String: Any]])?.first { $0["role"] as? String == "title" }
+                            .flatMap { ($0["lines"] as? [String])?.joined() }
+                    }
+                }
+            }
+            let before = try await titles()
+            #expect(!before.isEmpty)
+            #expect(!before.contains { $0.contains("EDITED") })
+            let file = templates.appendingPathComponent("pl/title.mustache")
+            try ("EDITED " + (try String(contentsOf: file, encoding: .utf8))).write(to: file, atomically: true, encoding: .utf8)
+            let after = try await titles()
+            #expect(after.allSatisfy { $0.hasPrefix("EDITED") }, "\(after)")
+        }
+    }
+
+    @Test func aBearerTokenIsRequiredWhenSet() async throws {
+        let dir = try TemporaryDirectory()
+        let app = Application(router: Self.server(try FixtureDatabase.make(in: dir), token: "s3cret").router())
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: "/healthz", method: .get, headers: [.authorization: "Bearer wrong"]) {
+                #expect($0.status == .unauthorized)
+            }
+            try await client.execute(uri: "/healthz", method: .get, headers: [.authorization: "Bearer s3cret"]) {
+                #expect($0.status == .ok)
+            }
+            try await client.execute(uri: "/api/users?q=u&token=s3cret", method: .get) { #expect($0.status == .ok) }
+        }
+        #expect(PreviewServer<SQLiteDatabase>.Configuration(host: "0.0.0.0").isLoopback == false)
+        #expect(PreviewServer<SQLiteDatabase>.Configuration(host: "127.0.0.1").isLoopback)
+    }
+
+    @Test func liveOnPortZero() async throws {
+        let dir = try TemporaryDirectory()
+        let server = Self.server(try FixtureDatabase.make(in: dir))
+        try await LiveServer.with(server) { port in
+            let (data, response) = try await LiveServer.get("http://127.0.0.1:\(port)/api/preview?user=u-zh&week=2026-W46")
+            #expect(response == 200)
+            let page = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            let surfaces = try #require(page["surfaces"] as? [[String: Any]])
+            #expect(surfaces.map { $0["platform"] as? String } == ["web", "web"])
+            for surface in surfaces {
+                let (png, status) = try await LiveServer.get("http://127.0.0.1:\(port)/\(surface["image"] as! String)")
+                #expect(status == 200)
+                #expect(PixelImage(png: Array(png)) != nil)
+            }
+            let (_, missing) = try await LiveServer.get("http://127.0.0.1:\(port)/api/preview?user=nobody")
+            #expect(missing == 404)
+        }
+    }
+}
