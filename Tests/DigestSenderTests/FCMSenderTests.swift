@@ -4,6 +4,7 @@ import DigestStore
 import DigestTesting
 import Foundation
 import Logging
+import Synchronization
 import Testing
 
 /// The sender in process against the fake FCM server on loopback.
@@ -91,15 +92,28 @@ import Testing
 
     @Test func accessTokensAreCachedAndRefreshedBeforeExpiry() async throws {
         let dir = try TemporaryDirectory()
-        let server = try await FakeFCMServer.start(tokenLifetime: 2)
-        try await SenderHarness.withSender(db: dir.path("x.sqlite"), server: server, dir: dir) { _, tokens in
-            let first = try await tokens.token()
-            #expect(try await tokens.token() == first)
-            #expect(await tokens.fetches == 1)
-            try await Task.sleep(for: .milliseconds(1100))  // past the refresh point (half of 2 s)
-            #expect(try await tokens.token() != first)
-            #expect(await tokens.fetches == 2)
-        }
+        let server = try await FakeFCMServer.start(tokenLifetime: 3600)
+        let account = try SenderHarness.account(server, in: dir)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let offset = Atomic<Int64>(0)
+        var configuration = AccessTokenProvider.Configuration()
+        configuration.clock = { Int64(Date().timeIntervalSince1970) + offset.load(ordering: .relaxed) }
+        let tokens = try AccessTokenProvider(account: account, client: client, configuration: configuration, logger: Logger(label: "test"))
+        let first = try await tokens.token()
+        #expect(try await tokens.token() == first)
+        #expect(tokens.currentToken() == first)
+        #expect(await tokens.fetches == 1)
+        offset.store(3600 - 300 - 60, ordering: .relaxed)  // a minute before the refresh point
+        #expect(try await tokens.token() == first)
+        offset.store(3600 - 300 + 1, ordering: .relaxed)  // past it, the token still valid
+        #expect(tokens.currentToken() == nil)
+        let second = try await tokens.token()
+        #expect(second != first)
+        #expect(await tokens.fetches == 2)
+        await tokens.invalidate(second)
+        #expect(try await tokens.token() != second)
+        #expect(server.stats.accessTokens == 3)
+        try await client.shutdown()
         try await server.shutdown()
     }
 

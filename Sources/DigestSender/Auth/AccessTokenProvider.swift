@@ -17,6 +17,9 @@ public actor AccessTokenProvider {
         /// The first pause between tries.
         public var retryPause: Duration = .milliseconds(500)
         public var timeout: TimeAmount = .seconds(15)
+        /// The local clock (Unix seconds) that decides when a token needs refreshing; the JWT itself
+        /// is always stamped with the real time. Tests move it.
+        public var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
         public init() {}
     }
 
@@ -29,7 +32,7 @@ public actor AccessTokenProvider {
     }
     /// The cached token for ``currentToken()``, readable without entering the actor.
     private nonisolated let current = Mutex<(token: String, refreshAt: Int64)?>(nil)
-    private var refreshing: Task<(String, Int64, Int64), any Error>?
+    private var refreshing: Task<(String, Int64), any Error>?
     /// Tokens fetched so far (for tests and metrics).
     public private(set) var fetches = 0
 
@@ -43,13 +46,13 @@ public actor AccessTokenProvider {
     /// The cached token while it needs no refresh, without an actor hop (the per-request fast path);
     /// nil means: call ``token()``.
     public nonisolated func currentToken() -> String? {
-        let now = Self.now()
+        let now = configuration.clock()
         return current.withLock { cached in cached.flatMap { now < $0.refreshAt ? $0.token : nil } }
     }
 
     /// A valid access token, fetched or refreshed when needed.
     public func token() async throws -> String {
-        let now = Self.now()
+        let now = configuration.clock()
         if let cached, now < cached.refreshAt { return cached.token }
         if refreshing == nil {
             let signer = signer, client = client, configuration = configuration, logger = logger
@@ -57,10 +60,12 @@ public actor AccessTokenProvider {
         }
         let task = refreshing!
         do {
-            let (token, expiresAt, refreshAt) = try await task.value
+            let (token, lifetime) = try await task.value
             if refreshing == task {
                 refreshing = nil
-                cached = (token, expiresAt, refreshAt)
+                // Counted from receipt, and refreshed a margin early (at most half the lifetime).
+                let expiresAt = configuration.clock() + lifetime
+                cached = (token, expiresAt, expiresAt - min(configuration.refreshMargin, lifetime / 2))
                 fetches += 1
             }
             return token
@@ -84,7 +89,7 @@ public actor AccessTokenProvider {
 
     private static func fetch(
         signer: JWTSigner, client: HTTPClient, configuration: Configuration, logger: Logger
-    ) async throws -> (String, Int64, Int64) {
+    ) async throws -> (String, Int64) {
         let uri = signer.account.tokenURI
         var pause = configuration.retryPause
         for attempt in 1...max(1, configuration.attempts) {
@@ -112,9 +117,8 @@ public actor AccessTokenProvider {
             let json = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] ?? [:]
             if status == 200, let token = json["access_token"] as? String, !token.isEmpty {
                 let lifetime = (json["expires_in"] as? NSNumber)?.int64Value ?? 3600
-                let margin = min(configuration.refreshMargin, lifetime / 2)
                 logger.debug("fetched an access token", metadata: ["expires_in": "\(lifetime)"])
-                return (token, issuedAt + lifetime, issuedAt + lifetime - margin)
+                return (token, lifetime)
             }
             if status >= 500 && attempt < configuration.attempts {
                 try await Task.sleep(for: pause)
