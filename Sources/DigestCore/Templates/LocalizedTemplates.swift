@@ -104,7 +104,8 @@ struct CompiledTemplate: Sendable {
 /// Bounded render results shared by every task that uses the same locale.
 final class RenderCache: Sendable {
     private let entries = Mutex<[String: String]>([:])
-    private let limit = 20_000
+    // Small enough that a few thousand users fill it: memory is then the same at 100k users as at 1M.
+    private let limit = 2_048
 
     func value(for key: String) -> String? { entries.withLock { $0[key] } }
 
