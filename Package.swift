@@ -19,12 +19,16 @@ let package = Package(
         .library(name: "DigestCore", targets: ["DigestCore"]),
         .library(name: "DigestStore", targets: ["DigestStore"]),
         .library(name: "DigestRun", targets: ["DigestRun"]),
+        .library(name: "DigestImageCodecs", targets: ["DigestImageCodecs"]),
+        .library(name: "DigestImages", targets: ["DigestImages"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
     ],
     targets: [
         // System SQLite (Debian libsqlite3-dev).
@@ -32,6 +36,46 @@ let package = Package(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // System libjpeg-turbo (Debian libjpeg-dev).
+        .systemLibrary(
+            name: "CJPEG",
+            pkgConfig: "libjpeg",
+            providers: [.apt(["libjpeg-dev"])]
+        ),
+        // System libpng 1.6 (Debian libpng-dev).
+        .systemLibrary(
+            name: "CPNG",
+            pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"])]
+        ),
+        // The only code that calls setjmp/longjmp: libjpeg's error exits land here and come back as a
+        // status and a message, never as a jump over Swift frames or a call to exit().
+        .target(
+            name: "CImageShim",
+            dependencies: ["CJPEG", "CPNG"]
+        ),
+        // Sniffing, decoding, resampling, encoding: pure CPU work on bytes, no I/O (fuzzed on its own).
+        .target(
+            name: "DigestImageCodecs",
+            dependencies: ["CImageShim", "CJPEG", "CPNG"],
+            // Pixel loops are 50–100× slower unoptimised: build this target with -O in debug too, so
+            // `make demo` and `make test` stay quick.
+            swiftSettings: swiftSettings + [.unsafeFlags(["-O"], .when(configuration: .debug))]
+        ),
+        // The attachment store, the guarded downloader and the run's attachment provider.
+        .target(
+            name: "DigestImages",
+            dependencies: [
+                "DigestCore", "DigestImageCodecs",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
         ),
         // Domain values, week maths, digests, templates, text rules, planning, FCM encoding.
         .target(
@@ -60,17 +104,23 @@ let package = Package(
         // What tests share: fixtures, an in-memory attachment provider, the binary runner.
         .target(
             name: "DigestTesting",
-            dependencies: ["DigestCore", "DigestStore", "DigestRun"],
+            dependencies: ["DigestCore", "DigestStore", "DigestRun", "DigestImages"],
             swiftSettings: swiftSettings
         ),
         // The command line.
         .executableTarget(
             name: "digest",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestRun",
+                "DigestCore", "DigestStore", "DigestRun", "DigestImageCodecs", "DigestImages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // libFuzzer entry for the decoders; see docs/002-images.md for the build command.
+        .executableTarget(
+            name: "DigestImagesFuzz",
+            dependencies: ["DigestImageCodecs"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -81,6 +131,12 @@ let package = Package(
         .testTarget(
             name: "DigestStoreTests",
             dependencies: ["DigestCore", "DigestStore", "DigestTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestImagesTests",
+            dependencies: ["DigestCore", "DigestStore", "DigestImageCodecs", "DigestImages", "DigestTesting"],
+            exclude: ["Corpus"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

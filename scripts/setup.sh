@@ -2,7 +2,7 @@
 # Installs the system packages digest needs when they are missing (Debian/Ubuntu, as root).
 set -euo pipefail
 
-packages=(pkg-config libsqlite3-dev tzdata ca-certificates)
+packages=(pkg-config libsqlite3-dev libjpeg-dev libpng-dev tzdata ca-certificates)
 
 missing=()
 for package in "${packages[@]}"; do

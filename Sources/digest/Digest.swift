@@ -8,7 +8,7 @@ struct Digest: AsyncParsableCommand {
         commandName: "digest",
         abstract: "Turns each reader's week of reading into a push notification.",
         subcommands: [
-            DemoCommand.self, ImportCommand.self, RunCommand.self, QueueCommand.self, MigrateCommand.self,
+            DemoCommand.self, ImportCommand.self, RunCommand.self, QueueCommand.self, MigrateCommand.self, ImagesCommand.self,
         ])
 
     /// Logs go to stderr at `DIGEST_LOG_LEVEL` (default `warning`); output stays on stdout.

@@ -46,6 +46,10 @@ struct BatchComposer: Sendable {
         var counters = RunCounters()
         var messages: [OutboxMessage] = []
         messages.reserveCapacity(batch.users.count * 2)
+        // First the digests, then every distinct top-pick image of the batch asked for at once (the
+        // provider bounds its own downloads and fetches each URL once), then the plans.
+        var digested: [(reader: Reader, window: WeekWindow, digest: WeeklyDigest)] = []
+        digested.reserveCapacity(batch.users.count)
         for (stored, reads) in zip(batch.users, batch.reads) {
             let reader = stored.reader
             counters.users += 1
@@ -59,12 +63,15 @@ struct BatchComposer: Sendable {
             }
             let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)
             if zoneFellBack { counters.timeZoneFallbacks += 1 }
-            let digest = builder.build(reader: reader, window: window, reads: reads)
+            digested.append((reader, window, builder.build(reader: reader, window: window, reads: reads)))
+        }
+        let outcomes = await imageOutcomes(Set(digested.compactMap { $0.digest.picks.first?.imageURL }))
+        for (reader, window, digest) in digested {
             let localized = templates.localized(for: reader.locale)
             if localized.fellBackToRoot { counters.localeFallbacks += 1 }
             var image: ImageOutcome?
             if let url = digest.picks.first?.imageURL {
-                let outcome = await attachments.renditions(forImageAt: url)
+                let outcome = outcomes[url] ?? .unavailable(reason: "not_requested")
                 image = outcome
                 switch outcome {
                 case .ready: counters.images["ready", default: 0] += 1
@@ -100,5 +107,17 @@ struct BatchComposer: Sendable {
         }
         return BatchResult(
             lastKey: batch.lastKey, userCount: batch.users.count, messages: messages, counters: counters)
+    }
+
+    /// The provider's outcome for each URL, asked concurrently.
+    private func imageOutcomes(_ urls: Set<String>) async -> [String: ImageOutcome] {
+        await withTaskGroup(of: (String, ImageOutcome).self) { group in
+            for url in urls {
+                group.addTask { (url, await attachments.renditions(forImageAt: url)) }
+            }
+            var outcomes: [String: ImageOutcome] = [:]
+            for await (url, outcome) in group { outcomes[url] = outcome }
+            return outcomes
+        }
     }
 }
