@@ -26,6 +26,9 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Distinct sample pictures served to the run over HTTP on 127.0.0.1 (0: no images).")
     var images: Int = 18
 
+    @Flag(inversion: .prefixedNo, help: "Point some articles at a missing picture (a 404), to show a failure and its text fallback.")
+    var brokenImage = true
+
     @OptionGroup var options: RunOptions
 
     func validate() throws {
@@ -54,7 +57,7 @@ struct DemoCommand: AsyncParsableCommand {
             dataset.articles = articles
             if images > 0 {
                 dataset.imageBase = server.url("/images")
-                dataset.imageNames = pictures.map(\.name) + ["missing.jpg"]
+                dataset.imageNames = pictures.map(\.name) + (brokenImage ? ["missing.jpg"] : [])
             }
             let dataDirectory = outURL.appendingPathComponent("data")
             print("sample:    \(users) users, \(dataset.articles) articles, four weeks of reads up to \(week), seed \(seed)")
@@ -81,6 +84,10 @@ struct DemoCommand: AsyncParsableCommand {
             return (summary, runOptions, dataDirectory, databasePath)
         }
         for line in summary.lines() { print(line) }
+        if images > 0 {
+            let hits = routes.hits
+            print("served:    \(hits.values.reduce(0, +)) requests for \(hits.count) distinct pictures on 127.0.0.1")
+        }
 
         // One sample message per variant and platform, for a look at the real payloads.
         let samples = outURL.appendingPathComponent("messages")

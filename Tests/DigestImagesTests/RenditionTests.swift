@@ -49,6 +49,23 @@ import Testing
         #expect(hero[512, 3].0 > 180 && hero[512, 3].1 < 30)
     }
 
+    /// The JPEG path (DCT scaling, column crop in the decoder, skipped rows) gives the same picture as
+    /// the PNG path (whole image decoded, no shortcuts) for the same pixels.
+    @Test(arguments: [(2400, 1800, false), (2400, 1800, true), (1000, 1400, false), (3000, 1000, true)])
+    func croppedScaledJPEGDecodingMatchesAFullDecode(_ w: Int, _ h: Int, _ progressive: Bool) throws {
+        let photo = SamplePictures.photo(width: w, height: h, seed: 31)
+        let jpeg = try SamplePictures.jpeg(photo, quality: 100, progressive: progressive)
+        let png = try SamplePictures.png(photo, opaque: true)
+        for spec in [RenditionSpec.hero, .icon] {
+            let viaJPEG = try Self.maker.resample(jpeg, specs: [spec])[0].pixels
+            let viaPNG = try Self.maker.resample(png, specs: [spec])[0].pixels
+            var total = 0
+            for i in 0..<viaJPEG.bytes.count { total += abs(Int(viaJPEG.bytes[i]) - Int(viaPNG.bytes[i])) }
+            let mean = Double(total) / Double(viaJPEG.bytes.count)
+            #expect(mean < 3, "\(spec.name): mean difference \(mean)")
+        }
+    }
+
     @Test func qualityStepsDownToMeetTheByteLimit() throws {
         let source = try Self.jpeg(1024, 512, seed: 9)
         let tight = RenditionSpec(name: "tight", width: 1024, height: 512, maxBytes: 60_000)
