@@ -1,5 +1,7 @@
 import ArgumentParser
+import DigestCore
 import DigestImageCodecs
+import DigestImages
 import Foundation
 
 /// `digest images`: the image pipeline on local files, for checking pictures and for the benchmark.
@@ -7,7 +9,58 @@ struct ImagesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "images",
         abstract: "Make renditions of local image files, or write sample pictures.",
-        subcommands: [Render.self, Samples.self])
+        subcommands: [Render.self, Samples.self, Shared.self])
+
+    struct Shared: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Many users sharing few images: ask the attachment provider for each user's image, served on 127.0.0.1.",
+            discussion: "User i asks for picture i mod --images, a batch of users at a time, as the weekly run does. Prints downloads, server requests and time.")
+
+        @Option(help: "Users asking.")
+        var users: Int = 100_000
+
+        @Option(help: "Distinct pictures.")
+        var images: Int = 200
+
+        @Option(help: "Users asking at once (one batch).")
+        var batch: Int = 1000
+
+        @Option(help: "The attachments directory (files are written there).")
+        var out: String
+
+        func run() async throws {
+            let pictures = try SamplePictures.demo(count: images)
+            let routes = LoopbackRoutes()
+            for picture in pictures { routes["/i/\(picture.name)"] = .ok(picture.bytes, contentType: picture.contentType) }
+            var configuration = ImageAttachments.Configuration(directory: URL(fileURLWithPath: out), baseURL: "https://cdn.example/a")
+            configuration.downloader.addressGuard = try AddressGuard(allowList: "127.0.0.1")
+            let (ready, statistics, seconds) = try await LoopbackHTTPServer.serve(routes) { server in
+                let urls = pictures.map { server.url("/i/\($0.name)") }
+                let started = ContinuousClock.now
+                let (ready, statistics) = try await ImageAttachments.with(configuration) { attachments in
+                    var ready = 0
+                    for first in stride(from: 0, to: users, by: batch) {
+                        ready += await withTaskGroup(of: Int.self) { group in
+                            for user in first..<min(users, first + batch) {
+                                group.addTask {
+                                    if case .ready = await attachments.renditions(forImageAt: urls[user % urls.count]) { return 1 }
+                                    return 0
+                                }
+                            }
+                            return await group.reduce(0, +)
+                        }
+                    }
+                    return (ready, await attachments.statistics())
+                }
+                let elapsed = started.duration(to: .now)
+                return (ready, statistics, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            }
+            let requests = routes.hits.values.reduce(0, +)
+            print("users: \(users), distinct images: \(images), ready: \(ready)")
+            print("downloads: \(statistics["downloads"] ?? 0), server requests: \(requests), fetched: \(statistics["fetched"] ?? 0), reused: \(statistics["reused"] ?? 0)")
+            print(String(format: "time: %.2f s, %.0f users/s", seconds, Double(users) / seconds))
+        }
+    }
 
     struct Render: ParsableCommand {
         static let configuration = CommandConfiguration(
