@@ -105,7 +105,10 @@ struct ImagesCommand: ParsableCommand {
             let items = files.count * passes
             let next = Counter()
             let started = DispatchTime.now().uptimeNanoseconds
-            DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            // Threads of our own, so how many run at once never depends on Dispatch's or the
+            // concurrency pool's idea of free width (this is called from an async context).
+            let done = DispatchSemaphore(value: 0)
+            let work: @Sendable () -> Void = {
                 while let item = next.take(below: items) {
                     let index = item % files.count
                     let begin = DispatchTime.now().uptimeNanoseconds
@@ -125,7 +128,10 @@ struct ImagesCommand: ParsableCommand {
                         results.fail()
                     }
                 }
+                done.signal()
             }
+            for _ in 0..<threads { Thread.detachNewThread(work) }
+            for _ in 0..<threads { done.wait() }
             let wall = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
             var all: [Double] = []
             for (index, file) in files.enumerated() {
