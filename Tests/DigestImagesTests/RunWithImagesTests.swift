@@ -62,4 +62,17 @@ import Testing
             #expect(routes.hits["/img/a7.jpg"] == 1)
         }
     }
+
+    @Test func imageOptionsAreChecked() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("digest.sqlite")
+        let noURL = try await Self.run(["run", "--db", db, "--attachments", dir.path("a")])
+        #expect(noURL.status != 0 && noURL.stderr.contains("--attachments needs --attachments-url"), "\(noURL.stderr)")
+        let noDirectory = try await Self.run(["run", "--db", db, "--attachments-url", "https://cdn.example"])
+        #expect(noDirectory.status != 0 && noDirectory.stderr.contains("--attachments-url needs --attachments"))
+        let badHosts = try await Self.run([
+            "run", "--db", db, "--attachments", dir.path("a"), "--attachments-url", "https://cdn.example", "--allow-hosts", "localhost",
+        ])
+        #expect(badHosts.status != 0 && badHosts.stderr.contains("--allow-hosts"), "\(badHosts.stderr)")
+    }
 }
