@@ -11,7 +11,8 @@ import Testing
     static func configuration(_ dir: TemporaryDirectory) throws -> ImageAttachments.Configuration {
         var configuration = ImageAttachments.Configuration(directory: dir.url.appendingPathComponent("att"), baseURL: "https://cdn.example/att/")
         configuration.downloader.addressGuard = try AddressGuard(allowList: "127.0.0.1")
-        configuration.downloader.totalTimeout = .seconds(1)
+        // Generous: other suites run alongside; the slow-server case has its own test.
+        configuration.downloader.totalTimeout = .seconds(20)
         configuration.downloader.maxBytes = 2_000_000
         configuration.renderThreads = 2
         return configuration
@@ -37,7 +38,6 @@ import Testing
             "/labelled-png.jpg": .ok(photo, contentType: "image/png"),
             "/page.jpg": .ok(Array("<!doctype html><title>Gone</title>".utf8), contentType: "image/jpeg"),
             "/500.jpg": .bytes(status: 500, body: [], contentType: nil),
-            "/slow.jpg": .trickle(body: photo, contentType: "image/jpeg", chunkSize: 100, interval: .milliseconds(50)),
             "/big.jpg": .endless(contentType: "image/jpeg", declaredLength: nil),
             "/loop.jpg": .redirect(location: "/loop.jpg", status: 302),
             "/private.jpg": .redirect(location: "http://10.1.2.3/x.jpg", status: 302),
@@ -54,7 +54,7 @@ import Testing
 
     /// Bad input → reason on the outcome.
     static let expectedFailures: [String: String] = [
-        "/missing.jpg": "http_404", "/500.jpg": "http_500", "/slow.jpg": "timeout", "/big.jpg": "too_large",
+        "/missing.jpg": "http_404", "/500.jpg": "http_500", "/big.jpg": "too_large",
         "/loop.jpg": "too_many_redirects", "/private.jpg": "address_refused", "/page.jpg": "not_an_image",
         "/truncated.jpg": "truncated", "/truncated.png": "truncated", "/bad-crc.png": "corrupt", "/huge.png": "too_many_pixels",
         "/zero.png": "zero_size", "/image.webp": "unsupported_type", "/image.svg": "unsupported_type", "/empty.jpg": "empty_body",
@@ -130,6 +130,23 @@ import Testing
                 let statistics = await attachments.statistics()
                 #expect(statistics["reused"] == 1 && statistics["fetched"] == nil)
             }
+        }
+    }
+
+    @Test func aSlowServerEndsInATimeoutAndATextFallbackReason() async throws {
+        let dir = try TemporaryDirectory()
+        var configuration = try Self.configuration(dir)
+        configuration.downloader.totalTimeout = .seconds(1)
+        let routes = LoopbackRoutes([
+            "/slow.jpg": .trickle(body: Self.photo + Self.photo, contentType: "image/jpeg", chunkSize: 10, interval: .milliseconds(50))
+        ])
+        try await LoopbackHTTPServer.serve(routes) { server in
+            try await ImageAttachments.with(configuration) { attachments in
+                #expect(await attachments.renditions(forImageAt: server.url("/slow.jpg")) == .unavailable(reason: "timeout"))
+                #expect(await attachments.renditions(forImageAt: server.url("/slow.jpg")) == .unavailable(reason: "timeout"))
+                #expect(await attachments.statistics()["failed:timeout"] == 1)
+            }
+            #expect(routes.hits["/slow.jpg"] == 1, "the failure is remembered")
         }
     }
 }
