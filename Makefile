@@ -26,6 +26,7 @@ test: setup
 ## Benchmarks (release build; not part of CI). Results go to BENCHMARKS.md.
 bench: setup
 	scripts/bench.sh
+	scripts/bench-images.sh
 	scripts/bench-previews.sh
 
 ## Delivery benchmark: digest send vs wrk against the fake FCM server; "## Delivery" in BENCHMARKS.md.

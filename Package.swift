@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "DigestSender", targets: ["DigestSender"]),
         .library(name: "DigestPreview", targets: ["DigestPreview"]),
         .library(name: "DigestServer", targets: ["DigestServer"]),
+        .library(name: "DigestImageCodecs", targets: ["DigestImageCodecs"]),
+        .library(name: "DigestImages", targets: ["DigestImages"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -29,7 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.36.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
@@ -55,6 +57,46 @@ let package = Package(
             name: "CGdkPixbuf",
             pkgConfig: "gdk-pixbuf-2.0",
             providers: [.apt(["libgdk-pixbuf-2.0-dev"])]
+        ),
+        // System libjpeg-turbo (Debian libjpeg-dev).
+        .systemLibrary(
+            name: "CJPEG",
+            pkgConfig: "libjpeg",
+            providers: [.apt(["libjpeg-dev"])]
+        ),
+        // System libpng 1.6 (Debian libpng-dev).
+        .systemLibrary(
+            name: "CPNG",
+            pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"])]
+        ),
+        // The only code that calls setjmp/longjmp: libjpeg's error exits land here and come back as a
+        // status and a message, never as a jump over Swift frames or a call to exit().
+        .target(
+            name: "CImageShim",
+            dependencies: ["CJPEG", "CPNG"]
+        ),
+        // Sniffing, decoding, resampling, encoding: pure CPU work on bytes, no I/O (fuzzed on its own).
+        .target(
+            name: "DigestImageCodecs",
+            dependencies: ["CImageShim", "CJPEG", "CPNG"],
+            // Pixel loops are 50–100× slower unoptimised: build this target with -O in debug too, so
+            // `make demo` and `make test` stay quick.
+            swiftSettings: swiftSettings + [.unsafeFlags(["-O"], .when(configuration: .debug))]
+        ),
+        // The attachment store, the guarded downloader and the run's attachment provider.
+        .target(
+            name: "DigestImages",
+            dependencies: [
+                "DigestCore", "DigestImageCodecs",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
         ),
         // Domain values, week maths, digests, templates, text rules, planning, FCM encoding.
         .target(
@@ -124,7 +166,7 @@ let package = Package(
         .target(
             name: "DigestTesting",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestRun",
+                "DigestCore", "DigestStore", "DigestRun", "DigestImages",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -149,6 +191,7 @@ let package = Package(
             name: "digest",
             dependencies: [
                 "DigestCore", "DigestStore", "DigestRun", "DigestPreview", "DigestServer", "DigestSender",
+                "DigestImageCodecs", "DigestImages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -161,6 +204,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // libFuzzer entry for the decoders; see docs/002-images.md for the build command.
+        .executableTarget(
+            name: "DigestImagesFuzz",
+            dependencies: ["DigestImageCodecs"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "DigestCoreTests",
             dependencies: ["DigestCore", "DigestTesting"],
@@ -169,6 +218,12 @@ let package = Package(
         .testTarget(
             name: "DigestStoreTests",
             dependencies: ["DigestCore", "DigestStore", "DigestTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestImagesTests",
+            dependencies: ["DigestCore", "DigestStore", "DigestImageCodecs", "DigestImages", "DigestTesting"],
+            exclude: ["Corpus"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,6 +1,8 @@
 import ArgumentParser
 import DigestCore
 import DigestPreview
+import DigestImageCodecs
+import DigestImages
 import DigestRun
 import DigestStore
 import Foundation
@@ -19,10 +21,21 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Users in the sample.")
     var users: Int = 2400
 
+    @Option(help: "Articles in the sample.")
+    var articles: Int = 360
+
+    @Option(help: "Distinct sample pictures served to the run over HTTP on 127.0.0.1 (0: no images).")
+    var images: Int = 18
+
+    @Flag(inversion: .prefixedNo, help: "Point some articles at a missing picture (a 404), to show a failure and its text fallback.")
+    var brokenImage = true
+
     @OptionGroup var options: RunOptions
 
     func validate() throws {
         guard users >= 1 else { throw ValidationError("--users must be positive") }
+        guard articles >= 1 else { throw ValidationError("--articles must be positive") }
+        guard images >= 0 else { throw ValidationError("--images must be 0 or more") }
     }
 
     func run() async throws {
@@ -31,26 +44,51 @@ struct DemoCommand: AsyncParsableCommand {
         let outURL = URL(fileURLWithPath: out)
         let fm = FileManager.default
         try fm.createDirectory(at: outURL, withIntermediateDirectories: true)
-        var dataset = DemoDataset(week: week)
-        dataset.seed = seed
-        dataset.users = users
-        let dataDirectory = outURL.appendingPathComponent("data")
-        print("sample: \(users) users, \(dataset.articles) articles, four weeks of reads up to \(week), seed \(seed)")
-        let files = try dataset.write(to: dataDirectory)
+        // Sample pictures, served on loopback while the run downloads them; one missing on purpose,
+        // so the summary shows a failure reason and its text fallback.
+        print("pictures:  making \(images) sample pictures")
+        let pictures = try SamplePictures.demo(count: images)
+        let routes = LoopbackRoutes()
+        for picture in pictures { routes["/images/\(picture.name)"] = .ok(picture.bytes, contentType: picture.contentType) }
+        let attachmentsDirectory = outURL.appendingPathComponent("attachments")
+        let (summary, runOptions, dataDirectory, databasePath) = try await LoopbackHTTPServer.serve(routes) { server in
+            var dataset = DemoDataset(week: week)
+            dataset.seed = seed
+            dataset.users = users
+            dataset.articles = articles
+            if images > 0 {
+                dataset.imageBase = server.url("/images")
+                dataset.imageNames = pictures.map(\.name) + (brokenImage ? ["missing.jpg"] : [])
+            }
+            let dataDirectory = outURL.appendingPathComponent("data")
+            print("sample:    \(users) users, \(dataset.articles) articles, four weeks of reads up to \(week), seed \(seed)")
+            let files = try dataset.write(to: dataDirectory)
 
-        // A new database each time, so the demo always shows a whole run.
-        let databasePath = outURL.appendingPathComponent("digest.sqlite").path
-        for suffix in ["", "-wal", "-shm"] { try? fm.removeItem(atPath: databasePath + suffix) }
-        let plan: [(ImportKind, String)] = [.users, .articles, .reads].compactMap { kind in files[kind].map { (kind, $0) } }
-        for summary in try Importing.run(plan, databasePath: databasePath, strict: true, quiet: true) {
-            print(Importing.line(summary))
+            // A new database each time, so the demo always shows a whole run.
+            let databasePath = outURL.appendingPathComponent("digest.sqlite").path
+            for suffix in ["", "-wal", "-shm"] { try? fm.removeItem(atPath: databasePath + suffix) }
+            let plan: [(ImportKind, String)] = [.users, .articles, .reads].compactMap { kind in files[kind].map { (kind, $0) } }
+            for summary in try Importing.run(plan, databasePath: databasePath, strict: true, quiet: true) {
+                print(Importing.line(summary))
+            }
+
+            var runOptions = options
+            runOptions.week = week.description
+            if runOptions.report == nil { runOptions.report = outURL.appendingPathComponent("report.json").path }
+            if images > 0, runOptions.attachments == nil {
+                runOptions.attachments = attachmentsDirectory.path
+                runOptions.attachmentsUrl = runOptions.attachmentsUrl ?? attachmentsDirectory.absoluteURL.absoluteString
+                runOptions.allowHosts = runOptions.allowHosts ?? "127.0.0.1"
+            }
+            print("images:    served at \(server.url("/images/")), allowed hosts: \(runOptions.allowHosts ?? "none")")
+            let summary = try await runOptions.execute(databasePath: databasePath, now: now)
+            return (summary, runOptions, dataDirectory, databasePath)
         }
-
-        var runOptions = options
-        runOptions.week = week.description
-        if runOptions.report == nil { runOptions.report = outURL.appendingPathComponent("report.json").path }
-        let summary = try await runOptions.execute(databasePath: databasePath, now: now)
         for line in summary.lines() { print(line) }
+        if images > 0 {
+            let hits = routes.hits
+            print("served:    \(hits.values.reduce(0, +)) requests for \(hits.count) distinct pictures on 127.0.0.1")
+        }
 
         // One sample message per variant and platform, for a look at the real payloads.
         let samples = outURL.appendingPathComponent("messages")
@@ -70,6 +108,10 @@ struct DemoCommand: AsyncParsableCommand {
         print("report:    \(runOptions.report ?? "")")
         print("messages:  \(samples.path)/ (\(written.sorted().joined(separator: ", ")))")
         print("previews:  \(outURL.appendingPathComponent("previews").path)/<user>/ (\(previews.joined(separator: ", ")))")
+        if let attachments = runOptions.attachments {
+            let files = (try? fm.contentsOfDirectory(atPath: attachments).filter { !$0.hasPrefix(".") }) ?? []
+            print("images:    \(attachments)/ (\(files.count) files, linked as \(runOptions.attachmentsUrl ?? "")/<file>)")
+        }
         print("next:      digest queue stats --db \(databasePath)")
         print("           digest serve --db \(databasePath)")
     }

@@ -9,7 +9,7 @@ struct Digest: AsyncParsableCommand {
         abstract: "Turns each reader's week of reading into a push notification.",
         subcommands: [
             DemoCommand.self, ImportCommand.self, RunCommand.self, PreviewCommand.self, ServeCommand.self, QueueCommand.self,
-            SendCommand.self, MigrateCommand.self,
+            SendCommand.self, MigrateCommand.self, ImagesCommand.self,
         ])
 
     /// Logs go to stderr at `DIGEST_LOG_LEVEL` (default `warning`); output stays on stdout.

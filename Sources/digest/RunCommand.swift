@@ -1,5 +1,7 @@
 import ArgumentParser
 import DigestCore
+import DigestImageCodecs
+import DigestImages
 import DigestRun
 import DigestStore
 import Foundation
@@ -48,11 +50,27 @@ struct RunOptions: ParsableArguments {
     @Flag(help: "Run even if the week has no reads at all.")
     var allowEmptyWeek = false
 
+    @Option(help: "Directory for image renditions (<hash>.<ext>); turns on the Image variant.")
+    var attachments: String?
+
+    @Option(help: "Public base URL the attachments directory is served under (needed with --attachments).")
+    var attachmentsUrl: String?
+
+    @Option(help: "Comma-separated addresses or CIDR ranges the image downloader may reach although internal, e.g. 127.0.0.1.")
+    var allowHosts: String?
+
     func validate() throws {
         guard ["local", "now"].contains(sendAt) else { throw ValidationError("--send-at takes 'local' or 'now'") }
         guard batchSize > 0 else { throw ValidationError("--batch-size must be positive") }
         if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be positive") }
         if let week { _ = try ISOWeek(parsing: week) }
+        if attachments != nil, attachmentsUrl == nil {
+            throw ValidationError("--attachments needs --attachments-url (the public URL the directory is served under)")
+        }
+        if attachmentsUrl != nil, attachments == nil { throw ValidationError("--attachments-url needs --attachments") }
+        if let allowHosts {
+            do { _ = try AddressGuard(allowList: allowHosts) } catch { throw ValidationError("--allow-hosts: \(error.message)") }
+        }
     }
 
     func execute(databasePath: String, now: Date = Date()) async throws -> RunSummary {
@@ -63,15 +81,35 @@ struct RunOptions: ParsableArguments {
         configuration.batchSize = batchSize
         if let concurrency { configuration.concurrency = concurrency }
         configuration.allowEmptyWeek = allowEmptyWeek
-        let run = WeeklyRun(database: .sqlite(path: databasePath), templates: catalog, configuration: configuration)
-        let printer = ProgressPrinter(interval: progressInterval)
-        let summary = try await run.run(now: now) { printer.report($0) }
-        printer.finish()
+        let summary: RunSummary
+        if let attachments, let attachmentsUrl {
+            var images = ImageAttachments.Configuration(
+                directory: URL(fileURLWithPath: attachments), baseURL: attachmentsUrl)
+            images.downloader.addressGuard = try AddressGuard(allowList: allowHosts ?? "")
+            summary = try await ImageAttachments.with(images) { provider in
+                try await runWeek(databasePath: databasePath, catalog: catalog, attachments: provider, configuration: configuration, now: now)
+            }
+        } else {
+            summary = try await runWeek(
+                databasePath: databasePath, catalog: catalog, attachments: NoAttachments(), configuration: configuration, now: now)
+        }
         if let report {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try encoder.encode(summary).write(to: URL(fileURLWithPath: report))
         }
+        return summary
+    }
+
+    private func runWeek(
+        databasePath: String, catalog: TemplateCatalog, attachments: any AttachmentProvider,
+        configuration: WeeklyRun<SQLiteDatabase>.Configuration, now: Date
+    ) async throws -> RunSummary {
+        let run = WeeklyRun(
+            database: .sqlite(path: databasePath), templates: catalog, attachments: attachments, configuration: configuration)
+        let printer = ProgressPrinter(interval: progressInterval)
+        let summary = try await run.run(now: now) { printer.report($0) }
+        printer.finish()
         return summary
     }
 }

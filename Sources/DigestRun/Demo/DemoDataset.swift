@@ -8,6 +8,11 @@ public struct DemoDataset: Sendable {
     public var seed: UInt64 = 2026
     public var users = 2400
     public var articles = 360
+    /// Where article images live.
+    public var imageBase = "https://images.digest.example"
+    /// File names under `imageBase`, shared round-robin by the articles that have an image; nil: one
+    /// `<article id>.jpg` per article.
+    public var imageNames: [String]?
     /// The last week of reads; reads cover it and the three before.
     public var week: ISOWeek
 
@@ -25,6 +30,7 @@ public struct DemoDataset: Sendable {
         // Articles, published over five weeks up to the week's end.
         var catalogue: [(id: String, published: Int64, topics: [String], minutes: Int, language: String)] = []
         var articleLines: [String] = []
+        var imagesGiven = 0
         for index in 0..<articles {
             let language = Self.languages[index % Self.languages.count]
             let topics = (0..<random.next(in: 1...3)).map { _ in Self.topics[random.next(below: Self.topics.count)] }
@@ -38,7 +44,13 @@ public struct DemoDataset: Sendable {
             writer.field("title", Self.title(language: language, topic: topics[0], random: &random))
             writer.field("url", "https://news.digest.example/\(language)/\(id)")
             writer.key("imageUrl")
-            if hasImage { writer.value("https://images.digest.example/\(id).jpg") } else { writer.raw(Array("null".utf8)) }
+            if hasImage {
+                let name = imageNames.flatMap { $0.isEmpty ? nil : $0[imagesGiven % $0.count] } ?? "\(id).jpg"
+                imagesGiven += 1
+                writer.value("\(imageBase)/\(name)")
+            } else {
+                writer.raw(Array("null".utf8))
+            }
             writer.key("topics")
             writer.beginArray()
             for topic in Array(Set(topics)).sorted() { writer.value(topic) }

@@ -48,8 +48,24 @@ struct BatchComposer: Sendable {
         var counters = RunCounters()
         var messages: [OutboxMessage] = []
         messages.reserveCapacity(batch.users.count * 2)
+        // First the digests, then every distinct top-pick image of the batch asked for at once (the
+        // provider bounds its own downloads and fetches each URL once), then the plans, in user order.
+        var finished: [(Int, ComposedUser)] = []
+        var digested: [(order: Int, user: ComposedUser, window: WeekWindow, digest: WeeklyDigest)] = []
+        digested.reserveCapacity(batch.users.count)
         for (stored, reads) in zip(batch.users, batch.reads) {
-            let user = await composeUser(stored.reader, reads: reads)
+            switch prepare(stored.reader, reads: reads) {
+            case .finished(let user): finished.append((finished.count + digested.count, user))
+            case .digested(let user, let window, let digest): digested.append((finished.count + digested.count, user, window, digest))
+            }
+        }
+        let outcomes = await imageOutcomes(Set(digested.compactMap { $0.digest.picks.first?.imageURL }))
+        var users = finished
+        for (order, user, window, digest) in digested {
+            let image = digest.picks.first?.imageURL.map { outcomes[$0] ?? .unavailable(reason: "not_requested") }
+            users.append((order, finish(user, window: window, digest: digest, image: image)))
+        }
+        for (_, user) in users.sorted(by: { $0.0 < $1.0 }) {
             user.count(into: &counters)
             messages.append(contentsOf: user.messages)
         }
@@ -59,27 +75,48 @@ struct BatchComposer: Sendable {
 
     /// One user's digest, plan and messages: the one code path behind the run and the previews.
     func composeUser(_ reader: Reader, reads: [ReadEvent]) async -> ComposedUser {
+        switch prepare(reader, reads: reads) {
+        case .finished(let user):
+            return user
+        case .digested(let user, let window, let digest):
+            var image: ImageOutcome?
+            if let url = digest.picks.first?.imageURL { image = await attachments.renditions(forImageAt: url) }
+            return finish(user, window: window, digest: digest, image: image)
+        }
+    }
+
+    /// A user skipped before any digest, or their digest, ready for the image and the plan.
+    enum PreparedUser {
+        case finished(ComposedUser)
+        case digested(ComposedUser, WeekWindow, WeeklyDigest)
+    }
+
+    /// The first half of ``composeUser(_:reads:)``: skips, the week window and the digest.
+    func prepare(_ reader: Reader, reads: [ReadEvent]) -> PreparedUser {
         var user = ComposedUser(reader: reader)
         if reader.optedOut {
             user.skipped = "opted_out"
-            return user
+            return .finished(user)
         }
         if reader.devices.isEmpty {
             user.skipped = "no_devices"
-            return user
+            return .finished(user)
         }
         let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)
         user.week = window.week
         user.timeZoneFellBack = zoneFellBack
         let digest = builder.build(reader: reader, window: window, reads: reads)
         user.isReengagement = digest.isReengagement
+        return .digested(user, window, digest)
+    }
+
+    /// The second half: the plan with the top pick's image outcome, and one message per device.
+    func finish(_ prepared: ComposedUser, window: WeekWindow, digest: WeeklyDigest, image: ImageOutcome?) -> ComposedUser {
+        var user = prepared
+        let reader = user.reader
         let localized = templates.localized(for: reader.locale)
         user.localeFellBack = localized.fellBackToRoot
-        var image: ImageOutcome?
-        if let url = digest.picks.first?.imageURL {
-            image = await attachments.renditions(forImageAt: url)
-            user.image = image
-        }
+        user.image = image
         let platforms = Set(reader.devices.map(\.platform))
         var plan: NotificationPlan
         do {
@@ -99,6 +136,18 @@ struct BatchComposer: Sendable {
                 variant: plan.variant, message: body, report: report, availableAt: plan.deliverAt)
         }
         return user
+    }
+
+    /// The provider's outcome for each URL, asked concurrently (the provider bounds its downloads).
+    private func imageOutcomes(_ urls: Set<String>) async -> [String: ImageOutcome] {
+        await withTaskGroup(of: (String, ImageOutcome).self) { group in
+            for url in urls {
+                group.addTask { (url, await attachments.renditions(forImageAt: url)) }
+            }
+            var outcomes: [String: ImageOutcome] = [:]
+            for await (url, outcome) in group { outcomes[url] = outcome }
+            return outcomes
+        }
     }
 }
 

@@ -1,0 +1,9 @@
+import ArgumentParser
+
+@main
+struct DigestBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "digest-bench",
+        abstract: "Benchmark harness for the weekly run (see scripts/bench.sh).",
+        subcommands: [Generate.self, Reference.self, Report.self, Phases.self, Checkpoint.self])
+}

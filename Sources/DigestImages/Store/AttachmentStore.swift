@@ -1,0 +1,109 @@
+import Crypto
+public import DigestImageCodecs
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+public import Foundation
+
+/// The directory of rendition files and the public URL it is served under.
+///
+/// Files are named `<hash>.<ext>`: the hash covers the source bytes and the rendition (name, size,
+/// quality, limit), the extension comes from the file's MIME type. A file is written to a temporary
+/// name in the same directory and renamed, so a reader never sees half a file and two writers of
+/// the same name cannot interleave. Names are content-derived: a file already present is the same
+/// file and is reused.
+public struct AttachmentStore: Sendable {
+    public let directory: URL
+    /// Public base URL, without a trailing slash.
+    public let baseURL: String
+
+    public init(directory: URL, baseURL: String) throws(ImageError) {
+        self.directory = directory
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw ImageError(.storeFailed, "cannot create the attachments directory: \(error)", context: ["directory": directory.path])
+        }
+    }
+
+    /// The hex SHA-256 of a source.
+    public static func sourceHash(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).hexString
+    }
+
+    /// The file name stem of `spec` made from the source with hash `sourceHash`.
+    public static func stem(sourceHash: String, spec: RenditionSpec) -> String {
+        String(SHA256.hash(data: Array("\(sourceHash):\(spec.identity)".utf8)).hexString.prefix(32))
+    }
+
+    /// An existing file for `stem`: its name and size.
+    public func existing(stem: String) -> (name: String, bytes: Int)? {
+        for ext in ["jpg", "png", "gif"] {
+            let name = "\(stem).\(ext)"
+            var info = stat()
+            if stat(directory.appendingPathComponent(name).path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 {
+                return (name, Int(info.st_size))
+            }
+        }
+        return nil
+    }
+
+    /// Writes `data` as `<stem>.<ext of mimeType>` (temporary name, then rename); returns the name.
+    @discardableResult
+    public func write(_ data: [UInt8], stem: String, mimeType: String) throws(ImageError) -> String {
+        let name = "\(stem).\(fileExtension(forMIMEType: mimeType))"
+        let final = directory.appendingPathComponent(name).path
+        let temporary = directory.appendingPathComponent(".\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp").path
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw storeError("cannot create", temporary) }
+        var written = 0
+        let ok = data.withUnsafeBytes { raw -> Bool in
+            while written < raw.count {
+                let n = systemWrite(fd, raw.baseAddress! + written, raw.count - written)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                written += n
+            }
+            return true
+        }
+        close(fd)
+        guard ok, rename(temporary, final) == 0 else {
+            let error = storeError("cannot write", final)
+            unlink(temporary)
+            throw error
+        }
+        return name
+    }
+
+    /// The public URL of file `name`.
+    public func url(of name: String) -> String { "\(baseURL)/\(name)" }
+
+    private func storeError(_ doing: String, _ path: String) -> ImageError {
+        ImageError(.storeFailed, "\(doing) \(path): \(String(cString: strerror(errno)))", context: ["path": path, "errno": "\(errno)"])
+    }
+}
+
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    Glibc.write(fd, buffer, count)
+    #else
+    Darwin.write(fd, buffer, count)
+    #endif
+}
+
+extension Digest {
+    var hexString: String {
+        var out = ""
+        out.reserveCapacity(Self.byteCount * 2)
+        for byte in self {
+            out.append(Character(Unicode.Scalar(UInt8(ascii: "0") + (byte >> 4) + (byte >> 4 > 9 ? 39 : 0))))
+            out.append(Character(Unicode.Scalar(UInt8(ascii: "0") + (byte & 15) + (byte & 15 > 9 ? 39 : 0))))
+        }
+        return out
+    }
+}

@@ -1,0 +1,260 @@
+import ArgumentParser
+import DigestCore
+import DigestImageCodecs
+import DigestImages
+import Foundation
+
+/// `digest images`: the image pipeline on local files, for checking pictures and for the benchmark.
+struct ImagesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "images",
+        abstract: "Make renditions of local image files, or write sample pictures.",
+        subcommands: [Render.self, Samples.self, Shared.self])
+
+    struct Shared: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Many users sharing few images: ask the attachment provider for each user's image, served on 127.0.0.1.",
+            discussion: "User i asks for picture i mod --images, a batch of users at a time, as the weekly run does. Prints downloads, server requests and time.")
+
+        @Option(help: "Users asking.")
+        var users: Int = 100_000
+
+        @Option(help: "Distinct pictures.")
+        var images: Int = 200
+
+        @Option(help: "Users asking at once (one batch).")
+        var batch: Int = 1000
+
+        @Option(help: "The attachments directory (files are written there).")
+        var out: String
+
+        func run() async throws {
+            let pictures = try SamplePictures.demo(count: images)
+            let routes = LoopbackRoutes()
+            for picture in pictures { routes["/i/\(picture.name)"] = .ok(picture.bytes, contentType: picture.contentType) }
+            var configuration = ImageAttachments.Configuration(directory: URL(fileURLWithPath: out), baseURL: "https://cdn.example/a")
+            configuration.downloader.addressGuard = try AddressGuard(allowList: "127.0.0.1")
+            let (ready, statistics, seconds) = try await LoopbackHTTPServer.serve(routes) { server in
+                let urls = pictures.map { server.url("/i/\($0.name)") }
+                let started = ContinuousClock.now
+                let (ready, statistics) = try await ImageAttachments.with(configuration) { attachments in
+                    var ready = 0
+                    for first in stride(from: 0, to: users, by: batch) {
+                        ready += await withTaskGroup(of: Int.self) { group in
+                            for user in first..<min(users, first + batch) {
+                                group.addTask {
+                                    if case .ready = await attachments.renditions(forImageAt: urls[user % urls.count]) { return 1 }
+                                    return 0
+                                }
+                            }
+                            return await group.reduce(0, +)
+                        }
+                    }
+                    return (ready, await attachments.statistics())
+                }
+                let elapsed = started.duration(to: .now)
+                return (ready, statistics, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            }
+            let requests = routes.hits.values.reduce(0, +)
+            print("users: \(users), distinct images: \(images), ready: \(ready)")
+            print("downloads: \(statistics["downloads"] ?? 0), server requests: \(requests), fetched: \(statistics["fetched"] ?? 0), reused: \(statistics["reused"] ?? 0)")
+            print(String(format: "time: %.2f s, %.0f users/s", seconds, Double(users) / seconds))
+        }
+    }
+
+    struct Render: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make the hero (and icon) renditions of local files; prints the time per file.",
+            discussion: "Files are named <source file name>.<rendition>.<ext> in --out. Exit status 1 if any file failed.")
+
+        @Option(help: "Where the renditions go (omit to time without writing).")
+        var out: String?
+
+        @Option(help: "Renditions to make: hero, icon or hero,icon.")
+        var renditions: String = "hero,icon"
+
+        @Option(help: "Files rendered at once.")
+        var threads: Int = 1
+
+        @Option(help: "Render the whole list this many times (timings are medians over the passes).")
+        var passes: Int = 1
+
+        @Flag(help: "Decode at full size even where a 1/2, 1/4 or 1/8 scale would do.")
+        var noShrinkOnLoad = false
+
+        @Argument(help: "JPEG, PNG or GIF files.")
+        var files: [String]
+
+        func validate() throws {
+            guard threads >= 1, passes >= 1 else { throw ValidationError("--threads and --repeat must be positive") }
+            guard !renditions.split(separator: ",").isEmpty,
+                renditions.split(separator: ",").allSatisfy({ $0 == "hero" || $0 == "icon" })
+            else { throw ValidationError("--renditions takes hero, icon or hero,icon") }
+        }
+
+        func run() throws {
+            let specs = renditions.split(separator: ",").map { $0 == "hero" ? RenditionSpec.hero : RenditionSpec.icon }
+            var configuration = RenditionMaker.Configuration()
+            configuration.shrinkOnLoad = !noShrinkOnLoad
+            let maker = RenditionMaker(configuration: configuration)
+            let sources = try files.map { [UInt8](try Data(contentsOf: URL(fileURLWithPath: $0))) }
+            if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
+            let results = Results(count: files.count)
+            // One queue of files × passes shared by the threads: no barrier between passes, so two
+            // threads stay busy even when a pass has an odd number of files.
+            let items = files.count * passes
+            let next = Counter()
+            let started = DispatchTime.now().uptimeNanoseconds
+            // Threads of our own, so how many run at once never depends on Dispatch's or the
+            // concurrency pool's idea of free width (this is called from an async context).
+            let done = DispatchSemaphore(value: 0)
+            let work: @Sendable () -> Void = {
+                while let item = next.take(below: items) {
+                    let index = item % files.count
+                    let begin = DispatchTime.now().uptimeNanoseconds
+                    do {
+                        let made = try maker.render(sources[index], specs: specs)
+                        let ms = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
+                        results.record(index, ms: ms, outcome: made.map { "\($0.spec.name) \($0.width)x\($0.height) \($0.mimeType) \($0.data.count) B" }.joined(separator: ", "))
+                        if let out, item < files.count {
+                            let base = URL(fileURLWithPath: files[index]).lastPathComponent
+                            for file in made {
+                                let name = "\(base).\(file.spec.name).\(fileExtension(forMIMEType: file.mimeType))"
+                                try? Data(file.data).write(to: URL(fileURLWithPath: out).appendingPathComponent(name))
+                            }
+                        }
+                    } catch {
+                        results.record(index, ms: Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6, outcome: "failed: \(error)")
+                        results.fail()
+                    }
+                }
+                done.signal()
+            }
+            for _ in 0..<threads { Thread.detachNewThread(work) }
+            for _ in 0..<threads { done.wait() }
+            let wall = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+            var all: [Double] = []
+            for (index, file) in files.enumerated() {
+                let (times, outcome) = results.entry(index)
+                all += times
+                print(String(format: "%@: median %.1f ms — %@", file, median(times), outcome))
+            }
+            print(String(format: "total: %d files × %d passes, %d threads: %.0f ms wall, %.2f ms per image (wall ÷ images), median %.2f ms each, %.1f images/s",
+                         files.count, passes, threads, wall, wall / Double(items), median(all), Double(items) * 1000 / wall))
+            if results.failed { throw ExitCode(1) }
+        }
+
+        private func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted()
+            guard !sorted.isEmpty else { return 0 }
+            return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        }
+    }
+
+    struct Samples: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write generated sample pictures: the benchmark corpus, or small fuzzing seeds.")
+
+        @Option(help: "Directory to write to.")
+        var out: String
+
+        @Option(help: "'bench' (large and medium photos as baseline and progressive JPEG, RGBA and palette PNGs) or 'seeds'.")
+        var kind: String = "bench"
+
+        @Option(help: "Pictures of each sort (bench).")
+        var count: Int = 3
+
+        func run() throws {
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            var written: [(String, [UInt8])] = []
+            switch kind {
+            case "bench":
+                for i in 0..<count {
+                    let seed = UInt64(100 + i)
+                    let large = SamplePictures.photo(width: 4000, height: 3000, seed: seed)
+                    written.append(("large-\(i + 1)-baseline.jpg", try SamplePictures.jpeg(large, quality: 90)))
+                    written.append(("large-\(i + 1)-progressive.jpg", try SamplePictures.jpeg(large, quality: 90, progressive: true)))
+                    let medium = SamplePictures.photo(width: 1600, height: 1200, seed: seed + 50)
+                    written.append(("medium-\(i + 1)-baseline.jpg", try SamplePictures.jpeg(medium, quality: 90)))
+                    written.append(("medium-\(i + 1)-progressive.jpg", try SamplePictures.jpeg(medium, quality: 90, progressive: true)))
+                    var rgba = SamplePictures.photo(width: 1600, height: 1200, seed: seed + 70)
+                    let logo = SamplePictures.logo(width: 1600, height: 1200, seed: seed)
+                    for p in 0..<(rgba.width * rgba.height) { rgba.bytes[p * 4 + 3] = max(logo.bytes[p * 4 + 3], 40) }
+                    written.append(("medium-\(i + 1)-rgba.png", try SamplePictures.png(rgba)))
+                    let palette = SamplePictures.photo(width: 1600, height: 1200, seed: seed + 90)
+                    written.append(("medium-\(i + 1)-palette.png", try SamplePictures.palettePNG(palette)))
+                }
+            case "seeds":
+                let photo = SamplePictures.photo(width: 40, height: 24, seed: 1)
+                let logo = SamplePictures.logo(width: 24, height: 24, seed: 2)
+                written = [
+                    ("baseline.jpg", try SamplePictures.jpeg(photo)),
+                    ("progressive.jpg", try SamplePictures.jpeg(photo, progressive: true)),
+                    ("orientation-6.jpg", try SamplePictures.jpeg(photo, orientation: 6)),
+                    ("orientation-3.jpg", try SamplePictures.jpeg(photo, progressive: true, orientation: 3)),
+                    ("rgba.png", try SamplePictures.png(logo)),
+                    ("rgb.png", try SamplePictures.png(photo, opaque: true)),
+                    ("palette.png", try SamplePictures.palettePNG(photo)),
+                    ("palette-trns.png", try SamplePictures.palettePNG(logo, keepAlpha: true)),
+                    ("tiny.gif", Array("GIF89a".utf8) + [10, 0, 10, 0, 0x80, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3B]),
+                ]
+            default:
+                throw ValidationError("--kind takes bench or seeds")
+            }
+            for (name, bytes) in written {
+                try Data(bytes).write(to: URL(fileURLWithPath: out).appendingPathComponent(name))
+            }
+            print("wrote \(written.count) files to \(out)")
+        }
+    }
+}
+
+/// Hands out indexes to worker threads.
+private final class Counter: @unchecked Sendable {
+    // Guarded by `lock`.
+    private var value = 0
+    private let lock = NSLock()
+
+    func take(below limit: Int) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard value < limit else { return nil }
+        value += 1
+        return value - 1
+    }
+}
+
+/// Per-file timings and outcomes, written from worker threads.
+private final class Results: @unchecked Sendable {
+    // Guarded by `lock`.
+    private var times: [[Double]]
+    private var outcomes: [String]
+    private var anyFailed = false
+    private let lock = NSLock()
+
+    init(count: Int) {
+        times = Array(repeating: [], count: count)
+        outcomes = Array(repeating: "", count: count)
+    }
+
+    func record(_ index: Int, ms: Double, outcome: String) {
+        lock.lock()
+        times[index].append(ms)
+        outcomes[index] = outcome
+        lock.unlock()
+    }
+
+    func fail() {
+        lock.lock()
+        anyFailed = true
+        lock.unlock()
+    }
+
+    var failed: Bool { lock.lock(); defer { lock.unlock() }; return anyFailed }
+
+    func entry(_ index: Int) -> ([Double], String) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (times[index], outcomes[index])
+    }
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# `make bench`: the weekly run on SQLite against its physical reference, written to BENCHMARKS.md.
+#
+# For each size (100,000 and 1,000,000 users, 10 reads each): generate a history once (not timed),
+# then for each pair copy it, time `digest run` with /usr/bin/time -v (wall time, peak RSS), time
+# checkpointing what it left in the WAL, and right after, `digest-bench reference` (the same number of
+# outbox rows, same byte sizes, inserted with prepared statements in 2000-row transactions). Release builds. Safe to rerun: every run
+# starts from fresh copies and replaces the results in bench-out/ and the section in BENCHMARKS.md.
+#
+# Knobs (environment): BENCH_SIZES="100000 1000000", BENCH_PAIRS_SMALL=3 (sizes up to 100k),
+# BENCH_PAIRS_LARGE=2, BENCH_READS_PER_USER=10, BENCH_WEEK=2026-W46, BENCH_SEED=2026,
+# BENCH_OUT=bench-out, BENCH_KEEP_DB=0 (1 keeps the SQLite files), BENCH_REPORT=BENCHMARKS.md,
+# BENCH_QUIET_CORES=0.3 and BENCH_QUIET_WAIT=120: before each timed step, wait (at most that many
+# seconds) until other processes use at most that many cores; what they used is recorded either way.
+# BENCH_COMMIT: what to call the code measured in the report (default: git's HEAD, noting changes).
+# BENCH_NICE=-10 (as root; 0 otherwise): the timed programs run at this priority (in a session of
+# their own), so that builds of others on a shared machine take less of the cores from them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SIZES=${BENCH_SIZES:-"100000 1000000"}
+PAIRS_SMALL=${BENCH_PAIRS_SMALL:-3}
+PAIRS_LARGE=${BENCH_PAIRS_LARGE:-2}
+READS_PER_USER=${BENCH_READS_PER_USER:-10}
+WEEK=${BENCH_WEEK:-2026-W46}
+SEED=${BENCH_SEED:-2026}
+OUT=${BENCH_OUT:-bench-out}
+KEEP_DB=${BENCH_KEEP_DB:-0}
+REPORT=${BENCH_REPORT:-BENCHMARKS.md}
+QUIET_CORES=${BENCH_QUIET_CORES:-0.3}
+QUIET_WAIT=${BENCH_QUIET_WAIT:-120}
+HZ=$(getconf CLK_TCK)
+if [ "$(id -u)" -eq 0 ]; then NICE=${BENCH_NICE:--10}; else NICE=${BENCH_NICE:-0}; fi
+
+DIGEST=.build/release/digest
+BENCH=Benchmarks/.build/release/digest-bench
+
+log() { printf 'bench: %s\n' "$*"; }
+
+# /usr/bin/time -v (Debian package `time`) gives the wall time and the peak RSS.
+if [ ! -x /usr/bin/time ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "bench: /usr/bin/time is missing: run as root, or: sudo apt-get install -y time" >&2
+    exit 1
+  fi
+  log "installing the Debian package 'time'"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends time
+fi
+
+log "building digest (release)"
+swift build -c release --product digest
+log "building digest-bench (release, Benchmarks/)"
+swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-bench
+
+mkdir -p "$OUT"
+rm -rf "$OUT"/users-*
+# The binary measured is a copy, so that a rebuild in this checkout while the bench runs cannot swap it.
+cp .build/release/digest "$OUT/digest"
+DIGEST="$OUT/digest"
+COMMIT=${BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+if [ -z "${BENCH_COMMIT:-}" ] && [ -n "$(git status --porcelain -- Sources Templates Package.swift 2>/dev/null)" ]; then
+  COMMIT="$COMMIT (with uncommitted changes under Sources/, Templates/ or Package.swift)"
+fi
+
+# "time -v" field → value.
+field() { sed -n "s/^[[:space:]]*$2: //p" "$1"; }
+# h:mm:ss or m:ss.ss → seconds.
+seconds() { awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf "%.2f", s }' <<<"$1"; }
+json_number() { sed -n "s/.*\"$2\": *\([0-9.]*\).*/\1/p" "$1" | head -n1; }
+
+# CPU time used by every process so far (jiffies: user, nice, system, irq, softirq, steal).
+busy_jiffies() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+
+# Waits (at most QUIET_WAIT s) until the machine is quiet; prints the cores in use over the last 5 s.
+wait_quiet() {
+  local deadline=$((SECONDS + QUIET_WAIT)) b0 b1 cores
+  while :; do
+    b0=$(busy_jiffies)
+    sleep 5
+    b1=$(busy_jiffies)
+    cores=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN { printf "%.2f", d / hz / 5 }')
+    if awk -v c="$cores" -v t="$QUIET_CORES" 'BEGIN { exit !(c <= t) }' || [ $SECONDS -ge $deadline ]; then
+      echo "$cores"
+      return 0
+    fi
+    log "other processes use $cores cores; waiting for a quieter machine (at most ${QUIET_WAIT}s in all)" >&2
+  done
+}
+
+# Runs a program at priority NICE in a session of its own. The kernel shares the cores between
+# sessions first (autogroups), so a plain `nice` would count only against this script's own session;
+# the new session's autogroup gets the priority instead. The program keeps the caller's process id.
+prioritized() {
+  if [ "$NICE" = 0 ] || [ ! -w /proc/self/autogroup ]; then
+    "$@"
+  else
+    setsid bash -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec nice -n "$0" "$@"' "$NICE" "$@"
+  fi
+}
+
+# The process id of the first descendant of $1 whose name is $2 (empty when none).
+descendant() {
+  local queue=("$1") next pid
+  while [ ${#queue[@]} -gt 0 ]; do
+    next=()
+    for pid in "${queue[@]}"; do
+      for child in $(pgrep -P "$pid" || true); do
+        if [ "$(cat "/proc/$child/comm" 2>/dev/null)" = "$2" ]; then
+          echo "$child"
+          return 0
+        fi
+        next+=("$child")
+      done
+    done
+    queue=("${next[@]+"${next[@]}"}")
+  done
+}
+
+# While the run goes: every 10 s, its busiest threads (top -H, over one second) and the WAL's size.
+sample() {
+  local time_pid=$1 db=$2 log=$3 pid=""
+  for _ in $(seq 50); do
+    pid=$(descendant "$time_pid" digest)
+    [ -n "$pid" ] && break
+    sleep 0.1
+  done
+  [ -z "$pid" ] && return 0
+  local started=$SECONDS
+  while kill -0 "$pid" 2>/dev/null; do
+    {
+      echo "=== t=$((SECONDS - started))s wal=$(stat -c %s "$db-wal" 2>/dev/null || echo 0) bytes" \
+        "db=$(stat -c %s "$db" 2>/dev/null || echo 0) bytes" \
+        "rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status" 2>/dev/null) kB" \
+        "shm-mapped-rss=$(awk '/-shm/ { shm = 1; next } /^[0-9a-f]+-[0-9a-f]+ / { shm = 0 } shm && /^Rss:/ { s += $2 } END { print s + 0 }' "/proc/$pid/smaps" 2>/dev/null) kB"
+      top -H -b -d 1 -n 2 -p "$pid" 2>/dev/null | awk '/^top - /{frame++} frame == 2' | sed -n '7,13p'
+    } >>"$log" 2>/dev/null || true
+    sleep 9
+  done
+}
+
+for USERS in $SIZES; do
+  READS=$((USERS * READS_PER_USER))
+  if [ "$USERS" -le 100000 ]; then PAIRS=$PAIRS_SMALL; else PAIRS=$PAIRS_LARGE; fi
+  DIR="$OUT/users-$USERS"
+  mkdir -p "$DIR"
+  GENERATED="$DIR/generated.sqlite"
+
+  log "users $USERS: generating $READS reads for $WEEK (not timed)"
+  "$BENCH" generate --db "$GENERATED" --users "$USERS" --reads "$READS" --week "$WEEK" --seed "$SEED" \
+    >"$DIR/generate.json"
+  cat "$DIR/generate.json"
+
+  for PAIR in $(seq "$PAIRS"); do
+    RUN_DB="$DIR/run.sqlite"
+    REF_DB="$DIR/reference.sqlite"
+    rm -f "$RUN_DB" "$RUN_DB-wal" "$RUN_DB-shm" "$RUN_DB.lock" "$REF_DB" "$REF_DB-wal" "$REF_DB-shm"
+    cp "$GENERATED" "$RUN_DB"
+    sync
+    QUIET=$(wait_quiet)
+    cat /proc/loadavg >"$DIR/load-$PAIR.txt"
+
+    log "users $USERS, pair $PAIR/$PAIRS: digest run (other processes were using $QUIET cores)"
+    BUSY_BEFORE=$(busy_jiffies)
+    prioritized /usr/bin/time -v -o "$DIR/run-$PAIR.time" \
+      "$DIGEST" run --db "$RUN_DB" --week "$WEEK" --send-at now --progress-interval 10 \
+      --report "$DIR/run-$PAIR.json" >"$DIR/run-$PAIR.log" 2>&1 &
+    TIME_PID=$!
+    sample "$TIME_PID" "$RUN_DB" "$DIR/threads-$PAIR.log" &
+    SAMPLER_PID=$!
+    if ! wait "$TIME_PID"; then
+      wait "$SAMPLER_PID" || true
+      echo "bench: digest run failed; its output:" >&2
+      cat "$DIR/run-$PAIR.log" >&2
+      exit 1
+    fi
+    BUSY_AFTER=$(busy_jiffies)
+    wait "$SAMPLER_PID" || true
+    WALL=$(seconds "$(field "$DIR/run-$PAIR.time" 'Elapsed (wall clock) time (h:mm:ss or m:ss)')")
+    RSS_KB=$(field "$DIR/run-$PAIR.time" 'Maximum resident set size (kbytes)')
+    CPU=$(field "$DIR/run-$PAIR.time" 'Percent of CPU this job got')
+    OWN_CPU=$(awk '/User time|System time/ { s += $NF } END { print s }' "$DIR/run-$PAIR.time")
+    OTHERS=$(awk -v d=$((BUSY_AFTER - BUSY_BEFORE)) -v hz="$HZ" -v own="$OWN_CPU" -v w="$WALL" \
+      'BEGIN { o = (d / hz - own) / w; if (o < 0) o = 0; printf "%.2f", o }')
+    echo "$QUIET $OTHERS" >"$DIR/others-$PAIR.txt"
+    grep -E '^(users|messages|time):' "$DIR/run-$PAIR.log" | sed 's/^/  /'
+    log "users $USERS, pair $PAIR/$PAIRS: other processes used $OTHERS cores on average during the run"
+
+    # Whatever the run left in the WAL (before 9b6c11b: its whole outbox) still has to reach the file;
+    # the reference's timed part includes its checkpoints, so time this one before anything else opens it.
+    prioritized "$BENCH" checkpoint --db "$RUN_DB" >"$DIR/checkpoint-$PAIR.json"
+    log "users $USERS, pair $PAIR/$PAIRS: deferred WAL checkpoint: $(cat "$DIR/checkpoint-$PAIR.json")"
+
+    QUIET=$(wait_quiet)
+    log "users $USERS, pair $PAIR/$PAIRS: reference (same rows and sizes, fresh outbox; other processes were using $QUIET cores)"
+    sync
+    prioritized "$BENCH" reference --db "$REF_DB" --like "$RUN_DB" >"$DIR/reference-$PAIR.json"
+    echo "$QUIET" >"$DIR/reference-others-$PAIR.txt"
+    REF_S=$(json_number "$DIR/reference-$PAIR.json" seconds)
+    REF_ROWS=$(json_number "$DIR/reference-$PAIR.json" rows)
+    awk -v u="$USERS" -v w="$WALL" -v r="$RSS_KB" -v c="$CPU" -v rs="$REF_S" -v rr="$REF_ROWS" -v p="$PAIR" 'BEGIN {
+      printf "bench: users %d, pair %d: run %.2f s (%.0f users/s, CPU %s, peak RSS %.0f MB); reference %.2f s for %d rows; ratio %.2f\n",
+        u, p, w, u / w, c, r / 1024, rs, rr, w / rs }'
+    rm -f "$REF_DB" "$REF_DB-wal" "$REF_DB-shm"
+    if [ "$KEEP_DB" != 1 ]; then rm -f "$RUN_DB" "$RUN_DB-wal" "$RUN_DB-shm" "$RUN_DB.lock"; fi
+  done
+  if [ "$KEEP_DB" != 1 ]; then rm -f "$GENERATED"; fi
+done
+
+log "writing $REPORT"
+"$BENCH" report --dir "$OUT" --out "$REPORT" --command "make bench" \
+  --swift "$(swift --version 2>/dev/null | head -n1)" --commit "$COMMIT" --nice="$NICE"
+log "done: $REPORT; raw output in $OUT/"
