@@ -100,7 +100,10 @@ struct DemoCommand: AsyncParsableCommand {
             try Data(row.message.utf8).write(to: samples.appendingPathComponent(name))
             written.append(name)
         }
-        let previews = try await writePreviews(databasePath: databasePath, week: week, to: outURL.appendingPathComponent("previews"))
+        let previews = try await writePreviews(
+            databasePath: databasePath, week: week, to: outURL.appendingPathComponent("previews"),
+            images: PreviewImages(
+                attachmentsDirectory: runOptions.attachments, attachmentsURL: runOptions.attachmentsUrl, allowFileURLs: true))
 
         print("")
         print("data:      \(dataDirectory.path)/{users,articles,reads}.jsonl")
@@ -118,7 +121,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     /// Previews of a handful of users from the outbox: every variant, platform and language the run
     /// produced, at most six users. Returns their ids.
-    func writePreviews(databasePath: String, week: ISOWeek, to directory: URL) async throws -> [String] {
+    func writePreviews(databasePath: String, week: ISOWeek, to directory: URL, images: PreviewImages) async throws -> [String] {
         let database = SQLiteDatabase.sqlite(path: databasePath)
         var chosen: [String] = []
         var covered = Set<String>()
@@ -132,7 +135,8 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let missing = PreviewRenderer.missingFonts()
         if !missing.isEmpty { printError("warning: fonts missing (\(missing.joined(separator: ", "))): previews use fallbacks") }
-        let pool = PreviewPool(threads: 2)
+        // The renditions the run just made, read from disk as the devices would download them.
+        let pool = PreviewPool(threads: 2, configuration: PreviewRenderer.Configuration(images: images))
         defer { pool.shutdown() }
         let composer = SingleUserComposer(
             database: database, templates: try options.plan.catalog(), configuration: options.plan.configuration(week: week))
