@@ -49,7 +49,7 @@ public final class PreviewPool: Sendable {
 
 /// One thread and the renderer that lives on it.
 private final class RenderWorker: Sendable {
-    let queue = RenderQueue()
+    let queue = JobQueue<@Sendable (PreviewRenderer) -> Void>()
 
     init(name: String, configuration: PreviewRenderer.Configuration) {
         let queue = self.queue
@@ -70,43 +70,3 @@ private final class RenderWorker: Sendable {
     }
 }
 
-/// The jobs of a ``RenderWorker``. `@unchecked Sendable`: every access to `jobs` and `closed` happens
-/// with `condition` locked.
-private final class RenderQueue: @unchecked Sendable {
-    typealias Job = @Sendable (PreviewRenderer) -> Void
-    private let condition = NSCondition()
-    private var jobs: [Job] = []
-    private var head = 0
-    private var closed = false
-
-    /// Queues a job; `false` once the queue is closed.
-    func put(_ job: @escaping Job) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        guard !closed else { return false }
-        jobs.append(job)
-        condition.signal()
-        return true
-    }
-
-    func take() -> Job? {
-        condition.lock()
-        defer { condition.unlock() }
-        while head == jobs.count && !closed { condition.wait() }
-        guard head < jobs.count else { return nil }
-        let job = jobs[head]
-        head += 1
-        if head == jobs.count {
-            jobs.removeAll(keepingCapacity: true)
-            head = 0
-        }
-        return job
-    }
-
-    func close() {
-        condition.lock()
-        closed = true
-        condition.broadcast()
-        condition.unlock()
-    }
-}
