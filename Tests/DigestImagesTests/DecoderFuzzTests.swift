@@ -1,3 +1,4 @@
+import DigestCore
 @testable import DigestImageCodecs
 import DigestTesting
 import Foundation
@@ -73,17 +74,11 @@ import Testing
 
 /// Seeded byte-level mutations: bit flips, interesting bytes, truncation, duplication, insertion.
 struct Mutator {
-    private var state: UInt64
+    private var random: SplitMix64
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { random.next() }
 
     mutating func below(_ n: Int) -> Int { Int(next() % UInt64(max(1, n))) }
 

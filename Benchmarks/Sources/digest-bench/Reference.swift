@@ -1,3 +1,4 @@
+import DigestCore
 import ArgumentParser
 import DigestStore
 import Foundation
