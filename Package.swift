@@ -38,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
         // System SQLite (Debian libsqlite3-dev).
@@ -107,10 +108,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // History source and outbox: protocols and the SQLite implementation.
+        // History source and outbox: protocols, the SQLite and the PostgreSQL implementations.
         .target(
             name: "DigestStore",
-            dependencies: ["DigestCore", "CSQLite"],
+            dependencies: [
+                "DigestCore", "CSQLite",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The weekly run: batching, concurrency, bookkeeping, progress, summary; the demo data set.

@@ -68,7 +68,7 @@ struct DemoCommand: AsyncParsableCommand {
             let databasePath = outURL.appendingPathComponent("digest.sqlite").path
             for suffix in ["", "-wal", "-shm"] { try? fm.removeItem(atPath: databasePath + suffix) }
             let plan: [(ImportKind, String)] = [.users, .articles, .reads].compactMap { kind in files[kind].map { (kind, $0) } }
-            for summary in try Importing.run(plan, databasePath: databasePath, strict: true, quiet: true) {
+            for summary in try Importing.run(plan, database: SQLiteDatabase.sqlite(path: databasePath), strict: true, quiet: true) {
                 print(Importing.line(summary))
             }
 
@@ -81,7 +81,7 @@ struct DemoCommand: AsyncParsableCommand {
                 runOptions.allowHosts = runOptions.allowHosts ?? "127.0.0.1"
             }
             print("images:    served at \(server.url("/images/")), allowed hosts: \(runOptions.allowHosts ?? "none")")
-            let summary = try await runOptions.execute(databasePath: databasePath, now: now)
+            let summary = try await runOptions.execute(database: SQLiteDatabase.sqlite(path: databasePath), now: now)
             return (summary, runOptions, dataDirectory, databasePath)
         }
         for line in summary.lines() { print(line) }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DigestStore
 import Foundation
 import Logging
 
@@ -24,14 +25,29 @@ struct Digest: AsyncParsableCommand {
     }
 }
 
-/// `--db`: a SQLite file path.
+/// `--db`: a SQLite file path or a `postgres://` URL.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .long, help: "The database: a SQLite file path.")
+    @Option(
+        name: .long,
+        help: """
+            The database: a SQLite file path, or postgres://USER@HOST:PORT/DATABASE[?sslmode=require] \
+            (password from PGPASSWORD or ~/.pgpass; never put it on the command line).
+            """)
     var db: String
 
+    var isPostgres: Bool { PostgresLocation.isURL(db) }
+
     func validate() throws {
-        if db.hasPrefix("postgres://") || db.hasPrefix("postgresql://") {
-            throw ValidationError("PostgreSQL is not supported by this build yet: use a SQLite file path")
+        if isPostgres {
+            do { _ = try PostgresLocation(url: db) } catch { throw ValidationError("--db: \(error)") }
         }
     }
+
+    /// The store `--db` names; PostgreSQL runs take part in the week's shared run with `run`.
+    func open(run: PostgresRunCoordination.Settings = .init()) throws -> any DigestDatabase {
+        isPostgres ? try PostgresDatabase.postgres(url: db, run: run) : SQLiteDatabase.sqlite(path: db)
+    }
+
+    /// `--db` for messages: the URL without any password.
+    var displayName: String { isPostgres ? PostgresLocation.redacted(db) : db }
 }

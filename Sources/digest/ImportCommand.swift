@@ -33,19 +33,29 @@ struct ImportCommand: AsyncParsableCommand {
             plan.append((kind, file))
         }
         guard !plan.isEmpty else { throw ValidationError("no files to import") }
-        let summaries = try Importing.run(plan, databasePath: database.db, strict: strict)
+        let summaries = try Importing.run(plan, database: database.open(), strict: strict)
         for summary in summaries { print(Importing.line(summary)) }
     }
 }
 
 /// Import shared by `import` and `demo`.
 enum Importing {
-    static func run(_ plan: [(ImportKind, String)], databasePath: String, strict: Bool, quiet: Bool = false) throws -> [ImportFileSummary] {
+    static func run(_ plan: [(ImportKind, String)], database: any DigestDatabase, strict: Bool, quiet: Bool = false) throws -> [ImportFileSummary] {
+        switch database {
+        case let sqlite as SQLiteDatabase:
+            return try run(plan, sink: SQLiteImportSink(database: sqlite), strict: strict, quiet: quiet)
+        case let postgres as PostgresDatabase:
+            return try run(plan, sink: PostgresImportSink(database: postgres), strict: strict, quiet: quiet)
+        default:
+            throw CommandError("this store cannot import")
+        }
+    }
+
+    static func run(_ plan: [(ImportKind, String)], sink: some HistoryImportSink, strict: Bool, quiet: Bool) throws -> [ImportFileSummary] {
         let order: [ImportKind] = [.users, .articles, .reads]
         let sorted = plan.enumerated().sorted {
             (order.firstIndex(of: $0.element.0)!, $0.offset) < (order.firstIndex(of: $1.element.0)!, $1.offset)
         }.map(\.element)
-        let sink = try SQLiteImportSink(database: .sqlite(path: databasePath))
         var importer = HistoryImporter(sink: sink)
         importer.strict = strict
         var reported = 0

@@ -8,7 +8,8 @@ struct MigrateCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let (from, to) = try SQLiteDatabase.sqlite(path: database.db).migrate()
-        print(from == to ? "\(database.db): schema is current (version \(to))" : "\(database.db): schema upgraded from version \(from) to \(to)")
+        let (from, to) = try database.open().migrate()
+        let name = database.displayName
+        print(from == to ? "\(name): schema is current (version \(to))" : "\(name): schema upgraded from version \(from) to \(to)")
     }
 }

@@ -13,14 +13,49 @@ struct RunCommand: AsyncParsableCommand {
         discussion: """
             Without --week, runs the latest ISO week that has ended in every time zone. Safe to start from \
             cron at any hour: a rerun enqueues nothing twice, a killed run resumes where it stopped, and a \
-            second run on the same database is refused while one is going.
+            second run on the same SQLite file is refused while one is going. On PostgreSQL any number of \
+            processes on any number of machines share the week: each claims chunks of users under a lease, \
+            and a chunk whose process died is claimed again when its lease ends (--status shows the chunks).
             """)
 
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var options: RunOptions
 
+    @Flag(help: "PostgreSQL: show the week's chunks done, claimed and left, and exit.")
+    var status = false
+
+    @Option(help: "PostgreSQL: users per chunk, when this process is the first of the week.")
+    var chunkSize = 1000
+
+    @Option(help: "PostgreSQL: seconds a chunk's claim lasts without renewal (renewed every third).")
+    var lease = 60.0
+
+    @Option(help: "PostgreSQL: this worker's name in leases (default host:pid:random).")
+    var worker: String?
+
+    func validate() throws {
+        guard chunkSize > 0 else { throw ValidationError("--chunk-size must be positive") }
+        guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
+        if status && !database.isPostgres { throw ValidationError("--status needs a postgres:// --db (SQLite runs are one process)") }
+    }
+
     func run() async throws {
-        let summary = try await options.execute(databasePath: database.db)
+        var settings = PostgresRunCoordination.Settings()
+        settings.chunkSize = chunkSize
+        settings.lease = .milliseconds(Int64(lease * 1000))
+        if let worker { settings.worker = worker }
+        let store = try database.open(run: settings)
+        if status, let postgres = store as? PostgresDatabase {
+            let week = try options.week.map { try ISOWeek(parsing: $0) }
+            let runs = try postgres.runStatus(week: week)
+            if runs.isEmpty { print("no runs\(week.map { " of \($0)" } ?? "")") }
+            for run in runs {
+                print(
+                    "\(run.week): \(run.state), \(run.chunks) chunks of \(run.users) users: \(run.done) done, \(run.claimed) claimed by \(run.workers) worker\(run.workers == 1 ? "" : "s"), \(run.expired) with an expired lease, \(run.left - run.expired) left (\(run.claims) claims)")
+            }
+            return
+        }
+        let summary = try await options.execute(database: store)
         for line in summary.lines() { print(line) }
     }
 }
@@ -73,7 +108,7 @@ struct RunOptions: ParsableArguments {
         }
     }
 
-    func execute(databasePath: String, now: Date = Date()) async throws -> RunSummary {
+    func execute(database: any DigestDatabase, now: Date = Date()) async throws -> RunSummary {
         let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: now)
         let catalog = try plan.catalog()
         var configuration = plan.configuration(week: week)
@@ -87,11 +122,11 @@ struct RunOptions: ParsableArguments {
                 directory: URL(fileURLWithPath: attachments), baseURL: attachmentsUrl)
             images.downloader.addressGuard = try AddressGuard(allowList: allowHosts ?? "")
             summary = try await ImageAttachments.with(images) { provider in
-                try await runWeek(databasePath: databasePath, catalog: catalog, attachments: provider, configuration: configuration, now: now)
+                try await runWeek(database: database, catalog: catalog, attachments: provider, configuration: configuration, now: now)
             }
         } else {
             summary = try await runWeek(
-                databasePath: databasePath, catalog: catalog, attachments: NoAttachments(), configuration: configuration, now: now)
+                database: database, catalog: catalog, attachments: NoAttachments(), configuration: configuration, now: now)
         }
         if let report {
             let encoder = JSONEncoder()
@@ -101,12 +136,11 @@ struct RunOptions: ParsableArguments {
         return summary
     }
 
-    private func runWeek(
-        databasePath: String, catalog: TemplateCatalog, attachments: any AttachmentProvider,
-        configuration: WeeklyRun<SQLiteDatabase>.Configuration, now: Date
+    private func runWeek<Database: DigestDatabase>(
+        database: Database, catalog: TemplateCatalog, attachments: any AttachmentProvider,
+        configuration: WeeklyRunConfiguration, now: Date
     ) async throws -> RunSummary {
-        let run = WeeklyRun(
-            database: .sqlite(path: databasePath), templates: catalog, attachments: attachments, configuration: configuration)
+        let run = WeeklyRun(database: database, templates: catalog, attachments: attachments, configuration: configuration)
         let printer = ProgressPrinter(interval: progressInterval)
         let summary = try await run.run(now: now) { printer.report($0) }
         printer.finish()
@@ -142,8 +176,8 @@ struct PlanOptions: ParsableArguments {
     func catalog() throws -> TemplateCatalog { try TemplateCatalog(directory: try templatesDirectory()) }
 
     /// The run configuration these options give for `week` (run-only settings at their defaults).
-    func configuration(week: ISOWeek) -> WeeklyRun<SQLiteDatabase>.Configuration {
-        var configuration = WeeklyRun<SQLiteDatabase>.Configuration(week: week)
+    func configuration(week: ISOWeek) -> WeeklyRunConfiguration {
+        var configuration = WeeklyRunConfiguration(week: week)
         configuration.planner.policy = VariantPolicy(argument: policy)!
         configuration.planner.byteBudget = byteBudget
         configuration.encoder.linkBase = linkBase.hasSuffix("/") ? String(linkBase.dropLast()) : linkBase

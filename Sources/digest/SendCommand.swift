@@ -103,8 +103,14 @@ struct SendCommand: AsyncParsableCommand {
             clientConfiguration.tlsConfiguration = tls
         }
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+        try await send(database: database.open(), account: account, client: client, registry: registry, logger: logger)
+    }
 
-        var configuration = FCMSender<SQLiteDatabase>.Configuration()
+    private func send<Database: DigestDatabase>(
+        database: Database, account: ServiceAccount, client: HTTPClient, registry: PrometheusCollectorRegistry?,
+        logger: Logger
+    ) async throws {
+        var configuration = FCMSender<Database>.Configuration()
         configuration.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
         configuration.concurrency = concurrency
         configuration.ratePerMinute = rate
@@ -124,7 +130,7 @@ struct SendCommand: AsyncParsableCommand {
             throw error
         }
         let sender = FCMSender(
-            database: SQLiteDatabase.sqlite(path: database.db), account: account, client: client, tokens: tokens,
+            database: database, account: account, client: client, tokens: tokens,
             configuration: configuration, logger: logger)
         Self.say("sending to \(configuration.endpoint) for project \(account.projectID) as \(configuration.owner), \(concurrency) at once\(rate.map { ", at most \($0)/min" } ?? "")\(validateOnly ? " (dry run)" : "")")
 
@@ -169,11 +175,11 @@ extension SendCommand {
 }
 
 /// Runs the sender inside the service group and keeps its result for the summary.
-private final class SenderRun: Service, Sendable {
-    let sender: FCMSender<SQLiteDatabase>
+private final class SenderRun<Database: DigestDatabase>: Service, Sendable {
+    let sender: FCMSender<Database>
     private let outcome = Mutex<(SendSummary?, (any Error)?)>((nil, nil))
 
-    init(sender: FCMSender<SQLiteDatabase>) { self.sender = sender }
+    init(sender: FCMSender<Database>) { self.sender = sender }
 
     var result: (SendSummary?, (any Error)?) { outcome.withLock { $0 } }
 

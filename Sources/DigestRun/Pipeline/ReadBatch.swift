@@ -5,18 +5,17 @@ import DigestStore
 struct ReadBatch: Sendable {
     var users: [StoredReader]
     var reads: [[ReadEvent]]
-
-    var lastKey: Int64 { users.last?.key ?? 0 }
+    /// Where the run stands once this batch commits (cursor or chunk, as the store decides).
+    var lastKey: Int64
 
     /// The next batch after `key`, or `nil` when no users are left. Reads start at each user's
     /// previous-week Monday in their own zone.
     static func load(
         from history: some HistoryReader, after key: Int64, limit: Int, calendar: WeekCalendar
     ) throws -> ReadBatch? {
-        let users = try history.users(after: key, limit: limit)
-        guard !users.isEmpty else { return nil }
-        let since = users.map { readsSince($0.reader, calendar: calendar) }
-        return ReadBatch(users: users, reads: try history.reads(of: users, since: since))
+        guard let batch = try history.nextBatch(week: calendar.week, after: key, limit: limit) else { return nil }
+        let since = batch.users.map { readsSince($0.reader, calendar: calendar) }
+        return ReadBatch(users: batch.users, reads: try history.reads(of: batch.users, since: since), lastKey: batch.position)
     }
 
     /// Where a user's reads start: their previous-week Monday in their own zone. Skipped users need

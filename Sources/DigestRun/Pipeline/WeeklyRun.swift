@@ -16,33 +16,8 @@ public import Logging
 /// let summary = try await run.run()
 /// ```
 public struct WeeklyRun<Database: DigestDatabase>: Sendable {
-    /// When messages become due.
-    public enum SendAt: String, Sendable {
-        /// The Monday after the week, at the delivery time, in each user's zone.
-        case local
-        /// At once.
-        case now
-    }
-
-    /// How the run works.
-    public struct Configuration: Sendable {
-        public var week: ISOWeek
-        public var sendAt: SendAt = .local
-        public var delivery: WeekCalendar.DeliveryTime = .mondayMorning
-        /// Users per batch (one outbox transaction each).
-        public var batchSize = 1000
-        /// Batches computed at once.
-        public var concurrency = max(1, ProcessInfo.processInfo.activeProcessorCount)
-        public var digest = DigestBuilder.Configuration()
-        public var planner = VariantPlanner.Configuration()
-        public var encoder = FCMEncoder.Configuration()
-        /// Run even when the week has no reads at all (everyone gets the re-engagement digest).
-        public var allowEmptyWeek = false
-
-        public init(week: ISOWeek) {
-            self.week = week
-        }
-    }
+    public typealias SendAt = WeeklyRunSendAt
+    public typealias Configuration = WeeklyRunConfiguration
 
     /// Store housekeeping (a WAL checkpoint on SQLite) after this many committed batches.
     static var batchesPerMaintenance: Int { 8 }
@@ -91,7 +66,7 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         let checkpoint = try await writerThread.run { try ledger.value.begin(week: week, now: nowSeconds) }
         // Every zone's week lies within 14 hours (ahead) or 12 hours (behind) of the UTC week.
         let (remaining, hasReads, articles) = try await readerThread.run {
-            let remaining = try history.value.countUsers(after: checkpoint.cursor)
+            let remaining = try history.value.countUsers(week: week, after: checkpoint.cursor)
             let hasReads = try history.value.hasReads(from: utc.start - 14 * 3600, until: utc.end + 12 * 3600)
             let range = Self.articleRange(utc: utc, digest: configuration.digest)
             let articles = try history.value.articles(publishedFrom: range.from, until: range.until)
@@ -230,6 +205,34 @@ extension WeeklyRun {
             planner: VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder)),
             attachments: attachments,
             sendNow: configuration.sendAt == .now ? now : nil)
+    }
+}
+
+/// When messages become due.
+public enum WeeklyRunSendAt: String, Sendable {
+    /// The Monday after the week, at the delivery time, in each user's zone.
+    case local
+    /// At once.
+    case now
+}
+
+/// How the run works.
+public struct WeeklyRunConfiguration: Sendable {
+    public var week: ISOWeek
+    public var sendAt: WeeklyRunSendAt = .local
+    public var delivery: WeekCalendar.DeliveryTime = .mondayMorning
+    /// Users per batch (one outbox transaction each).
+    public var batchSize = 1000
+    /// Batches computed at once.
+    public var concurrency = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    public var digest = DigestBuilder.Configuration()
+    public var planner = VariantPlanner.Configuration()
+    public var encoder = FCMEncoder.Configuration()
+    /// Run even when the week has no reads at all (everyone gets the re-engagement digest).
+    public var allowEmptyWeek = false
+
+    public init(week: ISOWeek) {
+        self.week = week
     }
 }
 

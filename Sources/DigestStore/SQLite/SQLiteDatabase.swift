@@ -33,7 +33,7 @@ public struct SQLiteDatabase: DigestDatabase {
         SQLiteOutboxConsumer(connection: try connect())
     }
 
-    public func acquireRunLock() throws -> RunLock {
+    public func acquireRunLock() throws -> RunLock? {
         try RunLock(path: path + ".lock")
     }
 

@@ -17,8 +17,9 @@ public protocol DigestDatabase: Sendable {
     func makeLedger() throws -> Ledger
     /// A new consumer of the outbox, for a sender (one per thread).
     func makeOutboxConsumer() throws -> Consumer
-    /// Refuses a second run on the same database while one is going.
-    func acquireRunLock() throws -> RunLock
+    /// Refuses a second run on the same database while one is going (`nil` where processes share a
+    /// run instead).
+    func acquireRunLock() throws -> RunLock?
     /// Messages in the outbox by state, platform, variant and week.
     func outboxStats() throws -> OutboxStats
     /// The first `limit` messages (optionally of one state), oldest first.

@@ -12,8 +12,25 @@ public struct StoredReader: Sendable {
     }
 }
 
+/// The users a run works on next, and where that leaves the run: the last user's key on SQLite (the
+/// run's cursor), the claimed chunk's number on PostgreSQL.
+public struct UserBatch: Sendable {
+    public var users: [StoredReader]
+    public var position: Int64
+
+    public init(users: [StoredReader], position: Int64) {
+        self.users = users
+        self.position = position
+    }
+}
+
 /// Reads the history the weekly run needs. One instance is used by one thread at a time.
 public protocol HistoryReader: AnyObject {
+    /// The next users of `week`'s run after `cursor` (at most `limit` where the store splits by
+    /// count), or `nil` when none are left to do.
+    func nextBatch(week: ISOWeek, after cursor: Int64, limit: Int) throws -> UserBatch?
+    /// How many of the week's users are left after `cursor`.
+    func countUsers(week: ISOWeek, after key: Int64) throws -> Int
     /// Up to `limit` users with keys above `key`, in key order, with their devices.
     func users(after key: Int64, limit: Int) throws -> [StoredReader]
     /// For each user, their reads at or after the matching `since` instant, oldest first.
@@ -28,4 +45,17 @@ public protocol HistoryReader: AnyObject {
     func user(id: String) throws -> StoredReader?
     /// Up to `limit` users whose id starts with `prefix`, in id order, with their devices.
     func users(idPrefix prefix: String, limit: Int) throws -> [StoredReader]
+}
+
+extension HistoryReader {
+    /// Users in key order: the next batch is the `limit` users after the cursor.
+    public func nextBatch(week: ISOWeek, after cursor: Int64, limit: Int) throws -> UserBatch? {
+        let users = try users(after: cursor, limit: limit)
+        guard let last = users.last else { return nil }
+        return UserBatch(users: users, position: last.key)
+    }
+
+    public func countUsers(week: ISOWeek, after key: Int64) throws -> Int {
+        try countUsers(after: key)
+    }
 }

@@ -1,0 +1,198 @@
+public import DigestCore
+import Foundation
+import PostgresNIO
+
+/// ``HistoryReader`` over the views `digest_users`, `digest_devices`, `digest_articles` and
+/// `digest_reads`; its batches are chunks claimed from the week's shared run.
+public final class PostgresHistoryReader: HistoryReader {
+    let session: PostgresSession
+    let coordination: PostgresRunCoordination
+
+    init(session: PostgresSession, coordination: PostgresRunCoordination) {
+        self.session = session
+        self.coordination = coordination
+    }
+
+    /// Claims the next chunk of the week (a ready one, or one whose lease ended) and reads its users.
+    /// When every other chunk is held by live workers, waits for them to finish or for a lease to end,
+    /// so that a process returns `nil` only once every chunk is done.
+    public func nextBatch(week: ISOWeek, after cursor: Int64, limit: Int) throws -> UserBatch? {
+        let worker = coordination.settings.worker
+        let lease = coordination.leaseSeconds
+        while true {
+            let claimed = try session.rows(
+                """
+                UPDATE digest_run_chunks c
+                SET state = 'claimed', lease_owner = \(worker), claims = c.claims + 1,
+                    leased_until = now() + make_interval(secs => \(lease))
+                WHERE (c.week, c.chunk) = (
+                    SELECT week, chunk FROM digest_run_chunks
+                    WHERE week = \(week.description) AND state <> 'done' AND (state = 'ready' OR leased_until <= now())
+                    ORDER BY chunk LIMIT 1 FOR UPDATE SKIP LOCKED)
+                RETURNING c.chunk, c.after_user, c.through_user
+                """)
+            if let row = claimed.first {
+                let (chunk, after, through) = try row.decode((Int, String?, String?).self)
+                coordination.holding(chunk, week: week.description)
+                let users = try self.users(after: after, through: through)
+                return UserBatch(users: users, position: Int64(chunk))
+            }
+            // Nothing to claim: done, or others hold the rest (wait for them or for their leases).
+            let open = try session.rows(
+                """
+                SELECT count(*), coalesce(extract(epoch FROM min(leased_until) - now()), 0)::float8
+                FROM digest_run_chunks WHERE week = \(week.description) AND state <> 'done'
+                """)
+            guard let first = open.first else { return nil }
+            let (left, soonest) = try first.decode((Int, Double).self)
+            guard left > 0 else { return nil }
+            Thread.sleep(forTimeInterval: min(1.0, max(0.05, soonest)))
+        }
+    }
+
+    private func users(after: String?, through: String?) throws -> [StoredReader] {
+        let range = Self.range("id", after: after, through: through)
+        let query = PostgresQuery(
+            unsafeSQL: "SELECT id, locale, time_zone, opted_out FROM digest_users WHERE \(range.sql) ORDER BY id COLLATE \"C\"",
+            binds: range.binds)
+        var users: [StoredReader] = []
+        for (index, row) in try session.rows(query).enumerated() {
+            let (id, locale, zone, optedOut) = try row.decode((String, String, String, Bool).self)
+            users.append(
+                StoredReader(
+                    key: Int64(index + 1),
+                    reader: Reader(id: id, locale: locale, timeZone: zone, optedOut: optedOut, devices: [])))
+        }
+        guard let first = users.first?.reader.id, let last = users.last?.reader.id else { return [] }
+        let devices: PostgresQuery = """
+            SELECT d.user_id, d.token, d.platform FROM digest_devices d
+            WHERE d.user_id COLLATE "C" >= \(first) AND d.user_id COLLATE "C" <= \(last)
+              AND NOT EXISTS (SELECT 1 FROM digest_unregistered_tokens u WHERE u.user_id = d.user_id AND u.token = d.token)
+            ORDER BY d.user_id COLLATE "C", d.token
+            """
+        var index = 0
+        for row in try session.rows(devices) {
+            let (owner, token, platformName) = try row.decode((String, String, String).self)
+            while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
+            guard index < users.count, users[index].reader.id == owner, let platform = Platform(rawValue: platformName)
+            else { continue }
+            users[index].reader.devices.append(Device(token: token, platform: platform))
+        }
+        return users
+    }
+
+    /// A condition on `column` for `(after, through]` in byte order, with its binds.
+    static func range(_ column: String, after: String?, through: String?) -> (sql: String, binds: PostgresBindings) {
+        var binds = PostgresBindings()
+        var conditions: [String] = []
+        if let after {
+            binds.append(after)
+            conditions.append("\(column) COLLATE \"C\" > $\(binds.count)")
+        }
+        if let through {
+            binds.append(through)
+            conditions.append("\(column) COLLATE \"C\" <= $\(binds.count)")
+        }
+        return (conditions.isEmpty ? "true" : conditions.joined(separator: " AND "), binds)
+    }
+
+    public func users(after key: Int64, limit: Int) throws -> [StoredReader] {
+        throw PostgresStoreError("\(session.location): PostgreSQL runs read users by claimed chunk (nextBatch)")
+    }
+
+    /// The chunk's reads in one query (its users are consecutive ids), split per user.
+    public func reads(of users: [StoredReader], since: [Int64]) throws -> [[ReadEvent]] {
+        guard let first = users.first?.reader.id, let last = users.last?.reader.id,
+            let earliest = since.min(), earliest != Int64.max
+        else { return users.map { _ in [] } }
+        let rows = try session.rows(
+            """
+            SELECT r.user_id, extract(epoch FROM r.read_at)::bigint, r.article_id, r.seconds, a.topics
+            FROM digest_reads r JOIN digest_articles a ON a.id = r.article_id
+            WHERE r.user_id COLLATE "C" >= \(first) AND r.user_id COLLATE "C" <= \(last)
+              AND r.read_at >= to_timestamp(\(earliest))
+            ORDER BY r.user_id COLLATE "C", r.read_at, r.article_id
+            """)
+        var result: [[ReadEvent]] = Array(repeating: [], count: users.count)
+        var index = 0
+        for row in rows {
+            let (owner, readAt, article, seconds, topics) = try row.decode((String, Int64, String, Int, [String]).self)
+            while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
+            guard index < users.count, users[index].reader.id == owner, readAt >= since[index] else { continue }
+            result[index].append(ReadEvent(articleID: article, topics: topics, readAt: readAt, seconds: seconds))
+        }
+        return result
+    }
+
+    public func articles(publishedFrom from: Int64, until: Int64) throws -> [Article] {
+        try session.rows(
+            """
+            SELECT id, title, url, image_url, topics, extract(epoch FROM published_at)::bigint, reading_minutes
+            FROM digest_articles WHERE published_at >= to_timestamp(\(from)) AND published_at < to_timestamp(\(until))
+            ORDER BY published_at DESC, id
+            """
+        ).map { row in
+            let (id, title, url, image, topics, published, minutes) =
+                try row.decode((String, String, String, String?, [String], Int64, Int).self)
+            return Article(
+                id: id, title: title, url: url, imageURL: image, topics: topics, publishedAt: published, readingMinutes: minutes)
+        }
+    }
+
+    /// Users in the week's chunks that are not done yet (all users before the week is split).
+    public func countUsers(week: ISOWeek, after key: Int64) throws -> Int {
+        let total = try session.rows("SELECT count(*) FROM digest_users").first?.decode(Int.self) ?? 0
+        let done = try session.rows(
+            """
+            SELECT coalesce(sum((counters->>'users')::bigint), 0)::bigint FROM digest_run_chunks
+            WHERE week = \(week.description) AND state = 'done'
+            """
+        ).first?.decode(Int.self) ?? 0
+        return max(0, total - done)
+    }
+
+    public func countUsers(after key: Int64) throws -> Int {
+        try session.rows("SELECT count(*) FROM digest_users").first?.decode(Int.self) ?? 0
+    }
+
+    public func hasReads(from: Int64, until: Int64) throws -> Bool {
+        try !session.rows(
+            "SELECT 1 FROM digest_reads WHERE read_at >= to_timestamp(\(from)) AND read_at < to_timestamp(\(until)) LIMIT 1"
+        ).isEmpty
+    }
+
+    public func user(id: String) throws -> StoredReader? {
+        try users(matching: "id = $1", id, limit: 1).first
+    }
+
+    public func users(idPrefix prefix: String, limit: Int) throws -> [StoredReader] {
+        try users(matching: "starts_with(id, $1)", prefix, limit: limit)
+    }
+
+    private func users(matching condition: String, _ value: String, limit: Int) throws -> [StoredReader] {
+        var binds = PostgresBindings()
+        binds.append(value)
+        binds.append(limit)
+        let rows = try session.rows(
+            PostgresQuery(
+                unsafeSQL: "SELECT id, locale, time_zone, opted_out FROM digest_users WHERE \(condition) ORDER BY id COLLATE \"C\" LIMIT $2",
+                binds: binds))
+        var users: [StoredReader] = []
+        for (index, row) in rows.enumerated() {
+            let (id, locale, zone, optedOut) = try row.decode((String, String, String, Bool).self)
+            var reader = Reader(id: id, locale: locale, timeZone: zone, optedOut: optedOut, devices: [])
+            reader.devices = try session.rows(
+                """
+                SELECT d.token, d.platform FROM digest_devices d WHERE d.user_id = \(id)
+                  AND NOT EXISTS (SELECT 1 FROM digest_unregistered_tokens u WHERE u.user_id = d.user_id AND u.token = d.token)
+                ORDER BY d.token
+                """
+            ).compactMap { row in
+                let (token, platform) = try row.decode((String, String).self)
+                return Platform(rawValue: platform).map { Device(token: token, platform: $0) }
+            }
+            users.append(StoredReader(key: Int64(index + 1), reader: reader))
+        }
+        return users
+    }
+}

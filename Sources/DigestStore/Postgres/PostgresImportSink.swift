@@ -1,0 +1,76 @@
+public import DigestCore
+import PostgresNIO
+
+/// Writes imported records into the `digest_import_*` tables behind the history views; re-importing
+/// the same records changes nothing. A lost connection fails the import (run it again: it is
+/// idempotent) rather than being retried inside an open batch.
+public final class PostgresImportSink: HistoryImportSink {
+    let session: PostgresSession
+
+    public init(database: PostgresDatabase) throws {
+        let session = try PostgresSession(location: database.location, reconnectWindow: .zero)
+        try PostgresSchema.requireCurrent(session)
+        self.session = session
+    }
+
+    public func beginBatch() throws { try session.run("BEGIN") }
+
+    public func commitBatch() throws { try session.run("COMMIT") }
+
+    public func upsert(user: Reader) throws -> Bool {
+        var changed = try session.run(
+            """
+            INSERT INTO digest_import_users (id, locale, time_zone, opted_out)
+            VALUES (\(user.id), \(user.locale), \(user.timeZone), \(user.optedOut))
+            ON CONFLICT (id) DO UPDATE SET locale = excluded.locale, time_zone = excluded.time_zone, opted_out = excluded.opted_out
+            WHERE (digest_import_users.locale, digest_import_users.time_zone, digest_import_users.opted_out)
+                IS DISTINCT FROM (excluded.locale, excluded.time_zone, excluded.opted_out)
+            """) > 0
+        let tokens = user.devices.map(\.token)
+        changed = try session.run(
+            "DELETE FROM digest_import_devices WHERE user_id = \(user.id) AND NOT (token = ANY(\(tokens)::text[]))") > 0 || changed
+        for device in user.devices {
+            changed = try session.run(
+                """
+                INSERT INTO digest_import_devices (user_id, token, platform) VALUES (\(user.id), \(device.token), \(device.platform.rawValue))
+                ON CONFLICT (user_id, token) DO UPDATE SET platform = excluded.platform
+                WHERE digest_import_devices.platform IS DISTINCT FROM excluded.platform
+                """) > 0 || changed
+        }
+        return changed
+    }
+
+    public func upsert(article: Article) throws -> Bool {
+        try session.run(
+            """
+            INSERT INTO digest_import_articles (id, title, url, image_url, topics, published_at, reading_minutes)
+            VALUES (\(article.id), \(article.title), \(article.url), \(article.imageURL), \(article.topics)::text[],
+                    to_timestamp(\(article.publishedAt)), \(article.readingMinutes))
+            ON CONFLICT (id) DO UPDATE SET title = excluded.title, url = excluded.url, image_url = excluded.image_url,
+                topics = excluded.topics, published_at = excluded.published_at, reading_minutes = excluded.reading_minutes
+            WHERE (digest_import_articles.title, digest_import_articles.url, digest_import_articles.image_url,
+                   digest_import_articles.topics, digest_import_articles.published_at, digest_import_articles.reading_minutes)
+                IS DISTINCT FROM (excluded.title, excluded.url, excluded.image_url, excluded.topics, excluded.published_at,
+                   excluded.reading_minutes)
+            """) > 0
+    }
+
+    public func insertRead(userID: String, articleID: String, readAt: Int64, seconds: Int) throws -> ReadInsertOutcome {
+        let rows = try session.rows(
+            """
+            WITH known_user AS (SELECT 1 FROM digest_import_users WHERE id = \(userID)),
+                 known_article AS (SELECT 1 FROM digest_import_articles WHERE id = \(articleID)),
+                 inserted AS (
+                    INSERT INTO digest_import_reads (user_id, read_at, article_id, seconds)
+                    SELECT \(userID), to_timestamp(\(readAt)), \(articleID), \(seconds)
+                    WHERE EXISTS (SELECT 1 FROM known_user) AND EXISTS (SELECT 1 FROM known_article)
+                    ON CONFLICT DO NOTHING RETURNING 1)
+            SELECT EXISTS (SELECT 1 FROM known_user), EXISTS (SELECT 1 FROM known_article), EXISTS (SELECT 1 FROM inserted)
+            """)
+        guard let row = rows.first else { return .duplicate }
+        let (userKnown, articleKnown, inserted) = try row.decode((Bool, Bool, Bool).self)
+        if !userKnown { return .unknownUser }
+        if !articleKnown { return .unknownArticle }
+        return inserted ? .inserted : .duplicate
+    }
+}

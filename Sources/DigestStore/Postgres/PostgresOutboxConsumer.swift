@@ -1,0 +1,157 @@
+import Foundation
+import PostgresNIO
+
+/// ``OutboxConsumer`` on PostgreSQL: many senders lease at once with `FOR UPDATE SKIP LOCKED`, so no
+/// two lease the same message and none waits for another. Times are bound as Unix seconds and kept
+/// as `timestamptz`.
+public final class PostgresOutboxConsumer: OutboxConsumer {
+    let session: PostgresSession
+
+    init(session: PostgresSession) {
+        self.session = session
+    }
+
+    public func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) throws -> [LeasedMessage] {
+        try session.transaction { connection in
+            try connection.run(
+                """
+                WITH expired AS (
+                    SELECT id FROM digest_outbox WHERE state = 'leased' AND leased_until <= to_timestamp(\(now))
+                    FOR UPDATE SKIP LOCKED)
+                UPDATE digest_outbox o
+                SET state = CASE WHEN o.attempts >= \(maxAttempts) THEN 'dead' ELSE 'ready' END,
+                    last_error = CASE WHEN o.attempts >= \(maxAttempts)
+                        THEN 'LEASE_EXPIRED: the sender holding it stopped answering (gave up after ' || o.attempts || ' attempts)'
+                        ELSE o.last_error END,
+                    lease_owner = NULL, leased_until = NULL
+                FROM expired WHERE o.id = expired.id
+                """)
+            let rows = try connection.rows(
+                """
+                WITH due AS (
+                    SELECT id FROM digest_outbox
+                    WHERE state = 'ready' AND available_at <= to_timestamp(\(now))
+                    ORDER BY available_at, id LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED)
+                UPDATE digest_outbox o
+                SET state = 'leased', attempts = o.attempts + 1, lease_owner = \(owner),
+                    leased_until = to_timestamp(\(now + leaseSeconds))
+                FROM due WHERE o.id = due.id
+                RETURNING o.id, o.dedupe_key, o.user_id, o.platform, o.message::text, o.attempts
+                """)
+            return try Self.messages(rows).sorted { $0.id < $1.id }
+        }
+    }
+
+    @discardableResult
+    public func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) throws -> Int {
+        guard !settlements.isEmpty else { return 0 }
+        return try session.transaction { connection in
+            var applied = 0
+            for settlement in settlements {
+                switch settlement {
+                case .sent(let id, let name):
+                    applied += try connection.run(
+                        """
+                        UPDATE digest_outbox SET state = 'sent', sent_at = to_timestamp(\(now)), fcm_name = \(name),
+                            lease_owner = NULL, leased_until = NULL
+                        WHERE id = \(id) AND state = 'leased' AND lease_owner = \(owner)
+                        """)
+                case .retry(let id, let at, let error):
+                    applied += try connection.run(
+                        """
+                        UPDATE digest_outbox
+                        SET state = CASE WHEN attempts >= \(maxAttempts) THEN 'dead' ELSE 'ready' END,
+                            available_at = CASE WHEN attempts >= \(maxAttempts) THEN available_at ELSE to_timestamp(\(at)) END,
+                            last_error = CASE WHEN attempts >= \(maxAttempts)
+                                THEN \(error) || ' (gave up after ' || attempts || ' attempts)' ELSE \(error) END,
+                            lease_owner = NULL, leased_until = NULL
+                        WHERE id = \(id) AND state = 'leased' AND lease_owner = \(owner)
+                        """)
+                case .dead(let id, let reason):
+                    applied += try Self.markDead(id, reason: reason, owner: owner, on: connection)
+                case .unregistered(let id, let reason):
+                    // Remembered beside the adopter's devices (which may be a read-only view); the
+                    // history reader leaves these tokens out from the next run on.
+                    try connection.run(
+                        """
+                        INSERT INTO digest_unregistered_tokens (user_id, token)
+                        SELECT user_id, message #>> '{message,token}' FROM digest_outbox
+                        WHERE id = \(id) AND state = 'leased' AND lease_owner = \(owner)
+                          AND message #>> '{message,token}' IS NOT NULL
+                        ON CONFLICT DO NOTHING
+                        """)
+                    applied += try Self.markDead(id, reason: reason, owner: owner, on: connection)
+                case .release(let id):
+                    applied += try connection.run(
+                        """
+                        UPDATE digest_outbox
+                        SET state = 'ready', attempts = greatest(attempts - 1, 0), lease_owner = NULL, leased_until = NULL
+                        WHERE id = \(id) AND state = 'leased' AND lease_owner = \(owner)
+                        """)
+                }
+            }
+            return applied
+        }
+    }
+
+    private static func markDead(_ id: Int64, reason: String, owner: String, on connection: PostgresConnection) throws -> Int {
+        try connection.run(
+            """
+            UPDATE digest_outbox SET state = 'dead', last_error = \(reason), lease_owner = NULL, leased_until = NULL
+            WHERE id = \(id) AND state = 'leased' AND lease_owner = \(owner)
+            """)
+    }
+
+    @discardableResult
+    public func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try session.run(
+            """
+            UPDATE digest_outbox SET leased_until = to_timestamp(\(until))
+            WHERE id = ANY(\(ids)) AND state = 'leased' AND lease_owner = \(owner)
+            """)
+    }
+
+    public func requeueDead(reasonPrefix: String?, week: String?, now: Int64) throws -> Int {
+        try session.run(
+            """
+            UPDATE digest_outbox
+            SET state = 'ready', attempts = 0, available_at = to_timestamp(\(now)), lease_owner = NULL, leased_until = NULL
+            WHERE state = 'dead'
+              AND (\(reasonPrefix)::text IS NULL OR starts_with(last_error, \(reasonPrefix)))
+              AND (\(week)::text IS NULL OR week = \(week))
+            """)
+    }
+
+    public func peekDue(afterID: Int64, limit: Int, now: Int64) throws -> [LeasedMessage] {
+        try Self.messages(
+            session.rows(
+                """
+                SELECT id, dedupe_key, user_id, platform, message::text, attempts FROM digest_outbox
+                WHERE id > \(afterID) AND state = 'ready' AND available_at <= to_timestamp(\(now)) ORDER BY id LIMIT \(limit)
+                """))
+    }
+
+    public func backlog(now: Int64) throws -> OutboxBacklog {
+        guard
+            let row = try session.rows(
+                """
+                SELECT
+                    (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= to_timestamp(\(now))),
+                    (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > to_timestamp(\(now)) AND attempts > 0),
+                    (SELECT count(*) FROM digest_outbox WHERE state = 'leased')
+                """
+            ).first
+        else { return OutboxBacklog() }
+        let (due, retrying, leased) = try row.decode((Int, Int, Int).self)
+        return OutboxBacklog(due: due, retrying: retrying, leased: leased)
+    }
+
+    static func messages(_ rows: [PostgresRow]) throws -> [LeasedMessage] {
+        try rows.map { row in
+            let (id, key, user, platform, message, attempts) = try row.decode((Int64, String, String, String, String, Int).self)
+            return LeasedMessage(id: id, dedupeKey: key, userID: user, platform: platform, message: message, attempts: attempts)
+        }
+    }
+}

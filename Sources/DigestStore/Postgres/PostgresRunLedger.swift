@@ -1,0 +1,126 @@
+public import DigestCore
+import Foundation
+import PostgresNIO
+
+/// ``RunLedger`` on PostgreSQL: the week's run and its chunks in `digest_runs` and
+/// `digest_run_chunks`; a chunk's messages and its completion commit in one statement.
+public final class PostgresRunLedger: RunLedger {
+    let session: PostgresSession
+    let coordination: PostgresRunCoordination
+
+    init(session: PostgresSession, coordination: PostgresRunCoordination) {
+        self.session = session
+        self.coordination = coordination
+    }
+
+    /// Joins the week's shared run, splitting its users into chunks when this process is the first.
+    public func begin(week: ISOWeek, now: Int64) throws -> RunCheckpoint {
+        let size = max(1, coordination.settings.chunkSize)
+        let name = week.description
+        try session.transaction { connection in
+            // A second process starting at the same moment waits here for the first one's split.
+            let created = try connection.rows(
+                """
+                INSERT INTO digest_runs (week, state, chunk_size, chunks, users)
+                VALUES (\(name), 'running', \(size), 0, 0) ON CONFLICT (week) DO NOTHING RETURNING week
+                """)
+            guard !created.isEmpty else { return }
+            // Chunk k holds the users in (after_user, through_user] in byte order; the last one is
+            // open-ended, so users added later still belong to a chunk.
+            try connection.run(
+                """
+                INSERT INTO digest_run_chunks (week, chunk, after_user, through_user)
+                SELECT \(name), (row_number() OVER (ORDER BY through COLLATE "C" NULLS LAST))::int - 1,
+                       lag(through) OVER (ORDER BY through COLLATE "C" NULLS LAST), through
+                FROM (
+                    SELECT id AS through FROM (
+                        SELECT id, row_number() OVER (ORDER BY id COLLATE "C") AS n FROM digest_users) numbered
+                    WHERE n % \(size) = 0
+                    UNION ALL SELECT NULL) bounds
+                """)
+            try connection.run(
+                """
+                UPDATE digest_runs SET
+                    chunks = (SELECT count(*) FROM digest_run_chunks WHERE week = \(name)),
+                    users = (SELECT count(*) FROM digest_users)
+                WHERE week = \(name)
+                """)
+        }
+        let run = try session.rows(
+            """
+            SELECT r.state, count(c.chunk) FROM digest_runs r
+            LEFT JOIN digest_run_chunks c ON c.week = r.week AND c.state = 'done'
+            WHERE r.week = \(name) GROUP BY r.state
+            """)
+        guard let row = run.first else { throw PostgresStoreError("\(session.location): the run row of \(name) vanished") }
+        let (state, done) = try row.decode((String, Int).self)
+        return RunCheckpoint(cursor: Int64(done), finished: state == "done", counters: try totals(week: name))
+    }
+
+    /// Enqueues the chunk's messages (`ON CONFLICT DO NOTHING`) and marks the chunk done, in one
+    /// statement. A chunk another worker finished first keeps that worker's counters.
+    public func commit(
+        week: ISOWeek, through chunk: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64
+    ) throws -> Int {
+        var keys: [String] = [], users: [String] = [], platforms: [String] = [], variants: [String] = []
+        var bodies: [String] = [], reports: [String] = [], due: [Int64] = []
+        for message in messages {
+            keys.append(message.dedupeKey)
+            users.append(message.userID)
+            platforms.append(message.platform.rawValue)
+            variants.append(message.variant.rawValue)
+            bodies.append(String(decoding: message.message, as: UTF8.self))
+            reports.append(message.report)
+            due.append(message.availableAt)
+        }
+        let countersJSON = String(decoding: try JSONEncoder.sorted.encode(counters), as: UTF8.self)
+        let name = week.description
+        let worker = coordination.settings.worker
+        let rows = try session.rows(
+            """
+            WITH inserted AS (
+                INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at)
+                SELECT k, \(name), u, p, v, m::jsonb, r::jsonb, to_timestamp(a), to_timestamp(\(now))
+                FROM unnest(\(keys)::text[], \(users)::text[], \(platforms)::text[], \(variants)::text[],
+                            \(bodies)::text[], \(reports)::text[], \(due)::int8[]) AS t(k, u, p, v, m, r, a)
+                ON CONFLICT (dedupe_key) DO NOTHING
+                RETURNING 1),
+            done AS (
+                UPDATE digest_run_chunks
+                SET state = 'done', done_by = \(worker), done_at = now(), lease_owner = NULL, leased_until = NULL,
+                    counters = jsonb_set(\(countersJSON)::jsonb, '{enqueued}', to_jsonb((SELECT count(*) FROM inserted)))
+                WHERE week = \(name) AND chunk = \(Int(chunk)) AND state <> 'done'
+                RETURNING 1)
+            SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM done)
+            """)
+        coordination.released(Int(chunk))
+        guard let row = rows.first else { return 0 }
+        let (inserted, _) = try row.decode((Int, Int).self)
+        return inserted
+    }
+
+    public func maintain() throws {}
+
+    /// Marks the week done once every chunk is, and returns the week's totals over its done chunks.
+    public func finish(week: ISOWeek, now: Int64) throws -> RunCounters {
+        let name = week.description
+        try session.run(
+            """
+            UPDATE digest_runs SET state = 'done', finished_at = now()
+            WHERE week = \(name) AND state = 'running'
+              AND NOT EXISTS (SELECT 1 FROM digest_run_chunks WHERE week = \(name) AND state <> 'done')
+            """)
+        return try totals(week: name)
+    }
+
+    private func totals(week: String) throws -> RunCounters {
+        var totals = RunCounters()
+        let decoder = JSONDecoder()
+        for row in try session.rows(
+            "SELECT counters::text FROM digest_run_chunks WHERE week = \(week) AND state = 'done' AND counters IS NOT NULL")
+        {
+            totals.add(try decoder.decode(RunCounters.self, from: Data(try row.decode(String.self).utf8)))
+        }
+        return totals
+    }
+}

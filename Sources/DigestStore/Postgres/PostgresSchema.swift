@@ -1,0 +1,151 @@
+import Foundation
+import PostgresNIO
+
+/// The PostgreSQL schema, as numbered migrations applied in order, each in its own transaction,
+/// under an advisory lock so that concurrent `digest migrate` calls take turns.
+///
+/// History is read through four views (`digest_users`, `digest_devices`, `digest_articles`,
+/// `digest_reads`) over the tables `digest import` fills; an adopter may replace the views with
+/// views over its own tables (`docs/005-postgresql.md`).
+enum PostgresSchema {
+    static let migrations: [String] = [
+        // 1: history (tables and the views the job reads), outbox, run coordination.
+        """
+        CREATE TABLE digest_import_users (
+            id text COLLATE "C" PRIMARY KEY,
+            locale text NOT NULL,
+            time_zone text NOT NULL,
+            opted_out boolean NOT NULL DEFAULT false
+        );
+        CREATE TABLE digest_import_devices (
+            user_id text COLLATE "C" NOT NULL REFERENCES digest_import_users (id) ON DELETE CASCADE,
+            token text NOT NULL,
+            platform text NOT NULL CHECK (platform IN ('android', 'ios', 'web')),
+            PRIMARY KEY (user_id, token)
+        );
+        CREATE TABLE digest_import_articles (
+            id text PRIMARY KEY,
+            title text NOT NULL,
+            url text NOT NULL,
+            image_url text,
+            topics text[] NOT NULL,
+            published_at timestamptz NOT NULL,
+            reading_minutes integer NOT NULL
+        );
+        CREATE INDEX digest_import_articles_published_at ON digest_import_articles (published_at);
+        CREATE TABLE digest_import_reads (
+            user_id text COLLATE "C" NOT NULL,
+            read_at timestamptz NOT NULL,
+            article_id text NOT NULL,
+            seconds integer NOT NULL,
+            PRIMARY KEY (user_id, read_at, article_id)
+        );
+        CREATE INDEX digest_import_reads_read_at ON digest_import_reads (read_at);
+        CREATE VIEW digest_users AS
+            SELECT id, locale, time_zone, opted_out FROM digest_import_users;
+        CREATE VIEW digest_devices AS
+            SELECT user_id, token, platform FROM digest_import_devices;
+        CREATE VIEW digest_articles AS
+            SELECT id, title, url, image_url, topics, published_at, reading_minutes FROM digest_import_articles;
+        CREATE VIEW digest_reads AS
+            SELECT user_id, article_id, read_at, seconds FROM digest_import_reads;
+        CREATE TABLE digest_unregistered_tokens (
+            user_id text NOT NULL,
+            token text NOT NULL,
+            unregistered_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (user_id, token)
+        );
+        CREATE TABLE digest_outbox (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            dedupe_key text NOT NULL UNIQUE,
+            week text NOT NULL,
+            user_id text NOT NULL,
+            platform text NOT NULL,
+            variant text NOT NULL,
+            message jsonb NOT NULL,
+            report jsonb NOT NULL,
+            available_at timestamptz NOT NULL,
+            state text NOT NULL DEFAULT 'ready' CHECK (state IN ('ready', 'leased', 'sent', 'dead')),
+            attempts integer NOT NULL DEFAULT 0,
+            leased_until timestamptz,
+            lease_owner text,
+            last_error text,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            sent_at timestamptz,
+            fcm_name text
+        );
+        CREATE INDEX digest_outbox_lease ON digest_outbox (state, available_at);
+        CREATE INDEX digest_outbox_retrying ON digest_outbox (available_at) WHERE state = 'ready' AND attempts > 0;
+        CREATE INDEX digest_outbox_leased ON digest_outbox (leased_until) WHERE state = 'leased';
+        CREATE INDEX digest_outbox_user ON digest_outbox (user_id, week);
+        CREATE TABLE digest_runs (
+            week text PRIMARY KEY,
+            state text NOT NULL CHECK (state IN ('running', 'done')),
+            chunk_size integer NOT NULL,
+            chunks integer NOT NULL,
+            users bigint NOT NULL,
+            started_at timestamptz NOT NULL DEFAULT now(),
+            finished_at timestamptz
+        );
+        CREATE TABLE digest_run_chunks (
+            week text NOT NULL REFERENCES digest_runs (week) ON DELETE CASCADE,
+            chunk integer NOT NULL,
+            after_user text COLLATE "C",
+            through_user text COLLATE "C",
+            state text NOT NULL DEFAULT 'ready' CHECK (state IN ('ready', 'claimed', 'done')),
+            lease_owner text,
+            leased_until timestamptz,
+            claims integer NOT NULL DEFAULT 0,
+            counters jsonb,
+            done_by text,
+            done_at timestamptz,
+            PRIMARY KEY (week, chunk)
+        );
+        CREATE INDEX digest_run_chunks_open ON digest_run_chunks (week, chunk) WHERE state <> 'done';
+        """,
+    ]
+
+    /// Applies the migrations the database lacks; returns the versions before and after.
+    static func migrate(_ session: PostgresSession) throws -> (from: Int, to: Int) {
+        try session.transaction { connection in
+            // One migrator at a time; the lock ends with the transaction.
+            try connection.run("SELECT pg_advisory_xact_lock(7438061)")
+            try connection.run("CREATE TABLE IF NOT EXISTS digest_schema (version integer NOT NULL)")
+            let current = try version(connection) ?? 0
+            guard current <= migrations.count else {
+                throw PostgresStoreError(
+                    "\(session.location): schema version \(current) is newer than this digest (\(migrations.count)): upgrade digest")
+            }
+            for index in current..<migrations.count {
+                // The extended protocol takes one statement at a time; no statement here holds ";\n".
+                for statement in migrations[index].components(separatedBy: ";\n") {
+                    let trimmed = statement.trimmingCharacters(in: .whitespacesAndNewlines)
+                    if !trimmed.isEmpty { try connection.run(PostgresQuery(unsafeSQL: trimmed)) }
+                }
+                try connection.run("DELETE FROM digest_schema")
+                try connection.run("INSERT INTO digest_schema VALUES (\(index + 1))")
+            }
+            return (current, migrations.count)
+        }
+    }
+
+    /// The schema version, or `nil` when the database has no digest schema.
+    static func version(_ connection: PostgresConnection) throws -> Int? {
+        let exists = try connection.rows("SELECT to_regclass('digest_schema') IS NOT NULL")
+        guard try exists.first?.decode(Bool.self) == true else { return nil }
+        return try connection.rows("SELECT coalesce(max(version), 0) FROM digest_schema").first?.decode(Int.self)
+    }
+
+    /// Fails with one line telling what to run unless the schema is current.
+    static func requireCurrent(_ session: PostgresSession) throws {
+        let version = try session.perform { try Self.version($0) }
+        guard let version, version >= migrations.count else {
+            throw PostgresStoreError(
+                "\(session.location): the digest schema is missing or old (version \(version ?? 0) of \(migrations.count)): run `digest migrate --db <url>` first")
+        }
+        guard version == migrations.count else {
+            throw PostgresStoreError(
+                "\(session.location): schema version \(version) is newer than this digest (\(migrations.count)): upgrade digest")
+        }
+    }
+}
