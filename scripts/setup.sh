@@ -4,6 +4,8 @@ set -euo pipefail
 
 packages=(
   pkg-config libsqlite3-dev libjpeg-dev libpng-dev tzdata ca-certificates
+  # PostgreSQL: the tests start throwaway clusters with its initdb and pg_ctl (no server is left running).
+  postgresql
   # Previews: Pango/Cairo text and drawing, GdkPixbuf to read renditions, libpng to write PNGs, and the faces the surfaces
   # use (Roboto for Android and Chrome, Inter standing in for SF Pro, Noto CJK and colour emoji as
   # fallbacks through fontconfig).

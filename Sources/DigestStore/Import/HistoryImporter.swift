@@ -22,6 +22,29 @@ public protocol HistoryImportSink: AnyObject {
     /// `true` when the article was new or changed.
     func upsert(article: Article) throws -> Bool
     func insertRead(userID: String, articleID: String, readAt: Int64, seconds: Int) throws -> ReadInsertOutcome
+    /// `true` when reads are queued (``queueRead(_:)``) and written in bulk by ``flushReads()``
+    /// before each commit, instead of one ``insertRead`` round trip a line.
+    var writesReadsInBulk: Bool { get }
+    func queueRead(_ read: QueuedRead) throws
+    /// Writes the queued reads; returns each one's outcome.
+    func flushReads() throws -> [(read: QueuedRead, outcome: ReadInsertOutcome)]
+}
+
+extension HistoryImportSink {
+    public var writesReadsInBulk: Bool { false }
+    public func queueRead(_ read: QueuedRead) throws {
+        throw ImportError(file: "", line: read.line, reason: "this store writes reads one at a time")
+    }
+    public func flushReads() throws -> [(read: QueuedRead, outcome: ReadInsertOutcome)] { [] }
+}
+
+/// A read waiting for its batch's bulk write, with the line it came from.
+public struct QueuedRead: Sendable {
+    public var line: Int
+    public var userID: String
+    public var articleID: String
+    public var readAt: Int64
+    public var seconds: Int
 }
 
 /// What became of one read.
@@ -96,18 +119,40 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
                 }
                 inBatch += 1
                 if inBatch >= batchSize {
+                    try flush(path, &summary)
                     try sink.commitBatch()
                     onProgress(path, summary.lines)
                     try sink.beginBatch()
                     inBatch = 0
                 }
             }
+            try flush(path, &summary)
             try sink.commitBatch()
         } catch {
             try? sink.commitBatch()
             throw error
         }
         return summary
+    }
+
+    /// Writes a bulk sink's queued reads and counts their outcomes; unknown users and articles are
+    /// reported with their lines (under `strict`, the first stops the import at the batch's end).
+    private func flush(_ path: String, _ summary: inout ImportFileSummary) throws {
+        guard sink.writesReadsInBulk else { return }
+        var firstProblem: ImportError?
+        for (read, outcome) in try sink.flushReads() {
+            let problem: (String, String)
+            switch outcome {
+            case .inserted: summary.written += 1; continue
+            case .duplicate: summary.unchanged += 1; continue
+            case .unknownUser: problem = ("unknown_user", "unknown user '\(read.userID)'")
+            case .unknownArticle: problem = ("unknown_article", "unknown article '\(read.articleID)'")
+            }
+            summary.skipped[problem.0, default: 0] += 1
+            let error = ImportError(file: path, line: read.line, reason: problem.1)
+            if strict { firstProblem = firstProblem ?? error } else { onProblem(error) }
+        }
+        if let firstProblem { throw firstProblem }
     }
 
     private func importLine(
@@ -144,6 +189,11 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
         case .reads:
             let record = try decode(ReadRecord.self)
             let read = try validated { () throws(LineProblem) in try record.validated() }
+            if sink.writesReadsInBulk {
+                try sink.queueRead(
+                    QueuedRead(line: summary.lines, userID: read.user, articleID: read.article, readAt: read.readAt, seconds: read.seconds))
+                return
+            }
             switch try sink.insertRead(userID: read.user, articleID: read.article, readAt: read.readAt, seconds: read.seconds) {
             case .inserted: summary.written += 1
             case .duplicate: summary.unchanged += 1

@@ -6,6 +6,7 @@ import PostgresNIO
 /// idempotent) rather than being retried inside an open batch.
 public final class PostgresImportSink: HistoryImportSink {
     let session: PostgresSession
+    private var queued: [QueuedRead] = []
 
     public init(database: PostgresDatabase) throws {
         let session = try PostgresSession(location: database.location, reconnectWindow: .zero)
@@ -72,5 +73,43 @@ public final class PostgresImportSink: HistoryImportSink {
         if !userKnown { return .unknownUser }
         if !articleKnown { return .unknownArticle }
         return inserted ? .inserted : .duplicate
+    }
+
+    public var writesReadsInBulk: Bool { true }
+
+    public func queueRead(_ read: QueuedRead) throws { queued.append(read) }
+
+    /// One statement for the batch's reads: existence checks, the insert, and each line's outcome
+    /// (the first of identical lines counts as written, the rest as unchanged).
+    public func flushReads() throws -> [(read: QueuedRead, outcome: ReadInsertOutcome)] {
+        guard !queued.isEmpty else { return [] }
+        defer { queued.removeAll(keepingCapacity: true) }
+        let rows = try session.rows(
+            """
+            WITH input AS (
+                SELECT * FROM unnest(\(queued.indices.map { $0 })::int8[], \(queued.map(\.userID))::text[],
+                                     \(queued.map(\.articleID))::text[], \(queued.map(\.readAt))::int8[],
+                                     \(queued.map(\.seconds))::int8[]) AS t(i, u, a, at, s)),
+            checked AS (
+                SELECT i, u, a, to_timestamp(at) AS at, s,
+                       EXISTS (SELECT 1 FROM digest_import_users x WHERE x.id = u) AS known_user,
+                       EXISTS (SELECT 1 FROM digest_import_articles x WHERE x.id = a) AS known_article,
+                       row_number() OVER (PARTITION BY u, a, at ORDER BY i) = 1 AS first
+                FROM input),
+            inserted AS (
+                INSERT INTO digest_import_reads (user_id, read_at, article_id, seconds)
+                SELECT u, at, a, s FROM checked WHERE known_user AND known_article AND first
+                ON CONFLICT DO NOTHING
+                RETURNING user_id, read_at, article_id)
+            SELECT c.i, c.known_user, c.known_article,
+                   c.first AND EXISTS (SELECT 1 FROM inserted x WHERE x.user_id = c.u AND x.article_id = c.a AND x.read_at = c.at)
+            FROM checked c ORDER BY c.i
+            """)
+        return try rows.map { row in
+            let (index, knownUser, knownArticle, inserted) = try row.decode((Int, Bool, Bool, Bool).self)
+            let outcome: ReadInsertOutcome =
+                !knownUser ? .unknownUser : !knownArticle ? .unknownArticle : inserted ? .inserted : .duplicate
+            return (queued[index], outcome)
+        }
     }
 }

@@ -62,10 +62,11 @@ public final class PostgresRunLedger: RunLedger {
     public func commit(
         week: ISOWeek, through chunk: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64
     ) throws -> Int {
-        var keys: [String] = [], users: [String] = [], platforms: [String] = [], variants: [String] = []
+        var keys: [String] = [], weeks: [String] = [], users: [String] = [], platforms: [String] = [], variants: [String] = []
         var bodies: [String] = [], reports: [String] = [], due: [Int64] = []
         for message in messages {
             keys.append(message.dedupeKey)
+            weeks.append(message.week)
             users.append(message.userID)
             platforms.append(message.platform.rawValue)
             variants.append(message.variant.rawValue)
@@ -80,9 +81,9 @@ public final class PostgresRunLedger: RunLedger {
             """
             WITH inserted AS (
                 INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at)
-                SELECT k, \(name), u, p, v, m::jsonb, r::jsonb, to_timestamp(a), to_timestamp(\(now))
-                FROM unnest(\(keys)::text[], \(users)::text[], \(platforms)::text[], \(variants)::text[],
-                            \(bodies)::text[], \(reports)::text[], \(due)::int8[]) AS t(k, u, p, v, m, r, a)
+                SELECT k, w, u, p, v, m::jsonb, r::jsonb, to_timestamp(a), to_timestamp(\(now))
+                FROM unnest(\(keys)::text[], \(weeks)::text[], \(users)::text[], \(platforms)::text[], \(variants)::text[],
+                            \(bodies)::text[], \(reports)::text[], \(due)::int8[]) AS t(k, w, u, p, v, m, r, a)
                 ON CONFLICT (dedupe_key) DO NOTHING
                 RETURNING 1),
             done AS (

@@ -80,6 +80,9 @@ public final class SQLiteStatement {
 
     public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
 
+    /// Columns of the statement's result.
+    public var columnCount: Int32 { sqlite3_column_count(handle) }
+
     public func string(_ column: Int32) -> String {
         guard let text = sqlite3_column_text(handle, column) else { return "" }
         let count = Int(sqlite3_column_bytes(handle, column))

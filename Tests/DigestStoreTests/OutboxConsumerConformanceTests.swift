@@ -4,46 +4,13 @@ import DigestTesting
 import Foundation
 import Testing
 
-/// The SQLite consumer against the pure lifecycle: the same events give the same rows.
-@Suite struct SQLiteOutboxConsumerTests {
-    /// A database with `count` messages due at `availableAt`, users `u<i>` with token `tok-<i>`.
-    static func outbox(_ dir: TemporaryDirectory, count: Int, availableAt: (Int) -> Int64 = { _ in 0 }) throws -> SQLiteDatabase {
-        let database = SQLiteDatabase.sqlite(path: dir.path("outbox.sqlite"))
-        let connection = try database.connect()
-        try connection.transaction {
-            for i in 1...count {
-                try connection.execute("INSERT INTO users (id, locale, time_zone) VALUES ('u\(i)', 'en', 'UTC')")
-                try connection.execute("INSERT INTO devices VALUES (\(i), 'tok-\(i)', 'android')")
-                try connection.execute(
-                    """
-                    INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at)
-                    VALUES ('2026-W46:u\(i):h', '2026-W46', 'u\(i)', 'android', 'Default',
-                            '{"message":{"token":"tok-\(i)"}}', '{}', \(availableAt(i)), 0)
-                    """)
-            }
-        }
-        return database
-    }
-
-    static func rows(_ database: SQLiteDatabase) throws -> [Int64: OutboxDelivery] {
-        let connection = try database.connect()
-        let statement = try connection.statement(
-            "SELECT id, state, attempts, available_at, lease_owner, leased_until, last_error, sent_at, fcm_name FROM digest_outbox")
-        var rows: [Int64: OutboxDelivery] = [:]
-        while try statement.step() {
-            rows[statement.int64(0)] = OutboxDelivery(
-                state: OutboxDelivery.State(rawValue: statement.string(1))!, attempts: statement.int(2),
-                availableAt: statement.int64(3), leaseOwner: statement.optionalString(4),
-                leasedUntil: statement.isNull(5) ? nil : statement.int64(5), lastError: statement.optionalString(6),
-                sentAt: statement.isNull(7) ? nil : statement.int64(7), fcmName: statement.optionalString(8))
-        }
-        return rows
-    }
-
-    @Test func leaseTakesDueMessagesOldestFirstAndNeverTwice() throws {
-        let dir = try TemporaryDirectory()
-        let database = try Self.outbox(dir, count: 6) { i in Int64(100 - i) }  // u6 is the oldest
-        let consumer = try database.makeOutboxConsumer()
+/// Every consumer operation on SQLite and on PostgreSQL, and both against the pure lifecycle: the
+/// same events give the same rows.
+@Suite struct OutboxConsumerConformanceTests {
+    @Test(arguments: Backend.allCases) func leaseTakesDueMessagesOldestFirstAndNeverTwice(backend: Backend) throws {
+        let store = try StoreHarness(backend)
+        try store.outbox(count: 6) { i in Int64(100 - i) }  // u6 is the oldest
+        let consumer = try store.database.makeOutboxConsumer()
         let first = try consumer.lease(owner: "a", limit: 2, now: 95, leaseSeconds: 60, maxAttempts: 5)
         #expect(first.map(\.userID).sorted() == ["u5", "u6"])
         #expect(first.allSatisfy { $0.attempts == 1 && $0.message.contains("tok-") })
@@ -54,10 +21,10 @@ import Testing
         #expect(try consumer.backlog(now: 99) == OutboxBacklog(due: 0, retrying: 0, leased: 6))
     }
 
-    @Test func settleAppliesOnlyToTheHolderAndUnregisteredRemovesTheDevice() throws {
-        let dir = try TemporaryDirectory()
-        let database = try Self.outbox(dir, count: 5)
-        let consumer = try database.makeOutboxConsumer()
+    @Test(arguments: Backend.allCases) func settleAppliesOnlyToTheHolderAndUnregisteredRemovesTheDevice(backend: Backend) throws {
+        let store = try StoreHarness(backend)
+        try store.outbox(count: 5)
+        let consumer = try store.database.makeOutboxConsumer()
         let leased = try consumer.lease(owner: "a", limit: 5, now: 10, leaseSeconds: 60, maxAttempts: 5)
         #expect(leased.count == 5)
         let ids = leased.map(\.id)
@@ -71,24 +38,27 @@ import Testing
                 .release(id: ids[4]),
             ], owner: "a", now: 11, maxAttempts: 5)
         #expect(applied == 5)
-        let rows = try Self.rows(database)
+        let rows = try store.rows()
         #expect(rows[ids[0]]?.state == .sent && rows[ids[0]]?.fcmName == "projects/p/messages/1" && rows[ids[0]]?.sentAt == 11)
         #expect(rows[ids[1]]?.state == .ready && rows[ids[1]]?.availableAt == 70 && rows[ids[1]]?.attempts == 1)
         #expect(rows[ids[2]]?.state == .dead && rows[ids[2]]?.lastError == "INVALID_ARGUMENT: bad")
         #expect(rows[ids[3]]?.state == .dead)
         #expect(rows[ids[4]]?.state == .ready && rows[ids[4]]?.attempts == 0)
-        let devices = try database.connect().statement("SELECT group_concat(token) FROM (SELECT token FROM devices ORDER BY token)")
-        #expect(try devices.step() && devices.string(0) == "tok-1,tok-2,tok-3,tok-5")
+        // The next run's reader no longer sees the unregistered token.
+        let reader = try store.database.makeHistoryReader()
+        let tokens = try (1...5).flatMap { try reader.user(id: "u\($0)")?.reader.devices.map(\.token) ?? [] }
+        #expect(tokens == ["tok-1", "tok-2", "tok-3", "tok-5"])
         #expect(try consumer.backlog(now: 11) == OutboxBacklog(due: 1, retrying: 1, leased: 0))
         #expect(try consumer.requeueDead(reasonPrefix: "UNREGISTERED", week: nil, now: 20) == 1)
         #expect(try consumer.requeueDead(reasonPrefix: nil, week: "2026-W45", now: 20) == 0)
         #expect(try consumer.requeueDead(reasonPrefix: nil, week: "2026-W46", now: 20) == 1)
-        #expect(try Self.rows(database).values.filter { $0.state == .dead }.isEmpty)
+        #expect(try store.rows().values.filter { $0.state == .dead }.isEmpty)
     }
 
-    @Test func twoConsumersLeasingAtOnceNeverShareAMessage() throws {
-        let dir = try TemporaryDirectory()
-        let database = try Self.outbox(dir, count: 400)
+    @Test(arguments: Backend.allCases) func fourConsumersLeasingAtOnceNeverShareAMessage(backend: Backend) throws {
+        let store = try StoreHarness(backend)
+        try store.outbox(count: 400)
+        let database = store.database
         let results = LockedIDs()
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             guard let consumer = try? database.makeOutboxConsumer() else { return }
@@ -101,13 +71,13 @@ import Testing
         #expect(Set(ids).count == 400)
     }
 
-    /// Random events on SQLite and on the pure model; after each, every row must match.
-    @Test(arguments: [1, 2, 3, 4] as [UInt64]) func sqlFollowsTheStateMachine(seed: UInt64) throws {
-        let dir = try TemporaryDirectory()
+    /// Random events on the store and on the pure model; after each, every row must match.
+    @Test(arguments: Backend.allCases, [1, 2, 3, 4] as [UInt64]) func sqlFollowsTheStateMachine(backend: Backend, seed: UInt64) throws {
+        let store = try StoreHarness(backend)
         let count = 8
-        let database = try Self.outbox(dir, count: count) { i in Int64(i % 3) }
-        let consumer = try database.makeOutboxConsumer()
-        var model = try Self.rows(database)
+        try store.outbox(count: count) { i in Int64(i % 3) }
+        let consumer = try store.database.makeOutboxConsumer()
+        var model = try store.rows()
         var random = SplitMix(seed: seed)
         var now: Int64 = 0
         let owners = ["a", "b"]
@@ -149,7 +119,7 @@ import Testing
                     for key in model.keys { model[key]!.apply(.requeue(now: now)) }
                 }
             }
-            let stored = try Self.rows(database)
+            let stored = try store.rows()
             #expect(stored == model)
             if stored != model { break }
         }

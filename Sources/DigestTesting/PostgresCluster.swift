@@ -1,0 +1,208 @@
+public import Foundation
+import Synchronization
+
+/// A throwaway PostgreSQL cluster for tests: `initdb` in a temporary directory, a free loopback
+/// port, `fsync` off, stopped (`pg_ctl stop -m immediate`) and removed when the test process ends.
+/// Nothing assumes a server already running; `make test` installs the `postgresql` package.
+///
+/// ```swift
+/// let url = try PostgresCluster.shared().makeDatabase()   // postgres://postgres@127.0.0.1:PORT/test_…
+/// ```
+public final class PostgresCluster: Sendable {
+    public let port: Int
+    public let directory: String
+    let binaries: String
+
+    private static let sharedCluster = Mutex<Result<PostgresCluster, PostgresClusterError>?>(nil)
+    private static let started = Mutex<[String]>([])
+
+    /// The cluster the test process shares (started on first use); each test takes its own database.
+    public static func shared() throws(PostgresClusterError) -> PostgresCluster {
+        let result = sharedCluster.withLock { cached -> Result<PostgresCluster, PostgresClusterError> in
+            if let cached { return cached }
+            let made = Result { () throws(PostgresClusterError) -> PostgresCluster in try PostgresCluster() }
+            cached = made
+            return made
+        }
+        return try result.get()
+    }
+
+    /// Starts a new cluster of its own (for a test that restarts or stops the server).
+    public init() throws(PostgresClusterError) {
+        binaries = try Self.findBinaries()
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("digest-pg-\(UUID().uuidString.prefix(8))").path
+        directory = base
+        do {
+            try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        } catch {
+            throw PostgresClusterError("cannot create \(base): \(error)")
+        }
+        // initdb refuses to run as root: the cluster then belongs to the postgres user.
+        if getuid() == 0 { try Self.shell(["chown", "postgres", base]) }
+        try Self.shell(
+            Self.asServerUser([
+                "\(binaries)/initdb", "-D", "\(base)/data", "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8",
+                "--locale=C.UTF-8",
+            ]))
+        var lastError: PostgresClusterError?
+        var chosen = 0
+        for _ in 0..<5 {
+            let candidate = Self.freePort()
+            do {
+                try Self.shell(
+                    Self.asServerUser([
+                        "\(binaries)/pg_ctl", "-D", "\(base)/data", "-w", "-t", "30", "-l", "\(base)/server.log", "-o",
+                        "-p \(candidate) -c listen_addresses=127.0.0.1 -c unix_socket_directories=\(base) -c fsync=off -c full_page_writes=off -c max_connections=200",
+                        "start",
+                    ]))
+                chosen = candidate
+                break
+            } catch {
+                lastError = error
+            }
+        }
+        guard chosen > 0 else {
+            let log = (try? String(contentsOfFile: "\(base)/server.log", encoding: .utf8)) ?? ""
+            throw PostgresClusterError("\(lastError?.description ?? "pg_ctl start failed")\n\(log.suffix(2000))")
+        }
+        port = chosen
+        Self.started.withLock { $0.append("\(binaries)|\(base)") }
+        Self.installExitHandler()
+    }
+
+    /// `postgres://postgres@127.0.0.1:PORT/NAME?sslmode=disable`.
+    public func url(database: String) -> String {
+        "postgres://postgres@127.0.0.1:\(port)/\(database)?sslmode=disable"
+    }
+
+    /// A new empty database; returns its URL.
+    public func makeDatabase(_ prefix: String = "test") throws(PostgresClusterError) -> String {
+        let name = "\(prefix)_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
+        try sql("CREATE DATABASE \(name)", database: "postgres")
+        return url(database: name)
+    }
+
+    /// Runs SQL through `psql` and returns its unaligned output (rows as `a|b` lines).
+    @discardableResult
+    public func sql(_ statement: String, database: String) throws(PostgresClusterError) -> String {
+        try Self.shell([
+            "\(binaries)/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres",
+            "-d", database, "-c", statement,
+        ])
+    }
+
+    /// Runs SQL on the database a URL of this cluster names.
+    @discardableResult
+    public func sql(_ statement: String, url: String) throws(PostgresClusterError) -> String {
+        let name = url.split(separator: "/").last.map { String($0.split(separator: "?")[0]) } ?? "postgres"
+        return try sql(statement, database: name)
+    }
+
+    /// Stops the server at once (as a crash would), then starts it again on the same port.
+    public func restart(downFor seconds: Double = 0) throws(PostgresClusterError) {
+        try Self.shell(Self.asServerUser(["\(binaries)/pg_ctl", "-D", "\(directory)/data", "-w", "stop", "-m", "immediate"]))
+        if seconds > 0 { Thread.sleep(forTimeInterval: seconds) }
+        try Self.shell(
+            Self.asServerUser([
+                "\(binaries)/pg_ctl", "-D", "\(directory)/data", "-w", "-t", "30", "-l", "\(directory)/server.log", "start",
+            ]))
+    }
+
+    private static func asServerUser(_ command: [String]) -> [String] {
+        getuid() == 0 ? ["runuser", "-u", "postgres", "--"] + command : command
+    }
+
+    /// PostgreSQL's server programs: `PG_BIN`, or the newest `/usr/lib/postgresql/N/bin`.
+    static func findBinaries() throws(PostgresClusterError) -> String {
+        if let explicit = ProcessInfo.processInfo.environment["PG_BIN"], !explicit.isEmpty { return explicit }
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
+        for version in versions.reversed() where FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/initdb") {
+            return "\(root)/\(version)/bin"
+        }
+        throw PostgresClusterError(
+            "PostgreSQL's initdb was not found under \(root): run `make setup` (installs the postgresql package) or set PG_BIN")
+    }
+
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        return bound ? Int(UInt16(bigEndian: address.sin_port)) : Int.random(in: 20000...60000)
+    }
+
+    /// Runs a program and returns its output. Output goes through files, not pipes: `pg_ctl start`
+    /// leaves a server running that would hold a pipe open forever.
+    @discardableResult
+    static func shell(_ arguments: [String]) throws(PostgresClusterError) -> String {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("digest-shell-\(UUID().uuidString)")
+        let outPath = base.path + ".out", errPath = base.path + ".err"
+        FileManager.default.createFile(atPath: outPath, contents: nil)
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(atPath: outPath)
+            try? FileManager.default.removeItem(atPath: errPath)
+        }
+        // posix_spawn and waitpid rather than Foundation's Process, whose exit monitoring was seen to
+        // miss a `runuser` child here and wait forever.
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_TRUNC, 0o600)
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid = pid_t()
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
+        guard spawned == 0 else { throw PostgresClusterError("\(arguments[0]): cannot start (errno \(spawned))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exitCode = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+        guard exitCode == 0 else {
+            throw PostgresClusterError("\(arguments.joined(separator: " ")) failed (\(exitCode)): \(err)")
+        }
+        return out.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private static let exitHandler = Mutex(false)
+
+    private static func installExitHandler() {
+        let install = exitHandler.withLock { installed -> Bool in
+            defer { installed = true }
+            return !installed
+        }
+        if install { atexit { PostgresCluster.stopAll() } }
+    }
+
+    /// Stops every cluster this process started and removes its files.
+    public static func stopAll() {
+        let clusters = started.withLock { list -> [String] in
+            defer { list.removeAll() }
+            return list
+        }
+        for entry in clusters {
+            let parts = entry.split(separator: "|").map(String.init)
+            let command = ["\(parts[0])/pg_ctl", "-D", "\(parts[1])/data", "stop", "-m", "immediate"]
+            _ = try? shell(getuid() == 0 ? ["runuser", "-u", "postgres", "--"] + command : command)
+            try? FileManager.default.removeItem(atPath: parts[1])
+        }
+    }
+}
+
+/// The throwaway cluster could not be made or used.
+public struct PostgresClusterError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
