@@ -1,4 +1,7 @@
 public import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs the real `digest` executable, as a user would.
 public struct DigestBinary: Sendable {
@@ -58,6 +61,55 @@ public struct DigestBinary: Sendable {
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errData.get(), as: UTF8.self),
             signalled: process.terminationReason == .uncaughtSignal)
+    }
+
+    /// A `digest` process running in the background, its output going to files.
+    public final class Running: @unchecked Sendable {
+        // `process` is only touched through its own thread-safe methods.
+        public let process: Process
+        public let stdoutPath: String
+        public let stderrPath: String
+
+        init(process: Process, stdoutPath: String, stderrPath: String) {
+            self.process = process
+            self.stdoutPath = stdoutPath
+            self.stderrPath = stderrPath
+        }
+
+        public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+        public var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+
+        /// Lines of stderr containing `marker` so far.
+        public func lines(containing marker: String) -> Int {
+            stderr.split(separator: "\n").filter { $0.contains(marker) }.count
+        }
+
+        /// Waits for the process to end and returns its output.
+        public func wait() -> Output {
+            process.waitUntilExit()
+            return Output(
+                status: process.terminationStatus, stdout: stdout, stderr: stderr,
+                signalled: process.terminationReason == .uncaughtSignal)
+        }
+
+        /// SIGKILL, as a crash or an OOM kill would end it.
+        public func kill() {
+            if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+    }
+
+    /// Starts `digest` in the background with its output in files under `directory`.
+    public static func start(_ arguments: [String], name: String, in directory: URL) throws -> Running {
+        let process = makeProcess(arguments)
+        let out = directory.appendingPathComponent("\(name).out").path
+        let err = directory.appendingPathComponent("\(name).err").path
+        FileManager.default.createFile(atPath: out, contents: nil)
+        FileManager.default.createFile(atPath: err, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
+        try process.run()
+        return Running(process: process, stdoutPath: out, stderrPath: err)
     }
 
     /// Starts `digest`, waits until its stderr has shown `lines` lines containing `marker`, then

@@ -52,8 +52,7 @@ public final class PostgresCluster: Sendable {
                 try Self.shell(
                     Self.asServerUser([
                         "\(binaries)/pg_ctl", "-D", "\(base)/data", "-w", "-t", "30", "-l", "\(base)/server.log", "-o",
-                        "-p \(candidate) -c listen_addresses=127.0.0.1 -c unix_socket_directories=\(base) -c fsync=off -c full_page_writes=off -c max_connections=200",
-                        "start",
+                        Self.serverOptions(port: candidate, directory: base), "start",
                     ]))
                 chosen = candidate
                 break
@@ -104,8 +103,14 @@ public final class PostgresCluster: Sendable {
         if seconds > 0 { Thread.sleep(forTimeInterval: seconds) }
         try Self.shell(
             Self.asServerUser([
-                "\(binaries)/pg_ctl", "-D", "\(directory)/data", "-w", "-t", "30", "-l", "\(directory)/server.log", "start",
+                "\(binaries)/pg_ctl", "-D", "\(directory)/data", "-w", "-t", "30", "-l", "\(directory)/server.log", "-o",
+                Self.serverOptions(port: port, directory: directory), "start",
             ]))
+    }
+
+    /// Loopback only, on `port`; durability off (a test cluster is thrown away).
+    private static func serverOptions(port: Int, directory: String) -> String {
+        "-p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_directories=\(directory) -c fsync=off -c full_page_writes=off -c max_connections=200"
     }
 
     private static func asServerUser(_ command: [String]) -> [String] {

@@ -1,0 +1,171 @@
+import DigestCore
+import DigestStore
+import DigestTesting
+import Foundation
+import Testing
+
+/// The weekly run on PostgreSQL through the real binary: the same messages as on SQLite, many
+/// workers sharing a week, a worker killed mid-chunk, the server restarted mid-run, and one clear
+/// line for each connection mistake.
+@Suite struct PostgresRunTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+
+    /// The demo's sample data (1,500 users), written once for the suite.
+    static let demoData: Result<(TemporaryDirectory, URL), any Error> = Result {
+        let dir = try TemporaryDirectory()
+        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "1500"])
+        guard demo.status == 0 else { throw PostgresClusterError("demo failed: \(demo.stderr)") }
+        return (dir, dir.url.appendingPathComponent("demo/data"))
+    }
+
+    /// A migrated database holding `files`, on `cluster`.
+    func database(with files: [String], on cluster: PostgresCluster) throws -> String {
+        let url = try cluster.makeDatabase("run")
+        let migrated = try DigestBinary.run(["migrate", "--db", url])
+        #expect(migrated.status == 0, "\(migrated.stderr)")
+        let imported = try DigestBinary.run(["import", "--db", url] + files)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        return url
+    }
+
+    func demoFiles() throws -> [String] {
+        let data = try Self.demoData.get().1
+        return ["users", "articles", "reads"].map { data.appendingPathComponent("\($0).jsonl").path }
+    }
+
+    /// Devices of users who did not opt out: each must end with exactly one message.
+    func eligibleDevices() throws -> Int {
+        let users = try String(contentsOf: try Self.demoData.get().1.appendingPathComponent("users.jsonl"), encoding: .utf8)
+        var devices = 0
+        for line in users.split(separator: "\n") {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            if object["optedOut"] as? Bool == true { continue }
+            devices += (object["devices"] as? [Any])?.count ?? 0
+        }
+        return devices
+    }
+
+    /// Messages by dedupe key, as `digest queue peek` prints them (JSON parsed, so jsonb's spacing
+    /// and key order do not matter).
+    func outbox(_ db: String) throws -> [String: NSDictionary] {
+        let peek = try DigestBinary.run(["queue", "peek", "--db", db, "--limit", "100000", "--show-tokens"])
+        #expect(peek.status == 0, "\(peek.stderr)")
+        var rows: [String: NSDictionary] = [:]
+        for line in peek.stdout.split(separator: "\n") {
+            var object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            object["id"] = nil
+            rows[object["dedupe_key"] as! String] = object as NSDictionary
+        }
+        return rows
+    }
+
+    func chunks(_ cluster: PostgresCluster, _ url: String) throws -> (total: Int, done: Int, claims: Int) {
+        let line = try cluster.sql(
+            "SELECT count(*), count(*) FILTER (WHERE state = 'done'), sum(claims) FROM digest_run_chunks WHERE week = '2026-W46'",
+            url: url)
+        let fields = line.split(separator: "|").compactMap { Int($0) }
+        return (fields[0], fields[1], fields[2])
+    }
+
+    @Test func theRunGivesTheSameMessagesAsOnSQLite() throws {
+        let cluster = try PostgresCluster.shared()
+        let files = ["users", "articles", "reads"].map { Self.fixtures.appendingPathComponent("\($0).jsonl").path }
+        let url = try database(with: files, on: cluster)
+        let dir = try TemporaryDirectory()
+        let sqlite = dir.path("digest.sqlite")
+        #expect(try DigestBinary.run(["import", "--db", sqlite] + files).status == 0)
+        for db in [sqlite, url] {
+            let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--chunk-size", "2"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stdout.contains("messages: 5 built, 5 enqueued"), "\(run.stdout)")
+        }
+        let expected = try outbox(sqlite)
+        let rows = try outbox(url)
+        #expect(rows.count == 5)
+        #expect(rows == expected)
+        // A rerun enqueues nothing.
+        let rerun = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46"])
+        #expect(rerun.status == 0 && rerun.stdout.contains("0 enqueued"), "\(rerun.stdout)")
+    }
+
+    @Test func threeWorkersShareTheWeekAndAKilledOnesChunkIsRedone() throws {
+        let cluster = try PostgresCluster.shared()
+        let url = try database(with: try demoFiles(), on: cluster)
+        let dir = try TemporaryDirectory()
+        let arguments = ["run", "--db", url, "--week", "2026-W46", "--chunk-size", "15", "--lease", "2", "--progress-interval", "0"]
+        let first = try DigestBinary.start(arguments + ["--worker", "w1"], name: "w1", in: dir.url)
+        let second = try DigestBinary.start(arguments + ["--worker", "w2"], name: "w2", in: dir.url)
+        let third = try DigestBinary.start(arguments + ["--worker", "w3"], name: "w3", in: dir.url)
+        // Kill the first worker once it has committed three chunks: it holds others it read ahead.
+        let deadline = Date().addingTimeInterval(120)
+        while first.lines(containing: "progress:") < 4 && first.process.isRunning && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        let wasRunning = first.process.isRunning
+        first.kill()
+        #expect(wasRunning, "the first worker finished before it could be killed: \(first.stderr)")
+        let held = try cluster.sql("SELECT count(*) FROM digest_run_chunks WHERE lease_owner = 'w1' AND state = 'claimed'", url: url)
+        for worker in [second, third] {
+            let output = worker.wait()
+            #expect(output.status == 0, "\(output.stderr)")
+        }
+        let state = try chunks(cluster, url)
+        #expect(state.total > 10 && state.done == state.total, "\(state)")
+        // The killed worker's chunks were claimed again once their leases ended.
+        if (Int(held) ?? 0) > 0 { #expect(state.claims >= state.total + (Int(held) ?? 0)) }
+        let rows = try outbox(url)
+        #expect(rows.count == (try eligibleDevices()))
+        let done = try cluster.sql("SELECT count(DISTINCT done_by) FROM digest_run_chunks WHERE week = '2026-W46'", url: url)
+        #expect((Int(done) ?? 0) >= 2)
+        let status = try DigestBinary.run(["run", "--db", url, "--status"])
+        #expect(status.stdout.contains("2026-W46: done, \(state.total) chunks"), "\(status.stdout)")
+    }
+
+    @Test func aServerRestartMidRunIsRetriedAndLosesNothing() throws {
+        let cluster = try PostgresCluster()  // its own: the restart must not disturb other tests
+        let url = try database(with: try demoFiles(), on: cluster)
+        let dir = try TemporaryDirectory()
+        let run = try DigestBinary.start(
+            ["run", "--db", url, "--week", "2026-W46", "--chunk-size", "15", "--progress-interval", "0", "--concurrency", "1"],
+            name: "run", in: dir.url)
+        let deadline = Date().addingTimeInterval(120)
+        while run.lines(containing: "progress:") < 4 && run.process.isRunning && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(run.process.isRunning, "the run finished before the restart: \(run.stderr)")
+        try cluster.restart(downFor: 1.5)
+        let output = run.wait()
+        #expect(output.status == 0, "\(output.stderr)")
+        let state = try chunks(cluster, url)
+        #expect(state.done == state.total)
+        #expect(try outbox(url).count == (try eligibleDevices()))
+    }
+
+    @Test func connectionMistakesGiveOneClearLine() throws {
+        let cluster = try PostgresCluster.shared()
+        let fresh = try cluster.makeDatabase("fresh")
+        // A role with a password, checked by SCRAM on TCP (the rest of the cluster trusts loopback).
+        let name = fresh.split(separator: "/").last!.split(separator: "?")[0]
+        try cluster.sql("DO $$ BEGIN CREATE ROLE digest_pw LOGIN PASSWORD 'right-secret'; EXCEPTION WHEN duplicate_object THEN NULL; END $$", database: "postgres")
+        let hba = try cluster.sql("SHOW hba_file", database: "postgres")
+        let rules = try String(contentsOfFile: hba, encoding: .utf8)
+        if !rules.hasPrefix("host all digest_pw") {
+            try ("host all digest_pw 127.0.0.1/32 scram-sha-256\n" + rules).write(toFile: hba, atomically: false, encoding: .utf8)
+            try cluster.sql("SELECT pg_reload_conf()", database: "postgres")
+            Thread.sleep(forTimeInterval: 0.3)
+        }
+        let cases: [(url: String, expected: String)] = [
+            ("postgres://digest_pw:wrong-secret@127.0.0.1:\(cluster.port)/\(name)?sslmode=disable", "password authentication failed"),
+            ("postgres://postgres@127.0.0.1:1/\(name)?sslmode=disable", "cannot connect"),
+            (fresh, "run `digest migrate --db <url>` first"),
+        ]
+        for (url, expected) in cases {
+            let run = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46"])
+            let lines = run.stderr.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+            #expect(run.status != 0)
+            #expect(lines.count == 1, "\(run.stderr)")
+            #expect(run.stderr.contains(expected), "\(run.stderr)")
+            #expect(!run.stderr.contains("wrong-secret"))
+        }
+    }
+}
