@@ -18,7 +18,7 @@ struct PreviewCommand: AsyncParsableCommand {
             --attachments when their URL starts with --attachments-url, else drawn as "image not readable".
             """)
 
-    @Option(help: "The database: a SQLite file path.") var db: String?
+    @Option(help: "The database: a SQLite file path or a postgres:// URL.") var db: String?
     @Option(help: "The user's id.") var user: String?
     @Option(help: "A file holding one FCM v1 request body.") var message: String?
     @Option(help: "The ISO week (default: the latest complete week).") var week: String?
@@ -76,12 +76,19 @@ struct PreviewCommand: AsyncParsableCommand {
         } else {
             guard let db, let user else { return }
             let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: Date())
-            let composer = SingleUserComposer(
-                database: SQLiteDatabase.sqlite(path: db), templates: try plan.catalog(),
-                configuration: plan.configuration(week: week))
-            guard FileManager.default.fileExists(atPath: db) else { throw CommandError("\(db): no such database") }
-            guard let messages = try await composer.messages(userID: user, source: UserMessages.Source(rawValue: source)) else {
-                throw CommandError("\(db): no user '\(user)'")
+            let store: any DigestDatabase
+            if PostgresLocation.isURL(db) {
+                store = try PostgresDatabase.postgres(url: db)
+            } else {
+                guard FileManager.default.fileExists(atPath: db) else { throw CommandError("\(db): no such database") }
+                store = SQLiteDatabase.sqlite(path: db)
+            }
+            guard
+                let messages = try await Self.messages(
+                    store, templates: try plan.catalog(), configuration: plan.configuration(week: week), user: user,
+                    source: UserMessages.Source(rawValue: source))
+            else {
+                throw CommandError("\(PostgresLocation.redacted(db)): no user '\(user)'")
             }
             if let skipped = messages.skipped {
                 throw CommandError("\(user) has no message for \(messages.week) (\(messages.source.rawValue)): \(skipped)")
@@ -90,6 +97,17 @@ struct PreviewCommand: AsyncParsableCommand {
                 messages, budget: plan.byteBudget, platforms: try platforms(), scale: scale, pool: pool, to: outURL)
         }
         for line in written.summary() { print(line) }
+    }
+}
+
+extension PreviewCommand {
+    /// A user's messages for the week from either store, on the run's own code path.
+    static func messages<Database: DigestDatabase>(
+        _ database: Database, templates: TemplateCatalog, configuration: WeeklyRunConfiguration, user: String,
+        source: UserMessages.Source?
+    ) async throws -> UserMessages? {
+        let composer = SingleUserComposer(database: database, templates: templates, configuration: configuration)
+        return try await composer.messages(userID: user, source: source)
     }
 }
 

@@ -38,7 +38,9 @@ struct ServeCommand: AsyncParsableCommand {
         guard serverConfiguration.isLoopback || token != nil else {
             throw CommandError("--host \(host) is reachable from other machines: set a bearer token with --token or DIGEST_SERVE_TOKEN")
         }
-        guard FileManager.default.fileExists(atPath: database.db) else { throw CommandError("\(database.db): no such database") }
+        if !database.isPostgres {
+            guard FileManager.default.fileExists(atPath: database.db) else { throw CommandError("\(database.db): no such database") }
+        }
         let missing = PreviewRenderer.missingFonts()
         if !missing.isEmpty {
             printError("warning: fonts missing (\(missing.joined(separator: ", "))): previews use fallbacks; run scripts/setup.sh as root")
@@ -46,14 +48,20 @@ struct ServeCommand: AsyncParsableCommand {
         let plan = self.plan
         let directory = try plan.templatesDirectory()
         _ = try TemplateCatalog(directory: directory)  // fail now, not on the first request
-        var catalogConfiguration = PreviewCatalog<SQLiteDatabase>.Configuration(templatesDirectory: directory) { week in
+        try await serve(database.open(), directory: directory, token: token)
+    }
+
+    private func serve<Database: DigestDatabase>(_ store: Database, directory: URL, token: String?) async throws {
+        let plan = self.plan
+        let serverConfiguration = PreviewServer<Database>.Configuration(host: host, port: port, bearerToken: token)
+        var catalogConfiguration = PreviewCatalog<Database>.Configuration(templatesDirectory: directory) { week in
             plan.configuration(week: week)
         }
         catalogConfiguration.byteBudget = plan.byteBudget
         catalogConfiguration.scale = scale
         let pool = PreviewPool(threads: renderThreads, configuration: pictures.configuration(allowFileURLs: false))
         defer { pool.shutdown() }
-        let catalog = PreviewCatalog(database: SQLiteDatabase.sqlite(path: database.db), configuration: catalogConfiguration, pool: pool)
+        let catalog = PreviewCatalog(database: store, configuration: catalogConfiguration, pool: pool)
         let server = PreviewServer(catalog: catalog, configuration: serverConfiguration)
         let host = self.host
         try await server.run { port in
