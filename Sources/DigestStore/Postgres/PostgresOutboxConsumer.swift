@@ -43,64 +43,78 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
         }
     }
 
+    /// One statement per kind of outcome (not per message), all in one transaction.
     @discardableResult
     public func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) throws -> Int {
         guard !settlements.isEmpty else { return 0 }
+        var sent: (ids: [Int64], names: [String]) = ([], [])
+        var retries: (ids: [Int64], at: [Int64], errors: [String]) = ([], [], [])
+        var dead: (ids: [Int64], reasons: [String]) = ([], [])
+        var unregistered: [Int64] = []
+        var released: [Int64] = []
+        for settlement in settlements {
+            switch settlement {
+            case .sent(let id, let name): sent.ids.append(id); sent.names.append(name)
+            case .retry(let id, let at, let error): retries.ids.append(id); retries.at.append(at); retries.errors.append(error)
+            case .dead(let id, let reason): dead.ids.append(id); dead.reasons.append(reason)
+            case .unregistered(let id, let reason): unregistered.append(id); dead.ids.append(id); dead.reasons.append(reason)
+            case .release(let id): released.append(id)
+            }
+        }
         return try session.transaction { connection in
             var applied = 0
-            for settlement in settlements {
-                switch settlement {
-                case .sent(let id, let name):
-                    applied += try connection.run(
-                        """
-                        UPDATE digest_outbox SET state = 'sent', sent_at = to_timestamp(\(now)), fcm_name = \(name),
-                            lease_owner = NULL, leased_until = NULL
-                        WHERE id = \(id) AND state = 'leased' AND lease_owner = \(owner)
-                        """)
-                case .retry(let id, let at, let error):
-                    applied += try connection.run(
-                        """
-                        UPDATE digest_outbox
-                        SET state = CASE WHEN attempts >= \(maxAttempts) THEN 'dead' ELSE 'ready' END,
-                            available_at = CASE WHEN attempts >= \(maxAttempts) THEN available_at ELSE to_timestamp(\(at)) END,
-                            last_error = CASE WHEN attempts >= \(maxAttempts)
-                                THEN \(error) || ' (gave up after ' || attempts || ' attempts)' ELSE \(error) END,
-                            lease_owner = NULL, leased_until = NULL
-                        WHERE id = \(id) AND state = 'leased' AND lease_owner = \(owner)
-                        """)
-                case .dead(let id, let reason):
-                    applied += try Self.markDead(id, reason: reason, owner: owner, on: connection)
-                case .unregistered(let id, let reason):
-                    // Remembered beside the adopter's devices (which may be a read-only view); the
-                    // history reader leaves these tokens out from the next run on.
-                    try connection.run(
-                        """
-                        INSERT INTO digest_unregistered_tokens (user_id, token)
-                        SELECT user_id, message #>> '{message,token}' FROM digest_outbox
-                        WHERE id = \(id) AND state = 'leased' AND lease_owner = \(owner)
-                          AND message #>> '{message,token}' IS NOT NULL
-                        ON CONFLICT DO NOTHING
-                        """)
-                    applied += try Self.markDead(id, reason: reason, owner: owner, on: connection)
-                case .release(let id):
-                    applied += try connection.run(
-                        """
-                        UPDATE digest_outbox
-                        SET state = 'ready', attempts = greatest(attempts - 1, 0), lease_owner = NULL, leased_until = NULL
-                        WHERE id = \(id) AND state = 'leased' AND lease_owner = \(owner)
-                        """)
-                }
+            if !sent.ids.isEmpty {
+                applied += try connection.run(
+                    """
+                    UPDATE digest_outbox o SET state = 'sent', sent_at = to_timestamp(\(now)), fcm_name = t.name,
+                        lease_owner = NULL, leased_until = NULL
+                    FROM unnest(\(sent.ids)::int8[], \(sent.names)::text[]) AS t(id, name)
+                    WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
+                    """)
+            }
+            if !retries.ids.isEmpty {
+                applied += try connection.run(
+                    """
+                    UPDATE digest_outbox o
+                    SET state = CASE WHEN o.attempts >= \(maxAttempts) THEN 'dead' ELSE 'ready' END,
+                        available_at = CASE WHEN o.attempts >= \(maxAttempts) THEN o.available_at ELSE to_timestamp(t.at) END,
+                        last_error = CASE WHEN o.attempts >= \(maxAttempts)
+                            THEN t.error || ' (gave up after ' || o.attempts || ' attempts)' ELSE t.error END,
+                        lease_owner = NULL, leased_until = NULL
+                    FROM unnest(\(retries.ids)::int8[], \(retries.at)::int8[], \(retries.errors)::text[]) AS t(id, at, error)
+                    WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
+                    """)
+            }
+            if !unregistered.isEmpty {
+                // Remembered beside the adopter's devices (which may be a read-only view); the
+                // history reader leaves these tokens out from the next run on.
+                try connection.run(
+                    """
+                    INSERT INTO digest_unregistered_tokens (user_id, token)
+                    SELECT user_id, message #>> '{message,token}' FROM digest_outbox
+                    WHERE id = ANY(\(unregistered)) AND state = 'leased' AND lease_owner = \(owner)
+                      AND message #>> '{message,token}' IS NOT NULL
+                    ON CONFLICT DO NOTHING
+                    """)
+            }
+            if !dead.ids.isEmpty {
+                applied += try connection.run(
+                    """
+                    UPDATE digest_outbox o SET state = 'dead', last_error = t.reason, lease_owner = NULL, leased_until = NULL
+                    FROM unnest(\(dead.ids)::int8[], \(dead.reasons)::text[]) AS t(id, reason)
+                    WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
+                    """)
+            }
+            if !released.isEmpty {
+                applied += try connection.run(
+                    """
+                    UPDATE digest_outbox
+                    SET state = 'ready', attempts = greatest(attempts - 1, 0), lease_owner = NULL, leased_until = NULL
+                    WHERE id = ANY(\(released)) AND state = 'leased' AND lease_owner = \(owner)
+                    """)
             }
             return applied
         }
-    }
-
-    private static func markDead(_ id: Int64, reason: String, owner: String, on connection: PostgresConnection) throws -> Int {
-        try connection.run(
-            """
-            UPDATE digest_outbox SET state = 'dead', last_error = \(reason), lease_owner = NULL, leased_until = NULL
-            WHERE id = \(id) AND state = 'leased' AND lease_owner = \(owner)
-            """)
     }
 
     @discardableResult

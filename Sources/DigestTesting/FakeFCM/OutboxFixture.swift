@@ -1,3 +1,4 @@
+import DigestCore
 import DigestStore
 import Foundation
 
@@ -71,5 +72,23 @@ public enum OutboxFixture {
     public static func scalar(path: String, _ sql: String) throws -> String? {
         let statement = try SQLiteDatabase.sqlite(path: path).connect().statement(sql)
         return try statement.step() ? statement.optionalString(0) : nil
+    }
+}
+
+extension OutboxFixture {
+    /// Adds messages `1...count` to a migrated PostgreSQL outbox, through the run's own ledger (one
+    /// multi-row insert per thousand).
+    public static func fill(postgres url: String, count: Int, availableAt: Int64 = 0, week: String = "2026-W46") throws {
+        let ledger = try PostgresDatabase.postgres(url: url).makeLedger()
+        let isoWeek = try ISOWeek(parsing: week)
+        _ = try ledger.begin(week: isoWeek, now: 0)
+        for start in stride(from: 1, through: count, by: 1000) {
+            let messages = (start...min(count, start + 999)).map { i in
+                OutboxMessage(
+                    dedupeKey: "\(week):u\(i):\(i)", week: week, userID: "u\(i)", platform: Platform(rawValue: platform(i))!,
+                    variant: .defaultText, message: Array(message(i, week: week).utf8), report: "{}", availableAt: availableAt)
+            }
+            _ = try ledger.commit(week: isoWeek, through: 0, messages: messages, counters: RunCounters(), now: 0)
+        }
     }
 }
