@@ -137,4 +137,6 @@ final class AnySink: HistoryImportSink {
     var writesReadsInBulk: Bool { base.writesReadsInBulk }
     func queueRead(_ read: QueuedRead) throws { try base.queueRead(read) }
     func flushReads() throws -> [(read: QueuedRead, outcome: ReadInsertOutcome)] { try base.flushReads() }
+    func queueUser(_ user: Reader) throws { try base.queueUser(user) }
+    func flushUsers() throws -> (written: Int, unchanged: Int) { try base.flushUsers() }
 }

@@ -28,6 +28,10 @@ public protocol HistoryImportSink: AnyObject {
     func queueRead(_ read: QueuedRead) throws
     /// Writes the queued reads; returns each one's outcome.
     func flushReads() throws -> [(read: QueuedRead, outcome: ReadInsertOutcome)]
+    /// Queues a user (and their devices) for ``flushUsers()`` when the sink writes in bulk.
+    func queueUser(_ user: Reader) throws
+    /// Writes the queued users; returns how many were new or changed and how many were as stored.
+    func flushUsers() throws -> (written: Int, unchanged: Int)
 }
 
 extension HistoryImportSink {
@@ -36,6 +40,10 @@ extension HistoryImportSink {
         throw ImportError(file: "", line: read.line, reason: "this store writes reads one at a time")
     }
     public func flushReads() throws -> [(read: QueuedRead, outcome: ReadInsertOutcome)] { [] }
+    public func queueUser(_ user: Reader) throws {
+        throw ImportError(file: "", line: nil, reason: "this store writes users one at a time")
+    }
+    public func flushUsers() throws -> (written: Int, unchanged: Int) { (0, 0) }
 }
 
 /// A read waiting for its batch's bulk write, with the line it came from.
@@ -139,6 +147,9 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
     /// reported with their lines (under `strict`, the first stops the import at the batch's end).
     private func flush(_ path: String, _ summary: inout ImportFileSummary) throws {
         guard sink.writesReadsInBulk else { return }
+        let users = try sink.flushUsers()
+        summary.written += users.written
+        summary.unchanged += users.unchanged
         var firstProblem: ImportError?
         for (read, outcome) in try sink.flushReads() {
             let problem: (String, String)
@@ -181,6 +192,10 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
         case .users:
             let record = try decode(UserRecord.self)
             let user = try validated { () throws(LineProblem) in try record.validated() }
+            if sink.writesReadsInBulk {
+                try sink.queueUser(user)
+                return
+            }
             if try sink.upsert(user: user) { summary.written += 1 } else { summary.unchanged += 1 }
         case .articles:
             let record = try decode(ArticleRecord.self)

@@ -7,6 +7,7 @@ import PostgresNIO
 public final class PostgresImportSink: HistoryImportSink {
     let session: PostgresSession
     private var queued: [QueuedRead] = []
+    private var queuedUsers: [Reader] = []
 
     public init(database: PostgresDatabase) throws {
         let session = try PostgresSession(location: database.location, reconnectWindow: .zero)
@@ -76,6 +77,54 @@ public final class PostgresImportSink: HistoryImportSink {
     }
 
     public var writesReadsInBulk: Bool { true }
+
+    public func queueUser(_ user: Reader) throws { queuedUsers.append(user) }
+
+    /// One statement for the batch's users and devices: upserts that change only what differs, and
+    /// devices no longer listed removed. A user listed twice in a batch counts once, as last listed.
+    public func flushUsers() throws -> (written: Int, unchanged: Int) {
+        guard !queuedUsers.isEmpty else { return (0, 0) }
+        defer { queuedUsers.removeAll(keepingCapacity: true) }
+        var latest: [String: Int] = [:]
+        for (index, user) in queuedUsers.enumerated() { latest[user.id] = index }
+        let users = queuedUsers.indices.filter { latest[queuedUsers[$0].id] == $0 }.map { queuedUsers[$0] }
+        var owners: [String] = [], tokens: [String] = [], platforms: [String] = []
+        for user in users {
+            var seen = Set<String>()
+            for device in user.devices.reversed() where seen.insert(device.token).inserted {
+                owners.append(user.id)
+                tokens.append(device.token)
+                platforms.append(device.platform.rawValue)
+            }
+        }
+        let rows = try session.rows(
+            """
+            WITH upserted AS (
+                INSERT INTO digest_import_users (id, locale, time_zone, opted_out)
+                SELECT * FROM unnest(\(users.map(\.id))::text[], \(users.map(\.locale))::text[],
+                                     \(users.map(\.timeZone))::text[], \(users.map(\.optedOut))::bool[])
+                ON CONFLICT (id) DO UPDATE SET locale = excluded.locale, time_zone = excluded.time_zone, opted_out = excluded.opted_out
+                WHERE (digest_import_users.locale, digest_import_users.time_zone, digest_import_users.opted_out)
+                    IS DISTINCT FROM (excluded.locale, excluded.time_zone, excluded.opted_out)
+                RETURNING id),
+            listed AS (
+                SELECT * FROM unnest(\(owners)::text[], \(tokens)::text[], \(platforms)::text[]) AS t(user_id, token, platform)),
+            removed AS (
+                DELETE FROM digest_import_devices d
+                WHERE d.user_id = ANY(\(users.map(\.id))::text[])
+                  AND NOT EXISTS (SELECT 1 FROM listed l WHERE l.user_id = d.user_id AND l.token = d.token)
+                RETURNING d.user_id),
+            added AS (
+                INSERT INTO digest_import_devices (user_id, token, platform)
+                SELECT user_id, token, platform FROM listed
+                ON CONFLICT (user_id, token) DO UPDATE SET platform = excluded.platform
+                WHERE digest_import_devices.platform IS DISTINCT FROM excluded.platform
+                RETURNING user_id)
+            SELECT count(*) FROM (SELECT id FROM upserted UNION SELECT user_id FROM removed UNION SELECT user_id FROM added) changed
+            """)
+        let changed = try rows.first?.decode(Int.self) ?? 0
+        return (changed, queuedUsers.count - changed)
+    }
 
     public func queueRead(_ read: QueuedRead) throws { queued.append(read) }
 
