@@ -58,20 +58,21 @@ struct CandidatePoolTests {
         #expect(CandidatePool(articles: []).pick(limit: limit, publishedFrom: 0, until: Self.t, topics: ["x"], excluding: []).isEmpty)
     }
 
-    @Test func matchesABruteForceReference() {
+    /// Sizes around the 64-article words of the topic bit sets.
+    @Test(arguments: [300, 128, 64, 65, 1]) func matchesABruteForceReference(count: Int) {
         var seed: UInt64 = 0x2545_F491_4F6C_DD1D
         func next(_ n: Int) -> Int {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return Int((seed >> 33) % UInt64(n))
         }
         let allTopics = ["swift", "ios", "rust", "go", "web", "ml"]
-        let articles = (0..<300).map { i in
+        let articles = (0..<count).map { i in
             article("x\(i)", (0..<next(4)).map { _ in allTopics[next(allTopics.count)] }, at: Self.t - Int64(next(40) * 3600 * 12))
         }
         let pool = CandidatePool(articles: articles)
         for round in 0..<25 {
-            let topics = Set((0..<(round % 4)).map { _ in allTopics[next(allTopics.count)] })
-            let exclude = Set((0..<30).map { _ in "x\(next(300))" })
+            let topics = Set((0..<(round % 6)).map { _ in allTopics[next(allTopics.count)] })
+            let exclude = Set((0..<(count / 10)).map { _ in "x\(next(count))" })
             let from = Self.t - 14 * 86_400
             let until = Self.t - Int64(next(3)) * 86_400
             let expected = articles

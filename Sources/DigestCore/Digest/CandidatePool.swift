@@ -2,23 +2,34 @@
 ///
 /// Built once per run from the articles published in the fortnight before the week's end (with a day
 /// of slack either side for time zones); each user then takes the ones inside their own window.
+///
+/// Ranking uses one bit set per topic over the articles (bit *i* is article *i*, newest first).
+/// A user's overlap counts are added up in bit planes (a binary counter kept word-wise), so a pick
+/// costs a few operations per 64 articles and topic instead of one per posting, and the articles
+/// are then read level by level (most shared topics first), newest first within a level, stopping
+/// at the limit.
 public struct CandidatePool: Sendable {
     /// Newest first; ties broken by id so picks are deterministic.
     public let articles: [Article]
-    let topicPostings: [String: [Int32]]
+    /// For each topic, the articles that carry it, as bits.
+    let topicBits: [String: [UInt64]]
+    /// Words per bit set.
+    let words: Int
 
     public init(articles: [Article]) {
         let sorted = articles.sorted {
             $0.publishedAt != $1.publishedAt ? $0.publishedAt > $1.publishedAt : $0.id < $1.id
         }
-        var postings: [String: [Int32]] = [:]
+        let words = (sorted.count + 63) / 64
+        var bits: [String: [UInt64]] = [:]
         for (index, article) in sorted.enumerated() {
             for topic in Set(article.topics) {
-                postings[topic, default: []].append(Int32(index))
+                bits[topic, default: [UInt64](repeating: 0, count: words)][index >> 6] |= 1 << UInt64(index & 63)
             }
         }
         self.articles = sorted
-        self.topicPostings = postings
+        self.topicBits = bits
+        self.words = words
     }
 
     /// Up to `limit` articles published in `[from, until)`, not in `exclude`, ranked by how many of
@@ -28,26 +39,44 @@ public struct CandidatePool: Sendable {
         excluding exclude: Set<String>
     ) -> [Article] {
         guard limit > 0, !articles.isEmpty else { return [] }
-        var overlap = [UInt8](repeating: 0, count: articles.count)
-        for topic in topics {
-            guard let list = topicPostings[topic] else { continue }
-            for index in list where overlap[Int(index)] < UInt8.max { overlap[Int(index)] += 1 }
-        }
-        // Best `limit` by (overlap desc, index asc); indexes come in ascending order.
-        var best: [(overlap: UInt8, index: Int)] = []
-        best.reserveCapacity(limit + 1)
-        for index in articles.indices {
-            let score = overlap[index]
-            if best.count == limit, let worst = best.last, score <= worst.overlap { continue }
-            let article = articles[index]
-            guard article.publishedAt >= from, article.publishedAt < until, !exclude.contains(article.id) else {
-                continue
+        let sets = topics.compactMap { topicBits[$0] }
+        // planes[p][w]: bit p of the overlap count of the 64 articles in word w.
+        let planeCount = max(1, Int.bitWidth - sets.count.leadingZeroBitCount)
+        var planes = [[UInt64]](repeating: [UInt64](repeating: 0, count: words), count: planeCount)
+        for set in sets {
+            for word in 0..<words {
+                var carry = set[word]
+                var plane = 0
+                while carry != 0 {
+                    let next = planes[plane][word] & carry
+                    planes[plane][word] ^= carry
+                    carry = next
+                    plane += 1
+                }
             }
-            var position = best.count
-            while position > 0 && best[position - 1].overlap < score { position -= 1 }
-            best.insert((score, index), at: position)
-            if best.count > limit { best.removeLast() }
         }
-        return best.map { articles[$0.index] }
+        let tail = articles.count & 63
+        let lastMask: UInt64 = tail == 0 ? ~0 : (1 << UInt64(tail)) - 1
+        var picked: [Article] = []
+        picked.reserveCapacity(limit)
+        for level in stride(from: sets.count, through: 0, by: -1) {
+            for word in 0..<words {
+                var matching: UInt64 = word == words - 1 ? lastMask : ~0
+                for plane in 0..<planeCount where matching != 0 {
+                    matching &= (level >> plane) & 1 == 1 ? planes[plane][word] : ~planes[plane][word]
+                }
+                while matching != 0 {
+                    let index = word << 6 | matching.trailingZeroBitCount
+                    matching &= matching - 1
+                    let article = articles[index]
+                    guard article.publishedAt >= from, article.publishedAt < until, !exclude.contains(article.id) else {
+                        continue
+                    }
+                    picked.append(article)
+                    if picked.count == limit { return picked }
+                }
+            }
+        }
+        return picked
     }
 }
