@@ -7,6 +7,10 @@ import PostgresNIO
 public final class PostgresHistoryReader: HistoryReader {
     let session: PostgresSession
     let coordination: PostgresRunCoordination
+    /// Topics by article id: the run's candidate articles, then any older article a read names,
+    /// fetched once; bounded like SQLite's.
+    private var topics: [String: [String]] = [:]
+    private let topicsLimit = 500_000
 
     init(session: PostgresSession, coordination: PostgresRunCoordination) {
         self.session = session
@@ -100,26 +104,40 @@ public final class PostgresHistoryReader: HistoryReader {
         throw PostgresStoreError("\(session.location): PostgreSQL runs read users by claimed chunk (nextBatch)")
     }
 
-    /// The chunk's reads in one query (its users are consecutive ids), split per user.
+    /// The chunk's reads in one query (its users are consecutive ids), split per user; the topics
+    /// come from this reader's cache (one more query for the articles it has not seen yet), not from
+    /// a join per chunk.
     public func reads(of users: [StoredReader], since: [Int64]) throws -> [[ReadEvent]] {
         guard let first = users.first?.reader.id, let last = users.last?.reader.id,
             let earliest = since.min(), earliest != Int64.max
         else { return users.map { _ in [] } }
         let rows = try session.rows(
             """
-            SELECT r.user_id, extract(epoch FROM r.read_at)::bigint, r.article_id, r.seconds, a.topics
-            FROM digest_reads r JOIN digest_articles a ON a.id = r.article_id
-            WHERE r.user_id COLLATE "C" >= \(first) AND r.user_id COLLATE "C" <= \(last)
-              AND r.read_at >= to_timestamp(\(earliest))
-            ORDER BY r.user_id COLLATE "C", r.read_at, r.article_id
+            SELECT user_id, extract(epoch FROM read_at)::bigint, article_id, seconds FROM digest_reads
+            WHERE user_id COLLATE "C" >= \(first) AND user_id COLLATE "C" <= \(last) AND read_at >= to_timestamp(\(earliest))
+            ORDER BY user_id COLLATE "C", read_at, article_id
             """)
         var result: [[ReadEvent]] = Array(repeating: [], count: users.count)
+        var missing = Set<String>()
         var index = 0
         for row in rows {
-            let (owner, readAt, article, seconds, topics) = try row.decode((String, Int64, String, Int, [String]).self)
+            let (owner, readAt, article, seconds) = try row.decode((String, Int64, String, Int).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
             guard index < users.count, users[index].reader.id == owner, readAt >= since[index] else { continue }
-            result[index].append(ReadEvent(articleID: article, topics: topics, readAt: readAt, seconds: seconds))
+            if topics[article] == nil { missing.insert(article) }
+            result[index].append(ReadEvent(articleID: article, topics: [], readAt: readAt, seconds: seconds))
+        }
+        if !missing.isEmpty {
+            if topics.count + missing.count > topicsLimit { topics.removeAll(keepingCapacity: true) }
+            for row in try session.rows("SELECT id, topics FROM digest_articles WHERE id = ANY(\(Array(missing)))") {
+                let (id, articleTopics) = try row.decode((String, [String]).self)
+                topics[id] = articleTopics
+            }
+            // A read of an article the views do not have counts, with no topics.
+            for id in missing where topics[id] == nil { topics[id] = [] }
+        }
+        for user in result.indices {
+            for read in result[user].indices { result[user][read].topics = topics[result[user][read].articleID] ?? [] }
         }
         return result
     }
@@ -134,6 +152,7 @@ public final class PostgresHistoryReader: HistoryReader {
         ).map { row in
             let (id, title, url, image, topics, published, minutes) =
                 try row.decode((String, String, String, String?, [String], Int64, Int).self)
+            if self.topics.count < self.topicsLimit { self.topics[id] = topics }
             return Article(
                 id: id, title: title, url: url, imageURL: image, topics: topics, publishedAt: published, readingMinutes: minutes)
         }

@@ -103,6 +103,12 @@ enum PostgresSchema {
         );
         CREATE INDEX digest_run_chunks_open ON digest_run_chunks (week, chunk) WHERE state <> 'done';
         """,
+        // 2: a chunk's reads come from the primary key alone (an index-only scan), not one heap page
+        // a read.
+        """
+        ALTER TABLE digest_import_reads DROP CONSTRAINT digest_import_reads_pkey;
+        ALTER TABLE digest_import_reads ADD PRIMARY KEY (user_id, read_at, article_id) INCLUDE (seconds);
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.
