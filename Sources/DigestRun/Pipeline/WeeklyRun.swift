@@ -180,6 +180,7 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         let images = await (attachments as? any AttachmentStatistics)?.statistics() ?? [:]
         return RunSummary(
             week: week.description, sendAt: configuration.sendAt.rawValue, resumedFromCursor: checkpoint.cursor,
+            resumed: checkpoint.resumed,
             wasComplete: checkpoint.finished && remaining == 0, seconds: seconds,
             usersPerSecond: seconds > 0 ? Double(thisRun.users) / seconds : 0, thisRun: thisRun, weekTotals: totals,
             images: images)

@@ -7,6 +7,8 @@ public struct RunSummary: Sendable, Codable {
     public var sendAt: String
     /// Users with keys up to this were done before this run started.
     public var resumedFromCursor: Int64
+    /// Where the week stood when this run started (`resumed after user key 12000`), if not at the start.
+    public var resumed: String?
     /// The week was already complete: nothing was left to do.
     public var wasComplete: Bool
     public var seconds: Double
@@ -26,8 +28,8 @@ public struct RunSummary: Sendable, Codable {
         var lines: [String] = []
         if wasComplete {
             lines.append("week \(week) was already complete: nothing to do, nothing enqueued")
-        } else if resumedFromCursor > 0 {
-            lines.append("week \(week): resumed after user key \(resumedFromCursor)")
+        } else if let resumed {
+            lines.append("week \(week): \(resumed)")
         } else {
             lines.append("week \(week)")
         }

@@ -48,13 +48,15 @@ public final class PostgresRunLedger: RunLedger {
         }
         let run = try session.rows(
             """
-            SELECT r.state, count(c.chunk) FROM digest_runs r
+            SELECT r.state, count(c.chunk), r.chunks FROM digest_runs r
             LEFT JOIN digest_run_chunks c ON c.week = r.week AND c.state = 'done'
-            WHERE r.week = \(name) GROUP BY r.state
+            WHERE r.week = \(name) GROUP BY r.state, r.chunks
             """)
         guard let row = run.first else { throw PostgresStoreError("\(session.location): the run row of \(name) vanished") }
-        let (state, done) = try row.decode((String, Int).self)
-        return RunCheckpoint(cursor: Int64(done), finished: state == "done", counters: try totals(week: name))
+        let (state, done, chunks) = try row.decode((String, Int, Int).self)
+        return RunCheckpoint(
+            cursor: Int64(done), finished: state == "done", counters: try totals(week: name),
+            resumed: done > 0 ? "joined the shared run with \(done) of \(chunks) chunks done" : nil)
     }
 
     /// Enqueues the chunk's messages (`ON CONFLICT DO NOTHING`) and marks the chunk done, in one

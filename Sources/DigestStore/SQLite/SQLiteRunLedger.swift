@@ -22,7 +22,10 @@ public final class SQLiteRunLedger: RunLedger {
             guard try select.step() else { throw SQLiteError(code: 1, message: "run row vanished", path: connection.path) }
             let counters = (try? JSONDecoder().decode(RunCounters.self, from: Data(select.string(2).utf8))) ?? RunCounters()
             totals = counters
-            let checkpoint = RunCheckpoint(cursor: select.int64(0), finished: select.string(1) == "done", counters: counters)
+            let cursor = select.int64(0)
+            let checkpoint = RunCheckpoint(
+                cursor: cursor, finished: select.string(1) == "done", counters: counters,
+                resumed: cursor > 0 ? "resumed after user key \(cursor)" : nil)
             select.reset()
             return checkpoint
         }

@@ -7,11 +7,14 @@ public struct RunCheckpoint: Sendable {
     /// `true` once a run went through every user.
     public var finished: Bool
     public var counters: RunCounters
+    /// Where an earlier run (or other workers) left the week, for the summary; `nil` on a fresh start.
+    public var resumed: String?
 
-    public init(cursor: Int64, finished: Bool, counters: RunCounters) {
+    public init(cursor: Int64, finished: Bool, counters: RunCounters, resumed: String? = nil) {
         self.cursor = cursor
         self.finished = finished
         self.counters = counters
+        self.resumed = resumed
     }
 }
 

@@ -1,0 +1,56 @@
+import DigestStore
+import DigestTesting
+import Foundation
+import Testing
+
+/// `--db postgres://…`: what it names, where the password comes from, and that it is never shown.
+@Suite struct PostgresLocationTests {
+    @Test func theURLNamesHostPortUserDatabaseAndTLS() throws {
+        let location = try PostgresLocation(
+            url: "postgres://digest@db.internal:6543/app?sslmode=verify-full&sslrootcert=/etc/ca.pem&application_name=w1",
+            environment: [:])
+        #expect(location.host == "db.internal" && location.port == 6543 && location.user == "digest" && location.database == "app")
+        #expect(location.sslMode == .verifyFull && location.sslRootCertificate == "/etc/ca.pem" && location.applicationName == "w1")
+        #expect(location.description == "postgres://digest@db.internal:6543/app")
+        let defaults = try PostgresLocation(url: "postgresql://digest@db.internal/app", environment: [:])
+        #expect(defaults.port == 5432 && defaults.sslMode == .prefer)
+    }
+
+    @Test(arguments: [
+        ("postgres://u@h/d?sslmode=sometimes", "unknown sslmode 'sometimes'"),
+        ("postgres://u@h/d?sslcert=x", "unknown option 'sslcert'"),
+        ("mysql://u@h/d", "not a postgres:// URL"),
+    ])
+    func mistakesAreNamed(url: String, message: String) {
+        #expect {
+            try PostgresLocation(url: url, environment: [:])
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+
+    @Test func thePasswordComesFromTheURLThenPGPASSWORDThenPgpassAndIsNeverShown() throws {
+        let dir = try TemporaryDirectory()
+        let pgpass = try dir.write("pgpass", lines: [
+            "# host:port:database:user:password",
+            "other.host:5432:*:digest:not-this-one",
+            #"db.internal:*:app:digest:from\:pgpass"#,
+        ])
+        let fromFile = try PostgresLocation(url: "postgres://digest@db.internal/app", environment: ["PGPASSFILE": pgpass])
+        #expect(PostgresLocationTests.password(fromFile) == "from:pgpass")
+        let fromEnvironment = try PostgresLocation(
+            url: "postgres://digest@db.internal/app", environment: ["PGPASSFILE": pgpass, "PGPASSWORD": "from-env"])
+        #expect(PostgresLocationTests.password(fromEnvironment) == "from-env")
+        let inURL = try PostgresLocation(url: "postgres://digest:s3cret@db.internal/app", environment: ["PGPASSWORD": "from-env"])
+        #expect(PostgresLocationTests.password(inURL) == "s3cret")
+        #expect(!inURL.description.contains("s3cret"))
+        #expect(PostgresLocation.redacted("postgres://digest:s3cret@db.internal/app") == "postgres://digest:***@db.internal/app")
+        let none = try PostgresLocation(url: "postgres://digest@elsewhere/app", environment: ["PGPASSFILE": pgpass])
+        #expect(PostgresLocationTests.password(none) == nil)
+    }
+
+    /// The password as the location holds it (not public: read through the mirror).
+    static func password(_ location: PostgresLocation) -> String? {
+        Mirror(reflecting: location).children.first { $0.label == "password" }?.value as? String
+    }
+}
