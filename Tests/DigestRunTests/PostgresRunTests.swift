@@ -88,6 +88,49 @@ import Testing
         #expect(rerun.status == 0 && rerun.stdout.contains("0 enqueued"), "\(rerun.stdout)")
     }
 
+    /// An adopter's own tables, shaped their way, behind the four views: nothing imported into
+    /// digest's tables, the same messages.
+    @Test func viewsOverAnAdoptersOwnTablesGiveTheSameMessages() throws {
+        let cluster = try PostgresCluster.shared()
+        let files = ["users", "articles", "reads"].map { Self.fixtures.appendingPathComponent("\($0).jsonl").path }
+        let reference = try database(with: files, on: cluster)
+        #expect(try DigestBinary.run(["run", "--db", reference, "--week", "2026-W46"]).status == 0)
+        let url = try database(with: files, on: cluster)
+        // Move the history into "the app's" tables, with its own names and types, and empty digest's.
+        try cluster.sql(
+            """
+            CREATE TABLE app_accounts AS SELECT id AS account_ref, locale AS lang, time_zone AS tz,
+                CASE WHEN opted_out THEN 'no' ELSE 'yes' END AS marketing FROM digest_import_users;
+            CREATE TABLE app_push_tokens AS SELECT user_id AS account_ref, token AS push_token, upper(platform) AS os
+                FROM digest_import_devices;
+            CREATE TABLE app_stories AS SELECT id AS story_id, title AS headline, url AS link, image_url AS hero,
+                array_to_string(topics, ',') AS tags, extract(epoch FROM published_at)::bigint AS published_unix,
+                reading_minutes AS minutes FROM digest_import_articles;
+            CREATE TABLE app_reading_log AS SELECT user_id AS account_ref, article_id AS story_id, read_at AS opened_at,
+                seconds * 1000 AS dwell_ms FROM digest_import_reads;
+            DELETE FROM digest_import_reads; DELETE FROM digest_import_devices; DELETE FROM digest_import_users;
+            DELETE FROM digest_import_articles;
+            DROP VIEW digest_users, digest_devices, digest_articles, digest_reads;
+            CREATE VIEW digest_users AS
+                SELECT account_ref::text AS id, lang AS locale, tz AS time_zone, marketing = 'no' AS opted_out FROM app_accounts;
+            CREATE VIEW digest_devices AS
+                SELECT account_ref::text AS user_id, push_token AS token, lower(os) AS platform FROM app_push_tokens;
+            CREATE VIEW digest_articles AS
+                SELECT story_id AS id, headline AS title, link AS url, hero AS image_url,
+                       string_to_array(tags, ',') AS topics, to_timestamp(published_unix) AS published_at,
+                       minutes AS reading_minutes FROM app_stories;
+            CREATE VIEW digest_reads AS
+                SELECT account_ref::text AS user_id, story_id AS article_id, opened_at AS read_at, dwell_ms / 1000 AS seconds
+                FROM app_reading_log;
+            """, url: url)
+        #expect(try cluster.sql("SELECT count(*) FROM digest_import_reads", url: url) == "0")
+        let run = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let expected = try outbox(reference)
+        #expect(expected.count == 5)
+        #expect(try outbox(url) == expected)
+    }
+
     @Test func threeWorkersShareTheWeekAndAKilledOnesChunkIsRedone() throws {
         let cluster = try PostgresCluster.shared()
         let url = try database(with: try demoFiles(), on: cluster)
@@ -158,6 +201,7 @@ import Testing
             ("postgres://digest_pw:wrong-secret@127.0.0.1:\(cluster.port)/\(name)?sslmode=disable", "password authentication failed"),
             ("postgres://postgres@127.0.0.1:1/\(name)?sslmode=disable", "cannot connect"),
             (fresh, "run `digest migrate --db <url>` first"),
+            ("postgres://postgres@127.0.0.1:\(cluster.port)/\(name)?sslmode=require", "does not offer TLS"),
         ]
         for (url, expected) in cases {
             let run = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46"])
