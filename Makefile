@@ -2,7 +2,7 @@
 SWIFT ?= swift
 DEMO_OUT ?= demo-out
 
-.PHONY: setup build demo demo-send test bench bench-send clean
+.PHONY: setup build demo demo-send test bench bench-postgres bench-send clean
 
 setup:
 	@scripts/setup.sh
@@ -28,6 +28,12 @@ bench: setup
 	scripts/bench.sh
 	scripts/bench-images.sh
 	scripts/bench-previews.sh
+	scripts/bench-postgres.sh
+
+## The weekly run on PostgreSQL (1M users, one and two workers) against COPY; installs PostgreSQL when
+## missing, throwaway cluster; "## Weekly run on PostgreSQL" in BENCHMARKS.md.
+bench-postgres: setup
+	scripts/bench-postgres.sh
 
 ## Delivery benchmark: digest send vs wrk against the fake FCM server; "## Delivery" in BENCHMARKS.md.
 bench-send: setup

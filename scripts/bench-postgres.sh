@@ -1,0 +1,440 @@
+#!/usr/bin/env bash
+# `make bench-postgres` (and the last step of `make bench`): the weekly run on PostgreSQL, one worker
+# and two, against its physical reference, written to BENCHMARKS.md between bench-postgres markers.
+#
+# 1. Installs PostgreSQL (Debian package `postgresql`) when no initdb is found, and `time`.
+# 2. Builds `digest` (release) and measures a copy of it.
+# 3. Starts a throwaway cluster: initdb (as the user postgres when run as root: initdb refuses root)
+#    in a temporary directory, the postmaster on 127.0.0.1 and a free port, torn down on exit.
+#    Settings: shared_buffers=1GB, max_wal_size=8GB, checkpoint_timeout=30min (no checkpoint inside
+#    a timed step: one is forced before each), maintenance_work_mem=1GB, pg_stat_statements loaded
+#    (statement profile of each run in the raw output). fsync, synchronous_commit, full_page_writes
+#    and wal_level stay at their defaults (on, on, on, replica), for the run and the reference alike.
+# 4. `digest migrate`, then scripts/postgres-bench-data.sql generates the history in the server
+#    (1,000,000 users, 10,000,000 reads over 2026-W46 and the week before, 20,000 articles; not timed
+#    as part of the run, its time is reported).
+# 5. Timed: `digest run --send-at now` with one worker, then with two worker processes started
+#    together (PGBENCH_TWO_WORKER_RUNS times). Between runs: the week's digest_runs row is deleted
+#    (its chunks go with it) and digest_outbox truncated. /usr/bin/time -v gives each process's wall
+#    time, CPU and peak RSS; users/s = users / (last worker's exit - first worker's start).
+#    CPU of the postgres processes (postmaster, its live children and the children it reaped) and
+#    of everything else on the machine is read from /proc before and after, and every 5 s.
+# 6. After each run, its outbox rows are exported with COPY TO, the outbox emptied, and the reference
+#    timed: `\copy digest_outbox_ref (...) FROM file` into `CREATE TABLE digest_outbox_ref (LIKE
+#    digest_outbox INCLUDING ALL)` (same columns, defaults, identity, checks and indexes), fresh and
+#    empty each time: the same number of rows of the same sizes, in one COPY.
+#
+# As root the timed part runs in a session of its own whose scheduling group has nice -10
+# (PGBENCH_NICE), postmaster included (it is started directly, not through `pg_ctl start`, which
+# would put it in a session, and so a scheduling group, of its own): the run's processes and the
+# server share the cores as ordinary threads do, ahead of other people's builds.
+#
+# Knobs (environment): PGBENCH_USERS=1000000, PGBENCH_READS=10000000, PGBENCH_ARTICLES=20000,
+# PGBENCH_WEEK=2026-W46, PGBENCH_SEED=2026, PGBENCH_CHUNK_SIZE=1000, PGBENCH_ONE_WORKER_RUNS=1,
+# PGBENCH_TWO_WORKER_RUNS=2, PGBENCH_OUT=bench-out/postgres, PGBENCH_REPORT=BENCHMARKS.md
+# (PGBENCH_REPORT=none writes no report), PGBENCH_KEEP=0 (1 keeps the cluster directory and prints
+# how to reach it: stop it yourself), PGBENCH_QUIET_CORES=0.3 and PGBENCH_QUIET_WAIT=120 (as in
+# scripts/bench.sh), PGBENCH_NICE=-10, PGBENCH_SKIP_BUILD=0, PGBENCH_COMMIT (what to call the code
+# measured; default git's HEAD), PGBENCH_RUN_ARGS (extra arguments for every `digest run`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+USERS=${PGBENCH_USERS:-1000000}
+READS=${PGBENCH_READS:-10000000}
+ARTICLES=${PGBENCH_ARTICLES:-20000}
+WEEK=${PGBENCH_WEEK:-2026-W46}
+SEED=${PGBENCH_SEED:-2026}
+CHUNK_SIZE=${PGBENCH_CHUNK_SIZE:-1000}
+ONE_RUNS=${PGBENCH_ONE_WORKER_RUNS:-1}
+TWO_RUNS=${PGBENCH_TWO_WORKER_RUNS:-2}
+OUT=${PGBENCH_OUT:-bench-out/postgres}
+REPORT=${PGBENCH_REPORT:-BENCHMARKS.md}
+KEEP=${PGBENCH_KEEP:-0}
+QUIET_CORES=${PGBENCH_QUIET_CORES:-0.3}
+QUIET_WAIT=${PGBENCH_QUIET_WAIT:-120}
+RUN_ARGS=${PGBENCH_RUN_ARGS:-}
+HZ=$(getconf CLK_TCK)
+if [ "$(id -u)" -eq 0 ]; then NICE=${PGBENCH_NICE:--10}; else NICE=${PGBENCH_NICE:-0}; fi
+
+log() { printf 'bench-postgres: %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------------------------------------
+# Outer part: installs, build, then the timed part in a session of its own (see above).
+if [ -z "${PGBENCH_INNER:-}" ]; then
+  need=()
+  [ -x /usr/bin/time ] || need+=(time)
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql postgresql-contrib)
+  if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "bench-postgres: missing ${need[*]}: run as root, or: sudo apt-get install -y ${need[*]}" >&2
+      exit 1
+    fi
+    log "installing ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need[@]}"
+  fi
+  if [ "${PGBENCH_SKIP_BUILD:-0}" != 1 ]; then
+    log "building digest (release)"
+    swift build -c release --product digest
+  fi
+  mkdir -p "$OUT"
+  # The binary measured is a copy, so that a rebuild in this checkout cannot swap it mid-run.
+  cp .build/release/digest "$OUT/digest"
+  if [ "$NICE" != 0 ] && [ -w /proc/self/autogroup ]; then
+    # A background job of a non-interactive shell is not a group leader, so setsid(1) does not
+    # fork: $! is the new session's leader, and a signal to its group reaches the whole timed part.
+    PGBENCH_INNER=1 setsid bash -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec nice -n "$0" "$@"' \
+      "$NICE" "$0" "$@" &
+    inner=$!
+    trap 'kill -TERM -- -"$inner" 2>/dev/null || true' INT TERM
+    set +e
+    wait "$inner"
+    status=$?
+    # A trapped signal interrupts the first wait; the inner part still tears the cluster down.
+    while kill -0 "$inner" 2>/dev/null; do wait "$inner"; status=$?; done
+    exit "$status"
+  fi
+  export PGBENCH_INNER=1
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Inner part.
+DIGEST="$OUT/digest"
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
+COMMIT=${PGBENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+if [ -z "${PGBENCH_COMMIT:-}" ] && [ -n "$(git status --porcelain -- Sources Templates Package.swift 2>/dev/null)" ]; then
+  COMMIT="$COMMIT (with uncommitted changes under Sources/, Templates/ or Package.swift)"
+fi
+rm -f "$OUT"/run-* "$OUT"/ref-* "$OUT"/*.log "$OUT"/*.txt "$OUT"/*.tsv "$OUT"/*.json
+STARTED_AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+
+# /usr/bin/time -v field → value; h:mm:ss or m:ss.ss → seconds.
+field() { sed -n "s/^[[:space:]]*$2: //p" "$1"; }
+seconds() { awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf "%.2f", s }' <<<"$1"; }
+now() { date +%s.%N; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# CPU time used by every process so far (jiffies: user, nice, system, irq, softirq, steal).
+busy_jiffies() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+
+wait_quiet() {
+  local deadline=$((SECONDS + QUIET_WAIT)) b0 b1 cores
+  while :; do
+    b0=$(busy_jiffies)
+    sleep 5
+    b1=$(busy_jiffies)
+    cores=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN { printf "%.2f", d / hz / 5 }')
+    if awk -v c="$cores" -v t="$QUIET_CORES" 'BEGIN { exit !(c <= t) }' || [ $SECONDS -ge $deadline ]; then
+      echo "$cores"
+      return 0
+    fi
+    log "other processes use $cores cores; waiting for a quieter machine (at most ${QUIET_WAIT}s in all)"
+  done
+}
+
+# 1234567 → 1,234,567
+commas() { sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta' <<<"$1"; }
+
+# ---- the cluster ----
+CLUSTER=$(mktemp -d /tmp/digest-pgbench.XXXXXX)
+DATA="$CLUSTER/data"
+if [ "$(id -u)" -eq 0 ]; then
+  chown postgres "$CLUSTER"
+  as_pg() { runuser -u postgres -- "$@"; }
+else
+  as_pg() { "$@"; }
+fi
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null \
+  || shuf -i 20000-60000 -n 1)
+URL="postgres://postgres@127.0.0.1:$PORT/bench?sslmode=disable"
+export PGOPTIONS="-c client_min_messages=warning"
+PSQL=(psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U postgres -d bench)
+POSTMASTER=""
+WORKERS=()
+SAMPLER=""
+
+teardown() {
+  local status=$?
+  set +e
+  for pid in "${WORKERS[@]+"${WORKERS[@]}"}" $SAMPLER; do kill "$pid" 2>/dev/null; done
+  if [ "$KEEP" = 1 ]; then
+    log "cluster kept in $CLUSTER ($URL); stop it with: runuser -u postgres -- $PGBIN/pg_ctl -D $DATA stop"
+  else
+    if [ -n "$POSTMASTER" ]; then as_pg "$PGBIN/pg_ctl" -D "$DATA" stop -m immediate >/dev/null 2>&1; fi
+    rm -rf "$CLUSTER"
+  fi
+  exit "$status"
+}
+trap teardown EXIT
+trap 'exit 130' INT TERM
+
+log "cluster: initdb in $CLUSTER (PostgreSQL $("$PGBIN/postgres" --version | awk '{ print $3 }')), port $PORT"
+as_pg "$PGBIN/initdb" -D "$DATA" -A trust --no-sync -U postgres -E UTF8 --locale=C.UTF-8 >"$OUT/initdb.log"
+SETTINGS=(
+  -c listen_addresses=127.0.0.1 -c port="$PORT" -c unix_socket_directories="$CLUSTER"
+  -c shared_buffers=1GB -c max_wal_size=8GB -c checkpoint_timeout=30min -c maintenance_work_mem=1GB
+  -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.max=1000
+  -c log_checkpoints=on -c max_connections=100
+)
+# Started directly (not `pg_ctl start`, which makes a new session): see the header.
+as_pg "$PGBIN/postgres" -D "$DATA" "${SETTINGS[@]}" >"$OUT/postgres.log" 2>&1 &
+for _ in $(seq 300); do
+  if [ -s "$DATA/postmaster.pid" ] && "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PORT"; then break; fi
+  sleep 0.1
+done
+"$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" || { cat "$OUT/postgres.log" >&2; exit 1; }
+POSTMASTER=$(head -n1 "$DATA/postmaster.pid")
+psql -X -q -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -c "CREATE DATABASE bench"
+"${PSQL[@]}" -c "CREATE EXTENSION pg_stat_statements"
+
+# CPU jiffies of the server: the postmaster, its live children, and the children it has reaped.
+pg_jiffies() {
+  local total
+  total=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 + $14 + $15 }' "/proc/$POSTMASTER/stat")
+  for child in $(pgrep -P "$POSTMASTER"); do
+    total=$((total + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$child/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+# CPU jiffies of the given processes (threads included).
+pids_jiffies() {
+  local total=0
+  for pid in "$@"; do
+    total=$((total + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+wal_lsn() { "${PSQL[@]}" -At -c "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn"; }
+
+# ---- history ----
+log "digest migrate"
+"$DIGEST" migrate --db "$URL" >"$OUT/migrate.log"
+SCHEMA_FILTER='^\\(un)?restrict '
+"$PGBIN/pg_dump" -s -h 127.0.0.1 -p "$PORT" -U postgres bench | grep -Ev "$SCHEMA_FILTER" >"$OUT/schema-migrated.sql"
+log "generating $USERS users, $READS reads, $ARTICLES articles for $WEEK in the server (scripts/postgres-bench-data.sql)"
+GEN_START=$(now)
+"${PSQL[@]}" -v users="$USERS" -v reads="$READS" -v articles="$ARTICLES" -v week="$WEEK" -v seed="$SEED" \
+  -f scripts/postgres-bench-data.sql >"$OUT/generate.log"
+GEN_SECONDS=$(awk -v a="$GEN_START" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
+"$PGBIN/pg_dump" -s -h 127.0.0.1 -p "$PORT" -U postgres bench | grep -Ev "$SCHEMA_FILTER" >"$OUT/schema-generated.sql"
+if ! diff -u "$OUT/schema-migrated.sql" "$OUT/schema-generated.sql" >"$OUT/schema.diff"; then
+  echo "bench-postgres: the generator left a schema different from the migration's: $OUT/schema.diff" >&2
+  exit 1
+fi
+read -r N_USERS N_DEVICES N_ARTICLES N_READS N_OPTED N_NODEV DB_MB < <("${PSQL[@]}" -At -F ' ' -c "
+  SELECT (SELECT count(*) FROM digest_users), (SELECT count(*) FROM digest_devices),
+         (SELECT count(*) FROM digest_articles), (SELECT count(*) FROM digest_reads),
+         (SELECT count(*) FROM digest_users WHERE opted_out),
+         (SELECT count(*) FROM digest_users u WHERE NOT EXISTS (SELECT 1 FROM digest_devices d WHERE d.user_id = u.id)),
+         pg_database_size('bench') / 1048576")
+log "generated in ${GEN_SECONDS}s: $N_USERS users ($N_OPTED opted out, $N_NODEV without devices), $N_DEVICES devices, $N_ARTICLES articles, $N_READS reads; database $DB_MB MB"
+
+COLUMNS_LIST="dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at"
+
+reset_run() {
+  "${PSQL[@]}" -c "DELETE FROM digest_runs WHERE week = '$WEEK'" -c "TRUNCATE digest_outbox" -c "CHECKPOINT"
+}
+
+# While a run goes: every 5 s, cores used by the server, by the workers and by everything else.
+sample() {
+  local out=$1
+  shift
+  local t0 b0 p0 d0 b1 p1 d1 t1
+  t0=$(now); b0=$(busy_jiffies); p0=$(pg_jiffies); d0=$(pids_jiffies "$@")
+  printf 't_s\tpostgres_cores\tdigest_cores\tothers_cores\tload1\n' >"$out"
+  while :; do
+    sleep 5
+    local alive=0
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 1 ] || break
+    t1=$(now); b1=$(busy_jiffies); p1=$(pg_jiffies); d1=$(pids_jiffies "$@")
+    awk -v t="$t1" -v s="$t0" -v b=$((b1 - b0)) -v p=$((p1 - p0)) -v d=$((d1 - d0)) -v hz="$HZ" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
+      -v start="$SAMPLE_START" 'BEGIN { w = (t - s) * hz; o = (b - p - d) / w; if (o < 0) o = 0;
+        printf "%.0f\t%.2f\t%.2f\t%.2f\t%s\n", t - start, p / w, d / w, o, l }' >>"$out"
+    t0=$t1; b0=$b1; p0=$p1; d0=$d1
+  done
+}
+
+# The digest processes under the /usr/bin/time processes given.
+digest_children() {
+  local found=()
+  for tpid in "$@"; do
+    for _ in $(seq 50); do
+      child=$(pgrep -P "$tpid" | head -n1 || true)
+      [ -n "$child" ] && break
+      sleep 0.05
+    done
+    [ -n "$child" ] && found+=("$child")
+  done
+  echo "${found[@]}"
+}
+
+RESULTS="$OUT/results.tsv"
+printf 'run\tworkers\twall_s\tusers_per_s\tmessages\tdigest_cpu_s\tpostgres_cpu_s\tothers_cores\tquiet_before\tload_before\tload_after\tmax_rss_mb\trss_mb_each\twal_mb\tref_s\tref_rows\tref_wal_mb\tref_postgres_cpu_s\tratio\tstatus\n' >"$RESULTS"
+
+one_run() {
+  local name=$1 workers=$2
+  reset_run
+  "${PSQL[@]}" -c "SELECT pg_stat_statements_reset()" >/dev/null
+  local quiet load_before
+  quiet=$(wait_quiet)
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  log "$name: digest run with $workers worker(s) (other processes were using $quiet cores)"
+  local wal0 b0 p0 start end
+  wal0=$(wal_lsn); b0=$(busy_jiffies); p0=$(pg_jiffies)
+  WORKERS=()
+  start=$(now)
+  for w in $(seq "$workers"); do
+    # shellcheck disable=SC2086
+    /usr/bin/time -v -o "$OUT/$name-w$w.time" "$DIGEST" run --db "$URL" --week "$WEEK" --send-at now \
+      --chunk-size "$CHUNK_SIZE" --worker "bench-$name-w$w" --progress-interval 10 \
+      --report "$OUT/$name-w$w.json" $RUN_ARGS >"$OUT/$name-w$w.log" 2>&1 &
+    WORKERS+=($!)
+  done
+  SAMPLE_START=$start
+  sample "$OUT/$name-cpu.tsv" $(digest_children "${WORKERS[@]}") &
+  SAMPLER=$!
+  local failed=0
+  for pid in "${WORKERS[@]}"; do wait "$pid" || failed=1; done
+  end=$(now)
+  WORKERS=()
+  wait "$SAMPLER" 2>/dev/null || true
+  SAMPLER=""
+  sleep 0.5  # the backends exit after their clients: let the postmaster reap them
+  local b1 p1 wal1
+  b1=$(busy_jiffies); p1=$(pg_jiffies); wal1=$(wal_lsn)
+  local load_after
+  load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+  if [ "$failed" = 1 ]; then
+    for w in $(seq "$workers"); do echo "--- worker $w:" >&2; tail -n 20 "$OUT/$name-w$w.log" >&2; done
+    echo "bench-postgres: digest run failed" >&2
+    exit 1
+  fi
+  "$DIGEST" run --db "$URL" --week "$WEEK" --status | paste -sd' ' >"$OUT/$name-status.txt"
+  "${PSQL[@]}" -At -F $'\t' -c "
+    SELECT round(total_exec_time::numeric / 1000, 2) AS total_s, calls, rows, round(mean_exec_time::numeric, 3) AS mean_ms,
+           shared_blks_hit, shared_blks_read, wal_bytes, left(regexp_replace(query, '\s+', ' ', 'g'), 300)
+    FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >"$OUT/$name-statements.tsv"
+  local messages digest_cpu rss_each max_rss
+  messages=$("${PSQL[@]}" -At -c "SELECT count(*) FROM digest_outbox")
+  digest_cpu=$(cat "$OUT/$name"-w*.time | awk '/User time|System time/ { s += $NF } END { printf "%.1f", s }')
+  rss_each=$(for w in $(seq "$workers"); do awk '/Maximum resident set size/ { printf "%.0f", $NF / 1024 }' "$OUT/$name-w$w.time"; echo; done | paste -sd/)
+  max_rss=$(tr '/' '\n' <<<"$rss_each" | sort -n | tail -n1)
+  local wall
+  wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
+  local row
+  row=$(awk -v wall="$wall" -v u="$N_USERS" -v b=$((b1 - b0)) -v p=$((p1 - p0)) -v d="$digest_cpu" -v hz="$HZ" \
+    -v wal=$((wal1 - wal0)) 'BEGIN { o = (b / hz - p / hz - d) / wall; if (o < 0) o = 0;
+      printf "%.2f\t%.0f\t%s\t%.1f\t%.1f\t%.2f\t%.0f", wall, u / wall, "", d, p / hz, o, wal / 1048576 }')
+  # messages goes in the third column.
+  row=$(awk -F'\t' -v OFS='\t' -v m="$messages" '{ $3 = m; print }' <<<"$row")
+  log "$name: $(cut -f1 <<<"$row") s, $(cut -f2 <<<"$row") users/s, $messages messages; digest CPU ${digest_cpu}s, postgres CPU $(cut -f5 <<<"$row")s, others $(cut -f6 <<<"$row") cores; peak RSS $rss_each MB; $(cat "$OUT/$name-status.txt")"
+
+  # ---- the reference: the same rows, COPY into an identical empty table ----
+  local copy_file="$CLUSTER/outbox.copy"
+  "${PSQL[@]}" -c "\\copy (SELECT $COLUMNS_LIST FROM digest_outbox ORDER BY id) TO '$copy_file'"
+  reset_run
+  "${PSQL[@]}" -c "DROP TABLE IF EXISTS digest_outbox_ref" -c "CREATE TABLE digest_outbox_ref (LIKE digest_outbox INCLUDING ALL)" \
+    -c "CHECKPOINT"
+  local rquiet
+  rquiet=$(wait_quiet)
+  log "$name: reference: COPY of $messages rows ($(du -m "$copy_file" | cut -f1) MB of COPY text) into digest_outbox_ref (others were using $rquiet cores)"
+  local rw0 rp0 rs re rw1 rp1
+  rw0=$(wal_lsn); rp0=$(pg_jiffies)
+  rs=$(now)
+  /usr/bin/time -v -o "$OUT/$name-ref.time" "${PSQL[@]}" -c "\\copy digest_outbox_ref ($COLUMNS_LIST) FROM '$copy_file'" \
+    >"$OUT/$name-ref.log" 2>&1
+  re=$(now)
+  sleep 0.2
+  rw1=$(wal_lsn); rp1=$(pg_jiffies)
+  local ref_rows
+  ref_rows=$("${PSQL[@]}" -At -c "SELECT count(*) FROM digest_outbox_ref")
+  "${PSQL[@]}" -c "DROP TABLE digest_outbox_ref" -c "CHECKPOINT"
+  rm -f "$copy_file"
+  local ref
+  ref=$(awk -v a="$rs" -v b="$re" -v wall="$wall" -v wal=$((rw1 - rw0)) -v p=$((rp1 - rp0)) -v hz="$HZ" \
+    'BEGIN { r = b - a; printf "%.2f\t%.0f\t%.1f\t%.2f", r, wal / 1048576, p / hz, wall / r }')
+  log "$name: reference $(cut -f1 <<<"$ref") s for $ref_rows rows; ratio run/reference $(cut -f4 <<<"$ref")"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+    "$name" "$workers" "$(cut -f1-6 <<<"$row")" "$quiet" "$load_before" "$load_after" "$max_rss" "$rss_each" \
+    "$(cut -f7 <<<"$row")" "$(cut -f1 <<<"$ref")" "$ref_rows" "$(cut -f2-4 <<<"$ref")" "$(cat "$OUT/$name-status.txt")" >>"$RESULTS"
+}
+
+for i in $(seq "$ONE_RUNS"); do one_run "run-1w-$i" 1; done
+for i in $(seq "$TWO_RUNS"); do one_run "run-2w-$i" 2; done
+log "results: $RESULTS"
+column -t -s $'\t' "$RESULTS" >&2 || cat "$RESULTS" >&2
+
+[ "$REPORT" = none ] && exit 0
+log "writing $REPORT"
+PG_VERSION=$("$PGBIN/postgres" --version | awk '{ print $3 }')
+SECTION="$OUT/section.md"
+{
+  echo "<!-- bench-postgres:begin: written by scripts/bench-postgres.sh (make bench-postgres; last step of make bench); edit outside these markers -->"
+  echo "## Weekly run on PostgreSQL"
+  echo
+  echo "Produced by \`scripts/bench-postgres.sh\`, measured on $STARTED_AT, at commit $COMMIT."
+  echo
+  echo "Machine: $(nproc) cores (nproc), $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1), $(free -g | awk '/^Mem:/ { print $2 }') GiB RAM, Linux $(uname -r), PostgreSQL $PG_VERSION (Debian package, throwaway cluster on the same machine, 127.0.0.1), $(swift --version 2>/dev/null | head -n1), release build. The server and the workers share the 2 cores."
+  echo
+  echo "Data (\`scripts/postgres-bench-data.sql\`, generated in the server in ${GEN_SECONDS} s, not timed): $(commas "$N_USERS") users ($(commas "$N_OPTED") opted out, $(commas "$N_NODEV") without devices), $(commas "$N_DEVICES") devices with 169-character tokens, $(commas "$N_ARTICLES") articles published over the 14 days before the week's end, $(commas "$N_READS") reads over $WEEK and the week before; database $(commas "$DB_MB") MB. Shaped like the demo data set: locales of Templates/ plus 1% fr-FR, 13 time zones plus 0.5% unknown, 1–3 devices on android/ios/web, a user in ten reading only in the week before."
+  echo
+  echo "Server settings: \`initdb -A trust --no-sync -E UTF8 --locale=C.UTF-8\`; shared_buffers=1GB, max_wal_size=8GB, checkpoint_timeout=30min, maintenance_work_mem=1GB, pg_stat_statements loaded; fsync, synchronous_commit, full_page_writes and wal_level at their defaults (on, on, on, replica) for the runs and the reference alike. A CHECKPOINT before each timed step, none inside one."
+  echo
+  echo "Method, per run: \`DELETE FROM digest_runs WHERE week = '$WEEK'\` (its chunks cascade), \`TRUNCATE digest_outbox\`, CHECKPOINT; then N workers started together, each"
+  echo
+  echo '```'
+  echo "/usr/bin/time -v digest run --db 'postgres://postgres@127.0.0.1:PORT/bench?sslmode=disable' --week $WEEK --send-at now --chunk-size $CHUNK_SIZE --worker bench-RUN-wN --progress-interval 10 --report FILE${RUN_ARGS:+ $RUN_ARGS}"
+  echo '```'
+  echo
+  echo "users/s = users ÷ wall time from the first worker's start to the last one's exit (start-up, the chunk split and the final counts included). Then \`digest run --db URL --week $WEEK --status\`, and the reference: the run's outbox rows exported with \`\\copy (SELECT $COLUMNS_LIST FROM digest_outbox ORDER BY id) TO FILE\`, the outbox emptied as above, \`CREATE TABLE digest_outbox_ref (LIKE digest_outbox INCLUDING ALL)\` (same columns, identity, defaults, checks and all five indexes) and CHECKPOINT, then timed: \`psql -c \"\\copy digest_outbox_ref ($COLUMNS_LIST) FROM FILE\"\` (one COPY, one commit; the same number of rows with the same bytes). Ratio = run wall time ÷ the COPY's wall time right after it. CPU: the digest processes' user + system time from time -v; the server's from /proc (postmaster, its live children and the children it reaped); others = the machine's busy time minus both. Figures are medians over the runs. As root, the timed part ran in a session of its own whose scheduling group had nice $NICE, the server in it (started directly, not through \`pg_ctl start\`), so that the server and the workers share the cores like ordinary threads, ahead of other sessions' builds."
+  echo
+  awk -F'\t' -v OFS=' | ' '
+    function med(list,   n, a, i, j, t) { n = split(list, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    function num(x,   s, neg) { s = sprintf("%d", x); neg = ""; if (s ~ /^-/) { neg = "-"; s = substr(s, 2) }
+      while (length(s) > 3 && match(s, /[0-9][0-9][0-9][0-9]([,]|$)/)) s = substr(s, 1, RSTART) "," substr(s, RSTART + 1)
+      return neg s }
+    NR > 1 { w = $2; runs[w]++; wall[w] = wall[w] " " $3; ups[w] = ups[w] " " $4; msg[w] = $5; ref[w] = ref[w] " " $15
+      ratio[w] = ratio[w] " " $19; rss[w] = rss[w] " " $12; dc[w] = dc[w] " " $6 / $3; pc[w] = pc[w] " " $7 / $3; oc[w] = oc[w] " " $8
+      rows[NR] = $0 }
+    END {
+      print "| workers | runs | digest run, s | users/s | messages | reference COPY, s | ratio run/COPY | peak RSS per process, MB | CPU, cores: digest / postgres / others |"
+      print "|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+      for (w = 1; w <= 8; w++) if (runs[w])
+        printf "| %d | %d | %.1f | %s | %s | %.1f | %.2f | %d | %.2f / %.2f / %.2f |\n", w, runs[w], med(wall[w]), num(med(ups[w])), num(msg[w]), med(ref[w]), med(ratio[w]), med(rss[w]), med(dc[w]), med(pc[w]), med(oc[w])
+      print ""
+      print "Targets (issue 5), on the medians:"
+      print ""
+      print "| target | measured | verdict |"
+      print "|---|---|---|"
+      u = med(ups[2]); r = med(ratio[2])
+      printf "| at least 15,000 users/s with two workers | %s users/s (one worker: %s) | %s |\n", num(u), num(med(ups[1])), (u >= 15000 ? "met" : "**missed**")
+      printf "| total time at most 2.5× the COPY reference | two workers: %.2f× (one worker: %.2f×) | %s |\n", r, med(ratio[1]), (r <= 2.5 ? "met" : "**missed**")
+      print ""
+      print "Every run (others before: cores other processes used over 5 s just before; load average: 1, 5, 15 min before and after the run):"
+      print ""
+      print "| run | workers | wall, s | users/s | messages | digest CPU, s | postgres CPU, s | others during, cores | others before | load before | load after | peak RSS, MB | WAL, MB | COPY, s (rows) | COPY WAL, MB | COPY postgres CPU, s | ratio | status after the run |"
+      print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---|"
+      for (i = 2; i <= NR; i++) { split(rows[i], f, "\t")
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %s | %s | %s | %s |\n", f[1], f[2], f[3], num(f[4]), num(f[5]), f[6], f[7], f[8], f[9], f[10], f[11], f[13], f[14], f[15], num(f[16]), f[17], f[18], f[19], f[20] }
+    }' "$RESULTS"
+  echo
+  echo "CPU every 5 s during each two-worker run (cores; from /proc): $(for f in "$OUT"/run-2w-*-cpu.tsv; do [ -f "$f" ] || continue; awk -F'\t' 'NR > 1 { n++; p += $2; d += $3; o += $4; if ($2 > pm) pm = $2 } END { if (n) printf "%s: postgres %.2f (at most %.2f), digest %.2f, others %.2f on average over %d samples; ", FILENAME, p / n, pm, d / n, o / n, n }' "$f"; done | sed 's|[^ ]*/||g; s/-cpu.tsv//g; s/; $//')."
+  echo
+  echo "Raw output (time -v, logs, run reports, statement profiles from pg_stat_statements, CPU samples): \`$OUT/\`."
+  echo
+  echo "<!-- bench-postgres:end -->"
+} >"$SECTION"
+if grep -q '^<!-- bench-postgres:begin' "$REPORT" 2>/dev/null; then
+  awk -v section="$SECTION" '
+    /^<!-- bench-postgres:begin/ { while ((getline line < section) > 0) print line; skip = 1; next }
+    /^<!-- bench-postgres:end -->/ { skip = 0; next }
+    !skip' "$REPORT" >"$REPORT.tmp"
+  mv "$REPORT.tmp" "$REPORT"
+else
+  { [ -f "$REPORT" ] && cat "$REPORT" && echo; cat "$SECTION"; } >"$REPORT.tmp"
+  mv "$REPORT.tmp" "$REPORT"
+fi
+log "done: $REPORT; raw output in $OUT/"
