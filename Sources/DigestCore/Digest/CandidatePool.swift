@@ -40,43 +40,51 @@ public struct CandidatePool: Sendable {
     ) -> [Article] {
         guard limit > 0, !articles.isEmpty else { return [] }
         let sets = topics.compactMap { topicBits[$0] }
-        // planes[p][w]: bit p of the overlap count of the 64 articles in word w.
+        let words = self.words
+        // Plane p, word w at [p * words + w]: bit p of the overlap count of the 64 articles in word w.
         let planeCount = max(1, Int.bitWidth - sets.count.leadingZeroBitCount)
-        var planes = [[UInt64]](repeating: [UInt64](repeating: 0, count: words), count: planeCount)
-        for set in sets {
-            for word in 0..<words {
-                var carry = set[word]
-                var plane = 0
-                while carry != 0 {
-                    let next = planes[plane][word] & carry
-                    planes[plane][word] ^= carry
-                    carry = next
-                    plane += 1
-                }
-            }
-        }
         let tail = articles.count & 63
         let lastMask: UInt64 = tail == 0 ? ~0 : (1 << UInt64(tail)) - 1
-        var picked: [Article] = []
-        picked.reserveCapacity(limit)
-        for level in stride(from: sets.count, through: 0, by: -1) {
-            for word in 0..<words {
-                var matching: UInt64 = word == words - 1 ? lastMask : ~0
-                for plane in 0..<planeCount where matching != 0 {
-                    matching &= (level >> plane) & 1 == 1 ? planes[plane][word] : ~planes[plane][word]
-                }
-                while matching != 0 {
-                    let index = word << 6 | matching.trailingZeroBitCount
-                    matching &= matching - 1
-                    let article = articles[index]
-                    guard article.publishedAt >= from, article.publishedAt < until, !exclude.contains(article.id) else {
-                        continue
+        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: planeCount * words) { planes in
+            planes.initialize(repeating: 0)
+            for set in sets {
+                set.withUnsafeBufferPointer { bits in
+                    for word in 0..<words {
+                        var carry = bits[word]
+                        var slot = word
+                        while carry != 0 {
+                            let next = planes[slot] & carry
+                            planes[slot] ^= carry
+                            carry = next
+                            slot += words
+                        }
                     }
-                    picked.append(article)
-                    if picked.count == limit { return picked }
                 }
             }
+            var picked: [Article] = []
+            picked.reserveCapacity(limit)
+            for level in stride(from: sets.count, through: 0, by: -1) {
+                for word in 0..<words {
+                    var matching: UInt64 = word == words - 1 ? lastMask : ~0
+                    var slot = word
+                    for plane in 0..<planeCount {
+                        matching &= (level >> plane) & 1 == 1 ? planes[slot] : ~planes[slot]
+                        if matching == 0 { break }
+                        slot += words
+                    }
+                    while matching != 0 {
+                        let index = word << 6 | matching.trailingZeroBitCount
+                        matching &= matching - 1
+                        let article = articles[index]
+                        guard article.publishedAt >= from, article.publishedAt < until, !exclude.contains(article.id) else {
+                            continue
+                        }
+                        picked.append(article)
+                        if picked.count == limit { return picked }
+                    }
+                }
+            }
+            return picked
         }
-        return picked
     }
 }
