@@ -58,7 +58,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     private let tokens: AccessTokenProvider
     private let logger: Logger
     private let metrics = SenderMetrics()
-    private let sendURL: String
+    private let exchange: FCMExchange
 
     public init(database: Database, account: ServiceAccount, client: HTTPClient, tokens: AccessTokenProvider,
                 configuration: Configuration, logger: Logger) {
@@ -68,7 +68,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         self.tokens = tokens
         self.configuration = configuration
         self.logger = logger
-        self.sendURL = "\(configuration.endpoint)/v1/projects/\(account.projectID)/messages:send"
+        self.exchange = FCMExchange(client: client, url: "\(configuration.endpoint)/v1/projects/\(account.projectID)/messages:send")
     }
 
     /// `Service`: sends until shut down (or, with `drain`, until done).
@@ -112,7 +112,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             }
             group.addTask {
                 defer { settlements.close() }
-                return try await self.dispatch(store: store, settlements: settlements, summary: summary, stop: stop)
+                return try await self.dispatchOnEventLoops(store: store, settlements: settlements, summary: summary, stop: stop)
             }
             var fatal: SenderError?
             for try await result in group where result != nil { fatal = result }
@@ -124,12 +124,39 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         return result
     }
 
-    /// Leases (or, dry, reads), sends with at most `concurrency` in flight, hands outcomes to the writer.
-    private func dispatch(
+    /// One dispatcher per event loop of the client, each with its share of the concurrency, running on
+    /// its loop (``EventLoopExecutor``) with its requests pinned there. A dry run or a rate limit keeps
+    /// one dispatcher (one scan cursor, one pacer). A fatal answer in one stops the others gracefully.
+    private func dispatchOnEventLoops(
         store: OutboxThread<Database.Consumer>, settlements: SettlementQueue, summary: SummaryBox, stop: StopFlag
     ) async throws -> SenderError? {
+        let loops = Array(client.eventLoopGroup.makeIterator())
+        let count = configuration.validateOnly || configuration.ratePerMinute != nil ? 1 : max(1, min(loops.count, configuration.concurrency))
+        return try await withThrowingTaskGroup(of: SenderError?.self) { group in
+            for index in 0..<count {
+                let share = configuration.concurrency / count + (index < configuration.concurrency % count ? 1 : 0)
+                let loop = loops[index]
+                group.addTask(executorPreference: EventLoopExecutor(loop)) {
+                    let fatal = try await self.dispatch(
+                        store: store, settlements: settlements, summary: summary, stop: stop, eventLoop: loop, concurrency: share)
+                    if fatal != nil { stop.request() }
+                    return fatal
+                }
+            }
+            var fatal: SenderError?
+            for try await result in group where fatal == nil { fatal = result }
+            return fatal
+        }
+    }
+
+    /// Leases (or, dry, reads), sends with at most `concurrency` in flight on `eventLoop`, hands
+    /// outcomes to the writer.
+    private func dispatch(
+        store: OutboxThread<Database.Consumer>, settlements: SettlementQueue, summary: SummaryBox, stop: StopFlag,
+        eventLoop: any EventLoop, concurrency: Int
+    ) async throws -> SenderError? {
         let configuration = self.configuration
-        let batchSize = configuration.leaseBatch ?? max(16, configuration.concurrency * 2)
+        let batchSize = configuration.leaseBatch ?? max(16, concurrency * 2)
         let clock = ContinuousClock()
         var buffer: [LeasedMessage] = []
         var head = 0
@@ -157,7 +184,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             while fatal == nil && !stop.isRequested {
                 let pending = buffer.count - head
                 // Refill.
-                if pending < configuration.concurrency, lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
+                if pending < concurrency, lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
                     let now = Self.unixNow()
                     let batch: [LeasedMessage]
                     if configuration.validateOnly {
@@ -191,7 +218,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     continue
                 }
                 // Send while there is room.
-                while inFlight < configuration.concurrency && head < buffer.count && !stop.isRequested && fatal == nil {
+                while inFlight < concurrency && head < buffer.count && !stop.isRequested && fatal == nil {
                     if pacer != nil {
                         let wait = pacer!.reserve(now: clock.now)
                         if wait > .zero { try await stop.sleep(for: wait) }
@@ -201,7 +228,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     head += 1
                     inFlight += 1
                     metrics.inFlight.record(inFlight)
-                    requests.addTask { (message, await self.deliver(message)) }
+                    requests.addTask { (message, await self.deliver(message, on: eventLoop)) }
                 }
                 // Keep the leases held.
                 if !configuration.validateOnly, clock.now - lastExtend >= .seconds(Double(configuration.leaseSeconds) / 3), !held.isEmpty {
@@ -265,7 +292,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     }
 
     /// One try of one message; never throws (failures are verdicts).
-    private func deliver(_ message: LeasedMessage) async -> FCMVerdict {
+    private func deliver(_ message: LeasedMessage, on eventLoop: any EventLoop) async -> FCMVerdict {
         var random = SystemRandomNumberGenerator()
         let started = ContinuousClock.now
         defer { metrics.latency.recordNanoseconds(Int64((ContinuousClock.now - started).seconds * 1e9)) }
@@ -278,19 +305,13 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                 let detail = (error as? SenderError)?.message ?? "\(error)"
                 return .stop(.authentication, code: "AUTH", detail: detail)
             }
-            var request = HTTPClientRequest(url: sendURL)
-            request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer \(token)")
-            request.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
-            request.body = .bytes(ByteBuffer(string: configuration.validateOnly ? Self.dryRun(message.message) : message.message))
+            let body = ByteBuffer(string: configuration.validateOnly ? Self.dryRun(message.message) : message.message)
             let verdict: FCMVerdict
             do {
-                let response = try await client.execute(request, timeout: configuration.requestTimeout)
-                let body = try await response.body.collect(upTo: 64 * 1024)
+                let answer = try await exchange.post(body, token: token, on: eventLoop, timeout: configuration.requestTimeout)
                 verdict = FCMResponse.verdict(
-                    status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
-                    body: Array(buffer: body), attempt: message.attempts, policy: configuration.retry, now: Date(),
-                    random: &random)
+                    status: answer.status, retryAfter: answer.retryAfter, body: Array(buffer: answer.body),
+                    attempt: message.attempts, policy: configuration.retry, now: Date(), random: &random)
             } catch {
                 return FCMResponse.verdict(networkError: error, attempt: message.attempts, policy: configuration.retry, random: &random)
             }
