@@ -181,46 +181,58 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         var pacer = configuration.ratePerMinute.map { RatePacer(perMinute: $0, burst: min(configuration.concurrency, max(1, $0 / 60))) }
         var fatal: SenderError?
 
-        return try await withThrowingTaskGroup(of: (LeasedMessage, FCMVerdict).self) { requests in
-            func settle(_ message: LeasedMessage, _ verdict: FCMVerdict) {
-                inFlight -= 1
-                held.remove(message.id)
-                metrics.inFlight.record(inFlight)
-                if case .stop(let code, let errorCode, let detail) = verdict {
-                    if fatal == nil { fatal = Self.stopError(code, errorCode: errorCode, detail: detail, account: account) }
-                    if !configuration.validateOnly { settlements.add(.release(id: message.id)) }
-                    return
-                }
-                record(verdict, for: message, settlements: settlements, summary: summary)
-            }
-
-            while fatal == nil && !stop.isRequested {
-                let pending = buffer.count - head
-                // Refill.
-                if pending < concurrency, lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
-                    let now = Self.unixNow()
-                    let batch: [LeasedMessage]
-                    if configuration.validateOnly {
-                        let after = scanCursor
-                        batch = try await store.run { try $0.peekDue(afterID: after, limit: batchSize, now: now) }
-                        scanCursor = batch.last?.id ?? scanCursor
-                    } else {
-                        let owner = configuration.owner, seconds = configuration.leaseSeconds, maxAttempts = configuration.maxAttempts
-                        batch = try await store.run {
+        return try await withThrowingTaskGroup(of: DispatchEvent.self) { events in
+            var fetching = false
+            func fetch() {
+                fetching = true
+                let now = Self.unixNow()
+                if configuration.validateOnly {
+                    let after = scanCursor
+                    events.addTask { .fetched(try await store.run { try $0.peekDue(afterID: after, limit: batchSize, now: now) }) }
+                } else {
+                    let owner = configuration.owner, seconds = configuration.leaseSeconds, maxAttempts = configuration.maxAttempts
+                    events.addTask {
+                        .fetched(try await store.run {
                             try $0.lease(owner: owner, limit: batchSize, now: now, leaseSeconds: seconds, maxAttempts: maxAttempts)
-                        }
+                        })
                     }
-                    if head > 0 && head == buffer.count {
-                        buffer.removeAll(keepingCapacity: true)
+                }
+            }
+            func take(_ event: DispatchEvent) {
+                switch event {
+                case .fetched(let batch):
+                    fetching = false
+                    if configuration.validateOnly { scanCursor = batch.last?.id ?? scanCursor }
+                    if head > 0 {
+                        buffer.removeSubrange(..<head)
                         head = 0
                     }
                     buffer += batch
                     for message in batch { held.insert(message.id) }
                     lastEmptyFetch = batch.isEmpty ? clock.now : nil
                     if !batch.isEmpty { logger.debug("leased", metadata: ["count": "\(batch.count)"]) }
+                case .answer(let message, let verdict):
+                    inFlight -= 1
+                    held.remove(message.id)
+                    metrics.inFlight.record(inFlight)
+                    if case .stop(let code, let errorCode, let detail) = verdict {
+                        if fatal == nil { fatal = Self.stopError(code, errorCode: errorCode, detail: detail, account: account) }
+                        if !configuration.validateOnly { settlements.add(.release(id: message.id)) }
+                        return
+                    }
+                    record(verdict, for: message, settlements: settlements, summary: summary)
+                }
+            }
+
+            while fatal == nil && !stop.isRequested {
+                // Refill in the background while fewer than `concurrency` wait, so requests keep going
+                // while the outbox thread leases (it may be busy writing outcomes first).
+                if !fetching, buffer.count - head < concurrency,
+                   lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
+                    fetch()
                 }
                 // Nothing to do: finished, or wait for more.
-                if head == buffer.count && inFlight == 0 {
+                if head == buffer.count && inFlight == 0 && !fetching {
                     if configuration.validateOnly { break }
                     if configuration.drain {
                         await settlements.flushed()  // our own outcomes must not count as leased
@@ -242,7 +254,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     head += 1
                     inFlight += 1
                     metrics.inFlight.record(inFlight)
-                    requests.addTask { (message, await self.deliver(message, on: eventLoop)) }
+                    events.addTask { .answer(message, await self.deliver(message, on: eventLoop)) }
                 }
                 // Keep the leases held.
                 if !configuration.validateOnly, clock.now - lastExtend >= .seconds(Double(configuration.leaseSeconds) / 3), !held.isEmpty {
@@ -250,11 +262,12 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     _ = try await store.run { try $0.extendLeases(ids: ids, owner: owner, until: until) }
                     lastExtend = clock.now
                 }
-                // Take one answer.
-                if inFlight > 0, let (message, verdict) = try await requests.next() { settle(message, verdict) }
+                // Take one answer or batch.
+                if inFlight > 0 || fetching, let event = try await events.next() { take(event) }
             }
-            // Stopping: let requests in flight finish and be settled; give back the rest.
-            while let (message, verdict) = try await requests.next() { settle(message, verdict) }
+            // Stopping: let requests in flight finish and be settled (and a lease under way arrive);
+            // give back the rest.
+            while let event = try await events.next() { take(event) }
             if !configuration.validateOnly {
                 for message in buffer[head...] { settlements.add(.release(id: message.id)) }
                 summary.value.withLock { $0.released += buffer.count - head }
@@ -356,6 +369,12 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         }
         return SenderError(code, "FCM answered \(errorCode) (\(detail)): \(advice); leases released, nothing more sent")
     }
+}
+
+/// What a dispatcher waits for: an answer, or a batch it leased (or, dry, read).
+enum DispatchEvent: Sendable {
+    case answer(LeasedMessage, FCMVerdict)
+    case fetched([LeasedMessage])
 }
 
 /// A stop request, noticed by sleepers within 20 ms.
