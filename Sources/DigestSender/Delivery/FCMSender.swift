@@ -169,7 +169,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         eventLoop: any EventLoop, concurrency: Int
     ) async throws -> SenderError? {
         let configuration = self.configuration
-        let batchSize = configuration.leaseBatch ?? max(16, concurrency * 2)
+        let batchSize = configuration.leaseBatch ?? max(16, configuration.concurrency * 2)
         let clock = ContinuousClock()
         var buffer: [LeasedMessage] = []
         var head = 0
@@ -225,9 +225,9 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             }
 
             while fatal == nil && !stop.isRequested {
-                // Refill in the background while fewer than `concurrency` wait, so requests keep going
-                // while the outbox thread leases (it may be busy writing outcomes first).
-                if !fetching, buffer.count - head < concurrency,
+                // Refill in the background while less than a batch waits, so requests keep going while
+                // the outbox thread leases (it may be busy writing outcomes first).
+                if !fetching, buffer.count - head < batchSize,
                    lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
                     fetch()
                 }
