@@ -225,9 +225,10 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             }
 
             while fatal == nil && !stop.isRequested {
-                // Refill in the background while less than a batch waits, so requests keep going while
-                // the outbox thread leases (it may be busy writing outcomes first).
-                if !fetching, buffer.count - head < batchSize,
+                // Refill in the background while less than two batches wait, so requests keep going
+                // while the outbox thread leases (it may be busy writing outcomes first, or wait for a
+                // core on a busy machine).
+                if !fetching, buffer.count - head < 2 * batchSize,
                    lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
                     fetch()
                 }
