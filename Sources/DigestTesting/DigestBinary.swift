@@ -92,6 +92,13 @@ public struct DigestBinary: Sendable {
                 signalled: process.terminationReason == .uncaughtSignal)
         }
 
+        /// Waits for the process to end without holding a thread of the concurrency pool (tests on
+        /// that pool would starve otherwise).
+        public func finish() async throws -> Output {
+            while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+            return wait()
+        }
+
         /// SIGKILL, as a crash or an OOM kill would end it.
         public func kill() {
             if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }

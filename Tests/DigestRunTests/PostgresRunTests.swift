@@ -7,7 +7,7 @@ import Testing
 /// The weekly run on PostgreSQL through the real binary: the same messages as on SQLite, many
 /// workers sharing a week, a worker killed mid-chunk, the server restarted mid-run, and one clear
 /// line for each connection mistake.
-@Suite struct PostgresRunTests {
+@Suite(.serialized) struct PostgresRunTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
     /// The demo's sample data (1,500 users), written once for the suite.
@@ -131,7 +131,7 @@ import Testing
         #expect(try outbox(url) == expected)
     }
 
-    @Test func threeWorkersShareTheWeekAndAKilledOnesChunkIsRedone() throws {
+    @Test func threeWorkersShareTheWeekAndAKilledOnesChunkIsRedone() async throws {
         let cluster = try PostgresCluster.shared()
         let url = try database(with: try demoFiles(), on: cluster)
         let dir = try TemporaryDirectory()
@@ -142,14 +142,14 @@ import Testing
         // Kill the first worker once it has committed three chunks: it holds others it read ahead.
         let deadline = Date().addingTimeInterval(120)
         while first.lines(containing: "progress:") < 4 && first.process.isRunning && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
+            try await Task.sleep(for: .milliseconds(20))
         }
         let wasRunning = first.process.isRunning
         first.kill()
         #expect(wasRunning, "the first worker finished before it could be killed: \(first.stderr)")
         let held = try cluster.sql("SELECT count(*) FROM digest_run_chunks WHERE lease_owner = 'w1' AND state = 'claimed'", url: url)
         for worker in [second, third] {
-            let output = worker.wait()
+            let output = try await worker.finish()
             #expect(output.status == 0, "\(output.stderr)")
         }
         let state = try chunks(cluster, url)
@@ -164,7 +164,7 @@ import Testing
         #expect(status.stdout.contains("2026-W46: done, \(state.total) chunks"), "\(status.stdout)")
     }
 
-    @Test func aServerRestartMidRunIsRetriedAndLosesNothing() throws {
+    @Test func aServerRestartMidRunIsRetriedAndLosesNothing() async throws {
         let cluster = try PostgresCluster()  // its own: the restart must not disturb other tests
         let url = try database(with: try demoFiles(), on: cluster)
         let dir = try TemporaryDirectory()
@@ -173,11 +173,11 @@ import Testing
             name: "run", in: dir.url)
         let deadline = Date().addingTimeInterval(120)
         while run.lines(containing: "progress:") < 4 && run.process.isRunning && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
+            try await Task.sleep(for: .milliseconds(20))
         }
         #expect(run.process.isRunning, "the run finished before the restart: \(run.stderr)")
         try cluster.restart(downFor: 1.5)
-        let output = run.wait()
+        let output = try await run.finish()
         #expect(output.status == 0, "\(output.stderr)")
         let state = try chunks(cluster, url)
         #expect(state.done == state.total)

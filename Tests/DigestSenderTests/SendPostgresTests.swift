@@ -18,7 +18,7 @@ import Testing
         let cluster = try PostgresCluster.shared()
         let url = try cluster.makeDatabase("send")
         #expect(try DigestBinary.run(["migrate", "--db", url]).status == 0)
-        let count = 6000
+        let count = 9000
         let concurrency = 32
         try OutboxFixture.fill(postgres: url, count: count)
         let dir = try TemporaryDirectory()

@@ -244,8 +244,15 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     try await stop.sleep(for: min(configuration.pollInterval, .milliseconds(100)))
                     continue
                 }
-                // Send while there is room.
-                while inFlight < concurrency && head < buffer.count && !stop.isRequested && fatal == nil {
+                // Send while there is room. Answers not yet written count against the room too: a
+                // sender killed now resends those, so together they stay within twice the concurrency
+                // even when the store writes slower than FCM answers.
+                if inFlight == 0 && head < buffer.count && settlements.unwritten >= configuration.concurrency {
+                    await settlements.flushed()
+                }
+                while inFlight < concurrency && head < buffer.count && !stop.isRequested && fatal == nil
+                    && settlements.unwritten < configuration.concurrency
+                {
                     if pacer != nil {
                         let wait = pacer!.reserve(now: clock.now)
                         if wait > .zero { try await stop.sleep(for: wait) }

@@ -84,6 +84,9 @@ final class SettlementQueue: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Outcomes added but not written yet: answers FCM gave that a crash now would lose (and resend).
+    var unwritten: Int { state.withLock { $0.writerGone ? 0 : $0.added - $0.written } }
+
     /// Returns once every outcome added before the call is written (or the writer stopped).
     func flushed() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
