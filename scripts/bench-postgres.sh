@@ -115,23 +115,7 @@ seconds() { awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf 
 now() { date +%s.%N; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# CPU time used by every process so far (jiffies: user, nice, system, irq, softirq, steal).
-busy_jiffies() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
-
-wait_quiet() {
-  local deadline=$((SECONDS + QUIET_WAIT)) b0 b1 cores
-  while :; do
-    b0=$(busy_jiffies)
-    sleep 5
-    b1=$(busy_jiffies)
-    cores=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN { printf "%.2f", d / hz / 5 }')
-    if awk -v c="$cores" -v t="$QUIET_CORES" 'BEGIN { exit !(c <= t) }' || [ $SECONDS -ge $deadline ]; then
-      echo "$cores"
-      return 0
-    fi
-    log "other processes use $cores cores; waiting for a quieter machine (at most ${QUIET_WAIT}s in all)"
-  done
-}
+. scripts/bench-lib.sh  # the scripts run from the package root
 
 # 1234567 → 1,234,567
 commas() { sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta' <<<"$1"; }

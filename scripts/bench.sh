@@ -70,24 +70,7 @@ field() { sed -n "s/^[[:space:]]*$2: //p" "$1"; }
 seconds() { awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf "%.2f", s }' <<<"$1"; }
 json_number() { sed -n "s/.*\"$2\": *\([0-9.]*\).*/\1/p" "$1" | head -n1; }
 
-# CPU time used by every process so far (jiffies: user, nice, system, irq, softirq, steal).
-busy_jiffies() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
-
-# Waits (at most QUIET_WAIT s) until the machine is quiet; prints the cores in use over the last 5 s.
-wait_quiet() {
-  local deadline=$((SECONDS + QUIET_WAIT)) b0 b1 cores
-  while :; do
-    b0=$(busy_jiffies)
-    sleep 5
-    b1=$(busy_jiffies)
-    cores=$(awk -v d=$((b1 - b0)) -v hz="$HZ" 'BEGIN { printf "%.2f", d / hz / 5 }')
-    if awk -v c="$cores" -v t="$QUIET_CORES" 'BEGIN { exit !(c <= t) }' || [ $SECONDS -ge $deadline ]; then
-      echo "$cores"
-      return 0
-    fi
-    log "other processes use $cores cores; waiting for a quieter machine (at most ${QUIET_WAIT}s in all)" >&2
-  done
-}
+. scripts/bench-lib.sh  # the scripts run from the package root
 
 # Runs a program at priority NICE in a session of its own. The kernel shares the cores between
 # sessions first (autogroups), so a plain `nice` would count only against this script's own session;

@@ -78,7 +78,7 @@ import Testing
         try store.outbox(count: count) { i in Int64(i % 3) }
         let consumer = try store.database.makeOutboxConsumer()
         var model = try store.rows()
-        var random = SplitMix(seed: seed)
+        var random = SplitMix64(seed: seed)  // seeded, so a failing sequence can be replayed
         var now: Int64 = 0
         let owners = ["a", "b"]
         let maxAttempts = 3
@@ -132,17 +132,4 @@ private final class LockedIDs: @unchecked Sendable {
     private var ids: [Int64] = []
     func add(_ more: [Int64]) { lock.withLock { ids += more } }
     var all: [Int64] { lock.withLock { ids } }
-}
-
-/// A small seeded generator, so a failing sequence can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
