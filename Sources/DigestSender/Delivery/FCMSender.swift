@@ -40,10 +40,6 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         public var leaseBatch: Int?
         /// A message that failed this many times is `dead`.
         public var maxAttempts = 12
-        /// How long the outcome writer waits for more when fewer than `concurrency` outcomes are queued,
-        /// so one transaction records many (zero: write at once). It bounds how late an outcome is
-        /// recorded, and so how many a killed sender leaves to be sent twice.
-        public var settleLinger: Duration = .milliseconds(2)
         /// Pause between looks at an empty outbox.
         public var pollInterval: Duration = .seconds(1)
         /// One request's deadline.
@@ -62,7 +58,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     private let tokens: AccessTokenProvider
     private let logger: Logger
     private let metrics = SenderMetrics()
-    private let exchange: FCMExchange
+    private let sendURL: String
 
     public init(database: Database, account: ServiceAccount, client: HTTPClient, tokens: AccessTokenProvider,
                 configuration: Configuration, logger: Logger) {
@@ -72,7 +68,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         self.tokens = tokens
         self.configuration = configuration
         self.logger = logger
-        self.exchange = FCMExchange(client: client, url: "\(configuration.endpoint)/v1/projects/\(account.projectID)/messages:send")
+        self.sendURL = "\(configuration.endpoint)/v1/projects/\(account.projectID)/messages:send"
     }
 
     /// `Service`: sends until shut down (or, with `drain`, until done).
@@ -101,22 +97,13 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         let settlements = SettlementQueue()
         let summary = SummaryBox()
         let owner = configuration.owner, maxAttempts = configuration.maxAttempts
-        let fullBatch = configuration.concurrency, linger = configuration.settleLinger
         let fatal: SenderError? = try await withThrowingTaskGroup(of: SenderError?.self) { group in
             group.addTask {
-                defer { settlements.writerStopped() }
                 while true {
-                    var batch = await settlements.takeAll()
+                    let batch = await settlements.takeAll()
                     if batch.isEmpty { return nil }
-                    if batch.count < fullBatch && linger > .zero {
-                        // Gather a few more: fewer commits, and a table page rewritten once for many
-                        // messages instead of once for every few.
-                        try await Task.sleep(for: linger)
-                        batch += settlements.takeQueued()
-                    }
-                    let now = Self.unixNow(), taken = batch
-                    let applied = try await store.run { try $0.settle(taken, owner: owner, now: now, maxAttempts: maxAttempts) }
-                    settlements.written()
+                    let now = Self.unixNow()
+                    let applied = try await store.run { try $0.settle(batch, owner: owner, now: now, maxAttempts: maxAttempts) }
                     if applied < batch.count {
                         // Another sender reclaimed them after our lease ran out; its outcome stands.
                         logger.warning("outcomes of lost leases not recorded", metadata: ["count": "\(batch.count - applied)"])
@@ -125,7 +112,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             }
             group.addTask {
                 defer { settlements.close() }
-                return try await self.dispatchOnEventLoops(store: store, settlements: settlements, summary: summary, stop: stop)
+                return try await self.dispatch(store: store, settlements: settlements, summary: summary, stop: stop)
             }
             var fatal: SenderError?
             for try await result in group where result != nil { fatal = result }
@@ -137,36 +124,9 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         return result
     }
 
-    /// One dispatcher per event loop of the client, each with its share of the concurrency, running on
-    /// its loop (``EventLoopExecutor``) with its requests pinned there. A dry run or a rate limit keeps
-    /// one dispatcher (one scan cursor, one pacer). A fatal answer in one stops the others gracefully.
-    private func dispatchOnEventLoops(
-        store: OutboxThread<Database.Consumer>, settlements: SettlementQueue, summary: SummaryBox, stop: StopFlag
-    ) async throws -> SenderError? {
-        let loops = Array(client.eventLoopGroup.makeIterator())
-        let count = configuration.validateOnly || configuration.ratePerMinute != nil ? 1 : max(1, min(loops.count, configuration.concurrency))
-        return try await withThrowingTaskGroup(of: SenderError?.self) { group in
-            for index in 0..<count {
-                let share = configuration.concurrency / count + (index < configuration.concurrency % count ? 1 : 0)
-                let loop = loops[index]
-                group.addTask(executorPreference: EventLoopExecutor(loop)) {
-                    let fatal = try await self.dispatch(
-                        store: store, settlements: settlements, summary: summary, stop: stop, eventLoop: loop, concurrency: share)
-                    if fatal != nil { stop.request() }
-                    return fatal
-                }
-            }
-            var fatal: SenderError?
-            for try await result in group where fatal == nil { fatal = result }
-            return fatal
-        }
-    }
-
-    /// Leases (or, dry, reads), sends with at most `concurrency` in flight on `eventLoop`, hands
-    /// outcomes to the writer.
+    /// Leases (or, dry, reads), sends with at most `concurrency` in flight, hands outcomes to the writer.
     private func dispatch(
-        store: OutboxThread<Database.Consumer>, settlements: SettlementQueue, summary: SummaryBox, stop: StopFlag,
-        eventLoop: any EventLoop, concurrency: Int
+        store: OutboxThread<Database.Consumer>, settlements: SettlementQueue, summary: SummaryBox, stop: StopFlag
     ) async throws -> SenderError? {
         let configuration = self.configuration
         let batchSize = configuration.leaseBatch ?? max(16, configuration.concurrency * 2)
@@ -181,62 +141,48 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         var pacer = configuration.ratePerMinute.map { RatePacer(perMinute: $0, burst: min(configuration.concurrency, max(1, $0 / 60))) }
         var fatal: SenderError?
 
-        return try await withThrowingTaskGroup(of: DispatchEvent.self) { events in
-            var fetching = false
-            func fetch() {
-                fetching = true
-                let now = Self.unixNow()
-                if configuration.validateOnly {
-                    let after = scanCursor
-                    events.addTask { .fetched(try await store.run { try $0.peekDue(afterID: after, limit: batchSize, now: now) }) }
-                } else {
-                    let owner = configuration.owner, seconds = configuration.leaseSeconds, maxAttempts = configuration.maxAttempts
-                    events.addTask {
-                        .fetched(try await store.run {
-                            try $0.lease(owner: owner, limit: batchSize, now: now, leaseSeconds: seconds, maxAttempts: maxAttempts)
-                        })
-                    }
+        return try await withThrowingTaskGroup(of: (LeasedMessage, FCMVerdict).self) { requests in
+            func settle(_ message: LeasedMessage, _ verdict: FCMVerdict) {
+                inFlight -= 1
+                held.remove(message.id)
+                metrics.inFlight.record(inFlight)
+                if case .stop(let code, let errorCode, let detail) = verdict {
+                    if fatal == nil { fatal = Self.stopError(code, errorCode: errorCode, detail: detail, account: account) }
+                    if !configuration.validateOnly { settlements.add(.release(id: message.id)) }
+                    return
                 }
+                record(verdict, for: message, settlements: settlements, summary: summary)
             }
-            func take(_ event: DispatchEvent) {
-                switch event {
-                case .fetched(let batch):
-                    fetching = false
-                    if configuration.validateOnly { scanCursor = batch.last?.id ?? scanCursor }
-                    if head > 0 {
-                        buffer.removeSubrange(..<head)
+
+            while fatal == nil && !stop.isRequested {
+                let pending = buffer.count - head
+                // Refill.
+                if pending < configuration.concurrency, lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
+                    let now = Self.unixNow()
+                    let batch: [LeasedMessage]
+                    if configuration.validateOnly {
+                        let after = scanCursor
+                        batch = try await store.run { try $0.peekDue(afterID: after, limit: batchSize, now: now) }
+                        scanCursor = batch.last?.id ?? scanCursor
+                    } else {
+                        let owner = configuration.owner, seconds = configuration.leaseSeconds, maxAttempts = configuration.maxAttempts
+                        batch = try await store.run {
+                            try $0.lease(owner: owner, limit: batchSize, now: now, leaseSeconds: seconds, maxAttempts: maxAttempts)
+                        }
+                    }
+                    if head > 0 && head == buffer.count {
+                        buffer.removeAll(keepingCapacity: true)
                         head = 0
                     }
                     buffer += batch
                     for message in batch { held.insert(message.id) }
                     lastEmptyFetch = batch.isEmpty ? clock.now : nil
                     if !batch.isEmpty { logger.debug("leased", metadata: ["count": "\(batch.count)"]) }
-                case .answer(let message, let verdict):
-                    inFlight -= 1
-                    held.remove(message.id)
-                    metrics.inFlight.record(inFlight)
-                    if case .stop(let code, let errorCode, let detail) = verdict {
-                        if fatal == nil { fatal = Self.stopError(code, errorCode: errorCode, detail: detail, account: account) }
-                        if !configuration.validateOnly { settlements.add(.release(id: message.id)) }
-                        return
-                    }
-                    record(verdict, for: message, settlements: settlements, summary: summary)
-                }
-            }
-
-            while fatal == nil && !stop.isRequested {
-                // Refill in the background while less than two batches wait, so requests keep going
-                // while the outbox thread leases (it may be busy writing outcomes first, or wait for a
-                // core on a busy machine).
-                if !fetching, buffer.count - head < 2 * batchSize,
-                   lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
-                    fetch()
                 }
                 // Nothing to do: finished, or wait for more.
-                if head == buffer.count && inFlight == 0 && !fetching {
+                if head == buffer.count && inFlight == 0 {
                     if configuration.validateOnly { break }
                     if configuration.drain {
-                        await settlements.flushed()  // our own outcomes must not count as leased
                         let now = Self.unixNow()
                         let backlog = try await store.run { try $0.backlog(now: now) }
                         if backlog.isEmpty { break }
@@ -244,15 +190,8 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     try await stop.sleep(for: min(configuration.pollInterval, .milliseconds(100)))
                     continue
                 }
-                // Send while there is room. Answers not yet written count against the room too: a
-                // sender killed now resends those, so together they stay within twice the concurrency
-                // even when the store writes slower than FCM answers.
-                if inFlight == 0 && head < buffer.count && settlements.unwritten >= configuration.concurrency {
-                    await settlements.flushed()
-                }
-                while inFlight < concurrency && head < buffer.count && !stop.isRequested && fatal == nil
-                    && settlements.unwritten < configuration.concurrency
-                {
+                // Send while there is room.
+                while inFlight < configuration.concurrency && head < buffer.count && !stop.isRequested && fatal == nil {
                     if pacer != nil {
                         let wait = pacer!.reserve(now: clock.now)
                         if wait > .zero { try await stop.sleep(for: wait) }
@@ -262,7 +201,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     head += 1
                     inFlight += 1
                     metrics.inFlight.record(inFlight)
-                    events.addTask { .answer(message, await self.deliver(message, on: eventLoop)) }
+                    requests.addTask { (message, await self.deliver(message)) }
                 }
                 // Keep the leases held.
                 if !configuration.validateOnly, clock.now - lastExtend >= .seconds(Double(configuration.leaseSeconds) / 3), !held.isEmpty {
@@ -270,12 +209,11 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     _ = try await store.run { try $0.extendLeases(ids: ids, owner: owner, until: until) }
                     lastExtend = clock.now
                 }
-                // Take one answer or batch.
-                if inFlight > 0 || fetching, let event = try await events.next() { take(event) }
+                // Take one answer.
+                if inFlight > 0, let (message, verdict) = try await requests.next() { settle(message, verdict) }
             }
-            // Stopping: let requests in flight finish and be settled (and a lease under way arrive);
-            // give back the rest.
-            while let event = try await events.next() { take(event) }
+            // Stopping: let requests in flight finish and be settled; give back the rest.
+            while let (message, verdict) = try await requests.next() { settle(message, verdict) }
             if !configuration.validateOnly {
                 for message in buffer[head...] { settlements.add(.release(id: message.id)) }
                 summary.value.withLock { $0.released += buffer.count - head }
@@ -327,7 +265,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     }
 
     /// One try of one message; never throws (failures are verdicts).
-    private func deliver(_ message: LeasedMessage, on eventLoop: any EventLoop) async -> FCMVerdict {
+    private func deliver(_ message: LeasedMessage) async -> FCMVerdict {
         var random = SystemRandomNumberGenerator()
         let started = ContinuousClock.now
         defer { metrics.latency.recordNanoseconds(Int64((ContinuousClock.now - started).seconds * 1e9)) }
@@ -340,13 +278,19 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                 let detail = (error as? SenderError)?.message ?? "\(error)"
                 return .stop(.authentication, code: "AUTH", detail: detail)
             }
-            let body = ByteBuffer(string: configuration.validateOnly ? Self.dryRun(message.message) : message.message)
+            var request = HTTPClientRequest(url: sendURL)
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            request.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
+            request.body = .bytes(ByteBuffer(string: configuration.validateOnly ? Self.dryRun(message.message) : message.message))
             let verdict: FCMVerdict
             do {
-                let answer = try await exchange.post(body, token: token, on: eventLoop, timeout: configuration.requestTimeout)
+                let response = try await client.execute(request, timeout: configuration.requestTimeout)
+                let body = try await response.body.collect(upTo: 64 * 1024)
                 verdict = FCMResponse.verdict(
-                    status: answer.status, retryAfter: answer.retryAfter, body: Array(buffer: answer.body),
-                    attempt: message.attempts, policy: configuration.retry, now: Date(), random: &random)
+                    status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                    body: Array(buffer: body), attempt: message.attempts, policy: configuration.retry, now: Date(),
+                    random: &random)
             } catch {
                 return FCMResponse.verdict(networkError: error, attempt: message.attempts, policy: configuration.retry, random: &random)
             }
@@ -377,12 +321,6 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         }
         return SenderError(code, "FCM answered \(errorCode) (\(detail)): \(advice); leases released, nothing more sent")
     }
-}
-
-/// What a dispatcher waits for: an answer, or a batch it leased (or, dry, read).
-enum DispatchEvent: Sendable {
-    case answer(LeasedMessage, FCMVerdict)
-    case fetched([LeasedMessage])
 }
 
 /// A stop request, noticed by sleepers within 20 ms.
