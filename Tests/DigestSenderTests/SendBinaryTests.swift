@@ -89,9 +89,12 @@ import Testing
     @Test func sigtermFinishesInFlightRequestsReleasesTheRestAndExitsCleanly() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("outbox.sqlite")
-        try OutboxFixture.fill(path: db, count: 3000)
+        // 16 in flight at 50 ms: 320 a second, so SIGTERM lands mid-way even when this test's task
+        // waits seconds for a thread of a busy test process.
+        let count = 12_000
+        try OutboxFixture.fill(path: db, count: count)
         var faults = FakeFCMServer.Faults()
-        faults.minDelayMilliseconds = 50  // 16 in flight: 320 a second, so SIGTERM lands mid-way
+        faults.minDelayMilliseconds = 50
         faults.maxDelayMilliseconds = 50
         let server = try await FakeFCMServer.start(faults: faults)
         let credentials = dir.path("sa.json")
@@ -103,14 +106,14 @@ import Testing
         #expect(first.output.contains("released at shutdown"))
         let states = try OutboxFixture.states(path: db)
         #expect(states["leased"] == nil)
-        #expect(states["sent"] == server.stats.delivered && server.stats.delivered < 3000)
+        #expect(states["sent"] == server.stats.delivered && server.stats.delivered < count)
         #expect(try OutboxFixture.scalar(path: db, "SELECT max(attempts) FROM digest_outbox WHERE state = 'ready'") == "0")
 
         server.setFaults(FakeFCMServer.Faults())
         let second = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "second", dir: dir, extra: ["--drain"])
         #expect(try await second.wait(timeout: .seconds(120)) == 0, "\(second.output)")
-        #expect(try OutboxFixture.states(path: db) == ["sent": 3000])
-        #expect(server.stats.delivered == 3000 && server.stats.duplicates == 0)
+        #expect(try OutboxFixture.states(path: db) == ["sent": count])
+        #expect(server.stats.delivered == count && server.stats.duplicates == 0)
         try await server.shutdown()
     }
 
