@@ -63,6 +63,16 @@ import Testing
         }
     }
 
+    /// The outbox rows of `tokens` (message `i` carries token `token-<i>-…`): state, attempts, last error.
+    static func describe(tokens: [String], db: String) throws -> String {
+        try tokens.prefix(10).map { token in
+            let i = token.split(separator: "-")[1]
+            let row = try OutboxFixture.scalar(
+                path: db, "SELECT state || ' attempts ' || attempts || ' ' || coalesce(last_error, '') FROM digest_outbox WHERE user_id = 'u\(i)'")
+            return "u\(i): \(row ?? "no row")"
+        }.joined(separator: "; ")
+    }
+
     static func chaosFaults() -> FakeFCMServer.Faults {
         var faults = FakeFCMServer.Faults()
         faults.unavailableRate = 0.30
@@ -132,8 +142,40 @@ import Testing
         // A 30 s lease: with 5 s, a sender starved of CPU on a loaded machine let leases lapse and
         // re-leased (and resent) messages it still held; see the issue's note.
         #expect(server.stats.duplicates == 0)
-        #expect(server.deliveries.values.allSatisfy { $0.count == 1 })
+        let twice = server.deliveries.filter { $0.value.count > 1 }.keys.sorted()
+        let twiceRows = try Self.describe(tokens: twice, db: db)
+        #expect(twice.isEmpty, "delivered twice: \(twiceRows)\n\(sender.output.suffix(4000))")
         #expect(server.stats.answers["503", default: 0] > 0 && server.stats.answers["429", default: 0] > 0 && server.stats.answers["drop", default: 0] > 0)
+        try await server.shutdown()
+    }
+
+    /// A sender frozen longer than its lease (SIGSTOP: a paused VM, a starved machine) comes back to
+    /// leases that lapsed. Its next lease sweeps them back to `ready` and hands them to it again while
+    /// it still holds them, buffered or in flight: it must send none of them a second time.
+    @Test func aSenderPausedLongerThanItsLeaseSendsNothingTwice() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        let count = 3000
+        try OutboxFixture.fill(path: db, count: count)
+        var faults = FakeFCMServer.Faults()
+        faults.minDelayMilliseconds = 20
+        faults.maxDelayMilliseconds = 40
+        let server = try await FakeFCMServer.start(faults: faults)
+        let credentials = dir.path("sa.json")
+        try server.writeServiceAccount(to: credentials)
+        let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "paused", dir: dir,
+                                     extra: ["--drain", "--concurrency", "16", "--lease-seconds", "2"])
+        try await Self.until(.seconds(120)) { server.stats.delivered >= 300 }
+        sender.signal(SIGSTOP)
+        try await Task.sleep(for: .seconds(5))
+        let leasedWhilePaused = Int(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM digest_outbox WHERE state = 'leased'") ?? "") ?? 0
+        sender.signal(SIGCONT)
+        #expect(try await sender.wait(timeout: .seconds(240)) == 0, "\(sender.output)")
+        #expect(leasedWhilePaused > 16, "the pause should leave leases, buffered and in flight, to lapse")
+        #expect(try OutboxFixture.states(path: db) == ["sent": count])
+        let twice = server.deliveries.filter { $0.value.count > 1 }.keys.sorted()
+        let twiceRows = try Self.describe(tokens: twice, db: db)
+        #expect(server.stats.delivered == count && twice.isEmpty, "delivered twice: \(twiceRows)\n\(sender.output.suffix(4000))")
         try await server.shutdown()
     }
 

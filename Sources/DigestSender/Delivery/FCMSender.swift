@@ -87,6 +87,11 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     }
 
     /// Sends until `stop` is requested or the outbox is drained.
+    ///
+    /// Three tasks share one outbox thread: the dispatcher leases and sends, the writer settles
+    /// outcomes in batches, the lease keeper extends every lease held every third of its length. A
+    /// message counts as in flight from its request until its outcome is written, so a sender killed
+    /// at any moment has delivered without recording at most what it had in flight.
     func send(stop: StopFlag) async throws -> SendSummary {
         let started = ContinuousClock.now
         let database = self.database
@@ -95,24 +100,60 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         _ = try await tokens.token()  // bad credentials stop here, before anything is leased
 
         let settlements = SettlementQueue()
+        let book = LeaseBook()
         let summary = SummaryBox()
-        let owner = configuration.owner, maxAttempts = configuration.maxAttempts
+        let dispatched = StopFlag()
+        let owner = configuration.owner, maxAttempts = configuration.maxAttempts, leaseSeconds = configuration.leaseSeconds
+        let logger = self.logger
         let fatal: SenderError? = try await withThrowingTaskGroup(of: SenderError?.self) { group in
             group.addTask {
                 while true {
-                    let batch = await settlements.takeAll()
-                    if batch.isEmpty { return nil }
-                    let now = Self.unixNow()
-                    let applied = try await store.run { try $0.settle(batch, owner: owner, now: now, maxAttempts: maxAttempts) }
+                    let items = await settlements.takeAll()
+                    if items.isEmpty { return nil }
+                    let batch = items.map(\.settlement)
+                    let applied: Int
+                    do {
+                        applied = try await store.run { consumer in
+                            let applied = try consumer.settle(batch, owner: owner, now: Self.unixNow(), maxAttempts: maxAttempts)
+                            book.settled(batch.lazy.map(\.id))
+                            return applied
+                        }
+                    } catch {
+                        settlements.fail(items, with: error)
+                        throw error
+                    }
+                    for item in items { item.waiter?.resume() }
                     if applied < batch.count {
                         // Another sender reclaimed them after our lease ran out; its outcome stands.
                         logger.warning("outcomes of lost leases not recorded", metadata: ["count": "\(batch.count - applied)"])
                     }
                 }
             }
+            if !configuration.validateOnly {
+                group.addTask {
+                    // The lease keeper: runs whatever the dispatcher waits on.
+                    while !dispatched.isRequested {
+                        try await dispatched.sleep(for: .seconds(Double(leaseSeconds) / 3))
+                        if dispatched.isRequested { break }
+                        let (asked, lost) = try await store.run { consumer in
+                            let ids = book.held
+                            let kept = try consumer.extendLeases(ids: ids, owner: owner, until: Self.unixNow() + leaseSeconds)
+                            return (ids.count, book.extended(asked: ids, kept: kept))
+                        }
+                        if lost > 0 {
+                            logger.warning("leases lapsed before they were extended; those messages are not sent by this sender",
+                                           metadata: ["lost": "\(lost)", "held": "\(asked)"])
+                        }
+                    }
+                    return nil
+                }
+            }
             group.addTask {
-                defer { settlements.close() }
-                return try await self.dispatch(store: store, settlements: settlements, summary: summary, stop: stop)
+                defer {
+                    dispatched.request()
+                    settlements.close()
+                }
+                return try await self.dispatch(store: store, settlements: settlements, book: book, summary: summary, stop: stop)
             }
             var fatal: SenderError?
             for try await result in group where result != nil { fatal = result }
@@ -124,40 +165,28 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         return result
     }
 
-    /// Leases (or, dry, reads), sends with at most `concurrency` in flight, hands outcomes to the writer.
+    /// Leases (or, dry, reads) and starts one task per message: at most `concurrency` requests at
+    /// once, and as many more answered and waiting for their outcome to be written.
     private func dispatch(
-        store: OutboxThread<Database.Consumer>, settlements: SettlementQueue, summary: SummaryBox, stop: StopFlag
+        store: OutboxThread<Database.Consumer>, settlements: SettlementQueue, book: LeaseBook, summary: SummaryBox, stop: StopFlag
     ) async throws -> SenderError? {
         let configuration = self.configuration
         let batchSize = configuration.leaseBatch ?? max(16, configuration.concurrency * 2)
+        let open = configuration.validateOnly ? configuration.concurrency : 2 * configuration.concurrency
+        let gate = AsyncGate(limit: configuration.concurrency)
+        let fatal = FatalBox()
         let clock = ContinuousClock()
         var buffer: [LeasedMessage] = []
         var head = 0
-        var held = Set<Int64>()
-        var inFlight = 0
+        var running = 0
         var lastEmptyFetch: ContinuousClock.Instant?
-        var lastExtend = clock.now
         var scanCursor: Int64 = 0  // dry run: the last id read
         var pacer = configuration.ratePerMinute.map { RatePacer(perMinute: $0, burst: min(configuration.concurrency, max(1, $0 / 60))) }
-        var fatal: SenderError?
 
-        return try await withThrowingTaskGroup(of: (LeasedMessage, FCMVerdict).self) { requests in
-            func settle(_ message: LeasedMessage, _ verdict: FCMVerdict) {
-                inFlight -= 1
-                held.remove(message.id)
-                metrics.inFlight.record(inFlight)
-                if case .stop(let code, let errorCode, let detail) = verdict {
-                    if fatal == nil { fatal = Self.stopError(code, errorCode: errorCode, detail: detail, account: account) }
-                    if !configuration.validateOnly { settlements.add(.release(id: message.id)) }
-                    return
-                }
-                record(verdict, for: message, settlements: settlements, summary: summary)
-            }
-
-            while fatal == nil && !stop.isRequested {
-                let pending = buffer.count - head
+        return try await withThrowingTaskGroup(of: Void.self) { requests in
+            while fatal.value == nil && !stop.isRequested {
                 // Refill.
-                if pending < configuration.concurrency, lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
+                if buffer.count - head < configuration.concurrency, lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
                     let now = Self.unixNow()
                     let batch: [LeasedMessage]
                     if configuration.validateOnly {
@@ -166,8 +195,8 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                         scanCursor = batch.last?.id ?? scanCursor
                     } else {
                         let owner = configuration.owner, seconds = configuration.leaseSeconds, maxAttempts = configuration.maxAttempts
-                        batch = try await store.run {
-                            try $0.lease(owner: owner, limit: batchSize, now: now, leaseSeconds: seconds, maxAttempts: maxAttempts)
+                        batch = try await store.run { consumer in
+                            book.leased(try consumer.lease(owner: owner, limit: batchSize, now: now, leaseSeconds: seconds, maxAttempts: maxAttempts))
                         }
                     }
                     if head > 0 && head == buffer.count {
@@ -175,12 +204,11 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                         head = 0
                     }
                     buffer += batch
-                    for message in batch { held.insert(message.id) }
                     lastEmptyFetch = batch.isEmpty ? clock.now : nil
                     if !batch.isEmpty { logger.debug("leased", metadata: ["count": "\(batch.count)"]) }
                 }
                 // Nothing to do: finished, or wait for more.
-                if head == buffer.count && inFlight == 0 {
+                if head == buffer.count && running == 0 {
                     if configuration.validateOnly { break }
                     if configuration.drain {
                         let now = Self.unixNow()
@@ -190,8 +218,8 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     try await stop.sleep(for: min(configuration.pollInterval, .milliseconds(100)))
                     continue
                 }
-                // Send while there is room.
-                while inFlight < configuration.concurrency && head < buffer.count && !stop.isRequested && fatal == nil {
+                // Start while there is room.
+                while running < open && head < buffer.count && !stop.isRequested && fatal.value == nil {
                     if pacer != nil {
                         let wait = pacer!.reserve(now: clock.now)
                         if wait > .zero { try await stop.sleep(for: wait) }
@@ -199,68 +227,95 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     }
                     let message = buffer[head]
                     head += 1
-                    inFlight += 1
-                    metrics.inFlight.record(inFlight)
-                    requests.addTask { (message, await self.deliver(message)) }
+                    running += 1
+                    metrics.inFlight.record(running)
+                    requests.addTask {
+                        try await self.handle(message, gate: gate, settlements: settlements, book: book, summary: summary, stop: stop, fatal: fatal)
+                    }
                 }
-                // Keep the leases held.
-                if !configuration.validateOnly, clock.now - lastExtend >= .seconds(Double(configuration.leaseSeconds) / 3), !held.isEmpty {
-                    let ids = Array(held), owner = configuration.owner, until = Self.unixNow() + configuration.leaseSeconds
-                    _ = try await store.run { try $0.extendLeases(ids: ids, owner: owner, until: until) }
-                    lastExtend = clock.now
+                // Take one finished message.
+                if running > 0, try await requests.next() != nil {
+                    running -= 1
+                    metrics.inFlight.record(running)
                 }
-                // Take one answer.
-                if inFlight > 0, let (message, verdict) = try await requests.next() { settle(message, verdict) }
             }
             // Stopping: let requests in flight finish and be settled; give back the rest.
-            while let (message, verdict) = try await requests.next() { settle(message, verdict) }
-            if !configuration.validateOnly {
+            while try await requests.next() != nil { running -= 1 }
+            if !configuration.validateOnly && buffer.count > head {
                 for message in buffer[head...] { settlements.add(.release(id: message.id)) }
                 summary.value.withLock { $0.released += buffer.count - head }
                 metrics.released.increment(by: buffer.count - head)
-                if buffer.count > head { logger.notice("released leases", metadata: ["count": "\(buffer.count - head)"]) }
+                logger.notice("released leases", metadata: ["count": "\(buffer.count - head)"])
             }
-            return fatal
+            return fatal.value
         }
     }
 
-    /// Turns a verdict into the outbox change and the counts.
-    private func record(_ verdict: FCMVerdict, for message: LeasedMessage, settlements: SettlementQueue, summary: SummaryBox) {
+    /// One message: waits for a request slot, sends (unless stopping, or its lease was lost), and
+    /// returns once its outcome is written.
+    private func handle(
+        _ message: LeasedMessage, gate: AsyncGate, settlements: SettlementQueue, book: LeaseBook, summary: SummaryBox, stop: StopFlag,
+        fatal: FatalBox
+    ) async throws {
+        let validateOnly = configuration.validateOnly
+        await gate.enter()
+        if stop.isRequested || fatal.value != nil {
+            gate.leave()
+            guard !validateOnly else { return }
+            summary.value.withLock { $0.released += 1 }
+            metrics.released.increment()
+            try await settlements.submit(.release(id: message.id))
+            return
+        }
+        if !validateOnly && book.forgetIfLost(message.id) {
+            gate.leave()
+            return
+        }
+        let verdict = await deliver(message)
+        gate.leave()
+        if case .stop(let code, let errorCode, let detail) = verdict {
+            fatal.set(Self.stopError(code, errorCode: errorCode, detail: detail, account: account))
+            if !validateOnly { try await settlements.submit(.release(id: message.id)) }
+            return
+        }
+        if let settlement = record(verdict, for: message, summary: summary) { try await settlements.submit(settlement) }
+    }
+
+    /// Counts a verdict; returns the outbox change it makes (none in a dry run).
+    private func record(_ verdict: FCMVerdict, for message: LeasedMessage, summary: SummaryBox) -> Settlement? {
         let validateOnly = configuration.validateOnly
         switch verdict {
         case .sent(let name):
             if validateOnly {
                 summary.value.withLock { $0.validated += 1 }
                 metrics.validated.increment()
-            } else {
-                settlements.add(.sent(id: message.id, name: name))
-                summary.value.withLock { $0.sent += 1 }
-                metrics.sent.increment()
+                return nil
             }
+            summary.value.withLock { $0.sent += 1 }
+            metrics.sent.increment()
+            return .sent(id: message.id, name: name)
         case .retry(let after, let code, let detail):
             let finalAttempt = message.attempts >= configuration.maxAttempts
-            if !validateOnly {
-                let at = Int64((Date().timeIntervalSince1970 + after.seconds).rounded(.up))
-                settlements.add(.retry(id: message.id, at: at, error: "\(code): \(detail)"))
-            }
             summary.value.withLock { summary in
                 if finalAttempt && !validateOnly { summary.dead[code, default: 0] += 1 } else { summary.retried[code, default: 0] += 1 }
             }
             if finalAttempt && !validateOnly { metrics.dead(code) } else { metrics.retried(code) }
             logger.debug("retry", metadata: ["digest.message_id": "\(message.id)", "digest.error": "\(code)", "digest.after": "\(after)"])
+            if validateOnly { return nil }
+            let at = Int64((Date().timeIntervalSince1970 + after.seconds).rounded(.up))
+            return .retry(id: message.id, at: at, error: "\(code): \(detail)")
         case .dead(let code, let detail, let unregistered):
-            if !validateOnly {
-                let reason = "\(code): \(detail)"
-                settlements.add(unregistered ? .unregistered(id: message.id, reason: reason) : .dead(id: message.id, reason: reason))
-            }
             summary.value.withLock { summary in
                 summary.dead[code, default: 0] += 1
                 if unregistered && !validateOnly { summary.devicesRemoved += 1 }
             }
             metrics.dead(code)
             logger.info("dead", metadata: ["digest.message_id": "\(message.id)", "digest.error": "\(code)", "digest.user_id": "\(message.userID)"])
+            if validateOnly { return nil }
+            let reason = "\(code): \(detail)"
+            return unregistered ? .unregistered(id: message.id, reason: reason) : .dead(id: message.id, reason: reason)
         case .reauthenticate, .stop:
-            break  // handled by the caller
+            return nil  // handled by the caller
         }
     }
 
@@ -340,6 +395,15 @@ final class StopFlag: Sendable {
             try await Task.sleep(for: min(left, .milliseconds(20)))
         }
     }
+}
+
+/// The first error that stops the sender.
+final class FatalBox: Sendable {
+    private let error = Mutex<SenderError?>(nil)
+
+    var value: SenderError? { error.withLock { $0 } }
+
+    func set(_ value: SenderError) { error.withLock { if $0 == nil { $0 = value } } }
 }
 
 /// The running counts, shared by the dispatcher's callbacks.

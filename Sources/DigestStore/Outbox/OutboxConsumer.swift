@@ -20,9 +20,10 @@ public protocol OutboxConsumer {
     @discardableResult
     func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) throws -> Int
 
-    /// Moves the leases `owner` holds on `ids` to `until`; returns how many it still holds.
+    /// Moves the leases `owner` holds on `ids` to `until`; returns the ids it still holds (the others'
+    /// leases lapsed, and another sender may hold them now).
     @discardableResult
-    func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Int
+    func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Set<Int64>
 
     /// Returns every dead message (optionally only those whose reason starts with `reasonPrefix`, or of
     /// one week) to `ready`, due now, with no attempts; returns how many.

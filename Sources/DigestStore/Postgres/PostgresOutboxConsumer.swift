@@ -118,13 +118,15 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
     }
 
     @discardableResult
-    public func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Int {
-        guard !ids.isEmpty else { return 0 }
-        return try session.run(
+    public func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Set<Int64> {
+        guard !ids.isEmpty else { return [] }
+        let rows = try session.rows(
             """
             UPDATE digest_outbox SET leased_until = to_timestamp(\(until))
             WHERE id = ANY(\(ids)) AND state = 'leased' AND lease_owner = \(owner)
+            RETURNING id
             """)
+        return Set(try rows.map { try $0.decode(Int64.self) })
     }
 
     public func requeueDead(reasonPrefix: String?, week: String?, now: Int64) throws -> Int {

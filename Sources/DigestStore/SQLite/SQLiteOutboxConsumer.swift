@@ -82,18 +82,18 @@ public final class SQLiteOutboxConsumer: OutboxConsumer {
     }
 
     @discardableResult
-    public func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Int {
-        guard !ids.isEmpty else { return 0 }
+    public func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Set<Int64> {
+        guard !ids.isEmpty else { return [] }
         return try connection.transaction {
             let statement = try connection.statement(SQL.extend)
-            var held = 0
+            var held = Set<Int64>()
             for id in ids {
                 statement.reset()
                 statement.bind(id, at: 1)
                 statement.bind(owner, at: 2)
                 statement.bind(until, at: 3)
                 try statement.run()
-                held += connection.changes
+                if connection.changes > 0 { held.insert(id) }
             }
             return held
         }
