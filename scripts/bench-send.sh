@@ -146,16 +146,16 @@ Load average after each sender run: $LOAD(other work on the machine slows both f
 CPU times are the steadier measure).
 
 Where the sender's time goes (\`perf record\` of a release \`digest send\` on a quiet machine,
-2026-11-22): about 70% on the two event loops, in async-http-client, NIO and the kernel's loopback
-TCP (async-http-client writes a request's head and body with two \`write\` calls, so a message
-reaches the server as two segments where wrk sends one), about 30% on the outbox thread in SQLite
-(leasing and settling a ~1 KB row, its WAL pages and checkpoints: 20–25 µs a message whatever the
-batch sizes), and well under a tenth in the sender's own code. A message's steps all run on one event
-loop (its dispatcher prefers that loop as task executor); leases are taken in the background and
-outcomes written about 50 to a transaction. The sender suffers more than wrk from other work on the
-machine: each message needs its event loop and the server, and every batch the outbox thread, to get a
-core in turn (at a load average of about 6 the sender made about 7,300 messages/s and wrk about
-22,000 requests/s; on a quiet machine about 17,000 and 38,000).
+2026-11-22, at the sender with one task per message): about two thirds on the two event loops, in
+async-http-client, NIO, the Swift runtime and the kernel's loopback TCP (async-http-client writes a
+request's head and body with two \`write\` calls, so a message reaches the server as two segments
+where wrk sends one), about 28% on the outbox thread in SQLite (leasing and settling a ~1 KB row and
+its WAL pages: about 25 µs a message, half each), and a few percent in the sender's own code. Each
+message is a task that prefers an event loop of the client as its executor, with its request pinned
+to that loop, so its start, its answer and its outcome run on one thread. The sender suffers more
+than wrk from other work on the machine: each message needs its event loop and the server, and every
+batch the outbox thread, to get a core in turn (at a load average of about 6 a sender made about 7,300
+messages/s and wrk about 22,000 requests/s).
 MD
 )"
 python3 - "$SECTION" <<'PY'

@@ -96,7 +96,13 @@ struct SendCommand: AsyncParsableCommand {
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.httpVersion = .automatic
         clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: concurrency)
-        clientConfiguration.timeout = .init(connect: .seconds(5), read: .seconds(30))
+        // Each request has a 30 s deadline (FCMSender.Configuration.requestTimeout), so no read timeout:
+        // it would start, reset and cancel a timer on every request and answer.
+        clientConfiguration.timeout = .init(connect: .seconds(5))
+        // FCM does not redirect (a redirect stops the sender: the endpoint is wrong); no tracer is
+        // bootstrapped. Without these, every request would still carry redirect state and a no-op span.
+        clientConfiguration.redirectConfiguration = .disallow
+        clientConfiguration.tracing.tracer = nil
         if let caFile {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.additionalTrustRoots = [.file(caFile)]

@@ -61,6 +61,8 @@ import Testing
         #expect(Self.verdict(401, Self.body(401, "UNAUTHENTICATED")) == .reauthenticate(detail: "m"))
         #expect(Self.verdict(403, Self.body(403, "PERMISSION_DENIED")) == .stop(.authentication, code: "PERMISSION_DENIED", detail: "m"))
         #expect(Self.verdict(404, Self.body(404, "NOT_FOUND")) == .stop(.configuration, code: "NOT_FOUND", detail: "m"))
+        // FCM never redirects (and `digest send` does not follow redirects): the endpoint is wrong.
+        #expect(Self.verdict(301, []) == .stop(.configuration, code: "HTTP_301", detail: "HTTP 301"))
     }
 
     @Test func backoffIsJitteredBetweenHalfAndAllOfItsCeilingAndCapped() {

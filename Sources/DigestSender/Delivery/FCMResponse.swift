@@ -58,8 +58,9 @@ public enum FCMResponse {
             return .reauthenticate(detail: message)
         case (_, 403):
             return .stop(.authentication, code: code, detail: message)
-        case (_, 404):
-            // Without UNREGISTERED a 404 means the project or the URL is wrong, for every message.
+        case (_, 404), (_, 300..<400):
+            // Without UNREGISTERED a 404 means the project or the URL is wrong, for every message; FCM
+            // never redirects, so a redirect means the same.
             return .stop(.configuration, code: code, detail: message)
         default:
             return .dead(code: code, detail: message, unregistered: false)

@@ -58,7 +58,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     private let tokens: AccessTokenProvider
     private let logger: Logger
     private let metrics = SenderMetrics()
-    private let sendURL: String
+    private let exchange: FCMExchange
 
     public init(database: Database, account: ServiceAccount, client: HTTPClient, tokens: AccessTokenProvider,
                 configuration: Configuration, logger: Logger) {
@@ -68,7 +68,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         self.tokens = tokens
         self.configuration = configuration
         self.logger = logger
-        self.sendURL = "\(configuration.endpoint)/v1/projects/\(account.projectID)/messages:send"
+        self.exchange = FCMExchange(client: client, url: "\(configuration.endpoint)/v1/projects/\(account.projectID)/messages:send")
     }
 
     /// `Service`: sends until shut down (or, with `drain`, until done).
@@ -141,7 +141,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                             return (ids.count, book.extended(asked: ids, kept: kept))
                         }
                         if lost > 0 {
-                            logger.warning("leases lapsed before they were extended; those messages are not sent by this sender",
+                            logger.warning("leases lapsed before they were extended: messages not sent yet are left to whoever holds them now",
                                            metadata: ["lost": "\(lost)", "held": "\(asked)"])
                         }
                     }
@@ -182,6 +182,10 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         var lastEmptyFetch: ContinuousClock.Instant?
         var scanCursor: Int64 = 0  // dry run: the last id read
         var pacer = configuration.ratePerMinute.map { RatePacer(perMinute: $0, burst: min(configuration.concurrency, max(1, $0 / 60))) }
+        // Each message's task runs on an event loop of the client, and its request is pinned to that
+        // loop: the request's start, its answer and the task waiting for it share one thread.
+        let executors = client.eventLoopGroup.makeIterator().map { EventLoopExecutor($0) }
+        var next = 0
 
         return try await withThrowingTaskGroup(of: Void.self) { requests in
             while fatal.value == nil && !stop.isRequested {
@@ -229,8 +233,12 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     head += 1
                     running += 1
                     metrics.inFlight.record(running)
-                    requests.addTask {
-                        try await self.handle(message, gate: gate, settlements: settlements, book: book, summary: summary, stop: stop, fatal: fatal)
+                    let executor = executors[next]
+                    next = (next + 1) % executors.count
+                    requests.addTask(executorPreference: executor) {
+                        try await self.handle(
+                            message, on: executor.eventLoop, gate: gate, settlements: settlements, book: book, summary: summary, stop: stop,
+                            fatal: fatal)
                     }
                 }
                 // Take one finished message.
@@ -254,12 +262,12 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     /// One message: waits for a request slot, sends (unless stopping, or its lease was lost), and
     /// returns once its outcome is written.
     private func handle(
-        _ message: LeasedMessage, gate: AsyncGate, settlements: SettlementQueue, book: LeaseBook, summary: SummaryBox, stop: StopFlag,
+        _ message: LeasedMessage, on eventLoop: any EventLoop, gate: AsyncGate, settlements: SettlementQueue, book: LeaseBook, summary: SummaryBox, stop: StopFlag,
         fatal: FatalBox
     ) async throws {
         let validateOnly = configuration.validateOnly
         await gate.enter()
-        if stop.isRequested || fatal.value != nil {
+        if stop.isRequested || fatal.value != nil || Task.isCancelled {
             gate.leave()
             guard !validateOnly else { return }
             summary.value.withLock { $0.released += 1 }
@@ -271,7 +279,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             gate.leave()
             return
         }
-        let verdict = await deliver(message)
+        let verdict = await deliver(message, on: eventLoop)
         gate.leave()
         if case .stop(let code, let errorCode, let detail) = verdict {
             fatal.set(Self.stopError(code, errorCode: errorCode, detail: detail, account: account))
@@ -320,7 +328,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     }
 
     /// One try of one message; never throws (failures are verdicts).
-    private func deliver(_ message: LeasedMessage) async -> FCMVerdict {
+    private func deliver(_ message: LeasedMessage, on eventLoop: any EventLoop) async -> FCMVerdict {
         var random = SystemRandomNumberGenerator()
         let started = ContinuousClock.now
         defer { metrics.latency.recordNanoseconds(Int64((ContinuousClock.now - started).seconds * 1e9)) }
@@ -333,19 +341,13 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                 let detail = (error as? SenderError)?.message ?? "\(error)"
                 return .stop(.authentication, code: "AUTH", detail: detail)
             }
-            var request = HTTPClientRequest(url: sendURL)
-            request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer \(token)")
-            request.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
-            request.body = .bytes(ByteBuffer(string: configuration.validateOnly ? Self.dryRun(message.message) : message.message))
+            let body = ByteBuffer(string: configuration.validateOnly ? Self.dryRun(message.message) : message.message)
             let verdict: FCMVerdict
             do {
-                let response = try await client.execute(request, timeout: configuration.requestTimeout)
-                let body = try await response.body.collect(upTo: 64 * 1024)
+                let answer = try await exchange.post(body, token: token, on: eventLoop, timeout: configuration.requestTimeout)
                 verdict = FCMResponse.verdict(
-                    status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
-                    body: Array(buffer: body), attempt: message.attempts, policy: configuration.retry, now: Date(),
-                    random: &random)
+                    status: answer.status, retryAfter: answer.retryAfter, body: Array(buffer: answer.body),
+                    attempt: message.attempts, policy: configuration.retry, now: Date(), random: &random)
             } catch {
                 return FCMResponse.verdict(networkError: error, attempt: message.attempts, policy: configuration.retry, random: &random)
             }
