@@ -76,7 +76,7 @@ final class PostgresSession {
                 try connection.run("COMMIT")
                 return value
             } catch {
-                if !Self.isConnectionLoss(error) { try? connection.run("ROLLBACK") }
+                if !Self.isConnectionLoss(error) { _ = try? connection.run("ROLLBACK") }
                 throw error
             }
         }
@@ -95,6 +95,7 @@ final class PostgresSession {
 
     private func open() throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
+        dropConnection()
         let id = Self.connectionIDs.withLock { value -> Int in
             value += 1
             return value
@@ -107,10 +108,12 @@ final class PostgresSession {
         return opened
     }
 
+    /// Closes the lost connection and waits until its channel is closed: postgres-nio asserts that a
+    /// connection is closed before it is released (a debug build crashed here on a server restart).
     private func dropConnection() {
         if let connection {
             let closing: EventLoopFuture<Void> = connection.close()
-            _ = closing
+            try? closing.wait()
         }
         connection = nil
     }
