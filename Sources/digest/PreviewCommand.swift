@@ -1,5 +1,7 @@
 import ArgumentParser
 import DigestCore
+import DigestImageCodecs
+import DigestImages
 import DigestPreview
 import DigestRun
 import DigestStore
@@ -83,11 +85,13 @@ struct PreviewCommand: AsyncParsableCommand {
                 guard FileManager.default.fileExists(atPath: db) else { throw CommandError("\(db): no such database") }
                 store = SQLiteDatabase.sqlite(path: db)
             }
-            guard
-                let messages = try await Self.messages(
-                    store, templates: try plan.catalog(), configuration: plan.configuration(week: week), user: user,
+            let templates = try plan.catalog(), configuration = plan.configuration(week: week), source = self.source
+            let found = try await pictures.withProvider { attachments in
+                try await Self.messages(
+                    store, templates: templates, attachments: attachments, configuration: configuration, user: user,
                     source: UserMessages.Source(rawValue: source))
-            else {
+            }
+            guard let messages = found else {
                 throw CommandError("\(PostgresLocation.redacted(db)): no user '\(user)'")
             }
             if let skipped = messages.skipped {
@@ -103,22 +107,42 @@ struct PreviewCommand: AsyncParsableCommand {
 extension PreviewCommand {
     /// A user's messages for the week from either store, on the run's own code path.
     static func messages<Database: DigestDatabase>(
-        _ database: Database, templates: TemplateCatalog, configuration: WeeklyRunConfiguration, user: String,
-        source: UserMessages.Source?
+        _ database: Database, templates: TemplateCatalog, attachments: any AttachmentProvider, configuration: WeeklyRunConfiguration,
+        user: String, source: UserMessages.Source?
     ) async throws -> UserMessages? {
-        let composer = SingleUserComposer(database: database, templates: templates, configuration: configuration)
+        let composer = SingleUserComposer(database: database, templates: templates, attachments: attachments, configuration: configuration)
         return try await composer.messages(userID: user, source: source)
     }
 }
 
-/// `--attachments` and `--attachments-url`: where previews read pictures from.
+/// `--attachments` and `--attachments-url`: where previews read pictures from, and (given both) the
+/// run's own image pipeline for messages composed now, so that a computed preview picks the variant
+/// and the picture the run would.
 struct PictureOptions: ParsableArguments {
-    @Option(help: "The directory holding the image renditions.") var attachments: String?
+    @Option(help: "The directory holding the image renditions (the run's --attachments).") var attachments: String?
     @Option(help: "The public base URL of the renditions (the run's --attachments-url).") var attachmentsURL: String?
+    @Option(help: "Addresses or CIDR ranges the image downloader may reach although internal (the run's --allow-hosts).")
+    var allowHosts: String?
 
     func configuration(allowFileURLs: Bool) -> PreviewRenderer.Configuration {
         PreviewRenderer.Configuration(
             images: PreviewImages(attachmentsDirectory: attachments, attachmentsURL: attachmentsURL, allowFileURLs: allowFileURLs))
+    }
+
+    func validate() throws {
+        if let allowHosts {
+            do { _ = try AddressGuard(allowList: allowHosts) } catch { throw ValidationError("--allow-hosts: \(error.message)") }
+        }
+    }
+
+    /// Runs `body` with the provider a run given the same options would use: images fetched, checked
+    /// and resized into `--attachments` (files named by content, so the run's own files are the same),
+    /// or none without both options (image digests then fall back to text, as such a run's would).
+    func withProvider<T: Sendable>(_ body: (any AttachmentProvider) async throws -> T) async throws -> T {
+        guard let attachments, let attachmentsURL else { return try await body(NoAttachments()) }
+        var images = ImageAttachments.Configuration(directory: URL(fileURLWithPath: attachments), baseURL: attachmentsURL)
+        images.downloader.addressGuard = try AddressGuard(allowList: allowHosts ?? "")
+        return try await ImageAttachments.with(images) { provider in try await body(provider) }
     }
 }
 

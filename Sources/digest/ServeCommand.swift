@@ -61,12 +61,17 @@ struct ServeCommand: AsyncParsableCommand {
         catalogConfiguration.scale = scale
         let pool = PreviewPool(threads: renderThreads, configuration: pictures.configuration(allowFileURLs: false))
         defer { pool.shutdown() }
-        let catalog = PreviewCatalog(database: store, configuration: catalogConfiguration, pool: pool)
-        let server = PreviewServer(catalog: catalog, configuration: serverConfiguration)
         let host = self.host
-        try await server.run { port in
-            let line = "serving previews on http://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(token != nil ? "?token=…" : "")\n"
-            FileHandle.standardOutput.write(Data(line.utf8))
+        try await pictures.withProvider { attachments in
+            // Computed previews go through the run's image pipeline when --attachments is given.
+            var catalogConfiguration = catalogConfiguration
+            catalogConfiguration.attachments = attachments
+            let catalog = PreviewCatalog(database: store, configuration: catalogConfiguration, pool: pool)
+            let server = PreviewServer(catalog: catalog, configuration: serverConfiguration)
+            try await server.run { port in
+                let line = "serving previews on http://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(token != nil ? "?token=…" : "")\n"
+                FileHandle.standardOutput.write(Data(line.utf8))
+            }
         }
     }
 }

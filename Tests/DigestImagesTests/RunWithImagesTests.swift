@@ -60,6 +60,27 @@ import Testing
             #expect(!fallbacks.isEmpty)
             #expect(fallbacks.allSatisfy { $0.variant != "Image" && $0.report.contains("http_404") })
             #expect(routes.hits["/img/a7.jpg"] == 1)
+
+            // A preview composed now goes through the same image pipeline: the run's variant, with the
+            // picture drawn from the renditions (not a placeholder). Without the options, the image
+            // digest falls back to text, as a run without them would.
+            guard let user = image.first?.userID else { return }
+            func preview(_ extra: [String], into name: String) async throws -> [String: Any] {
+                let result = try await Self.run([
+                    "preview", "--db", db, "--user", user, "--week", "2026-W46", "--source", "computed", "--scale", "1",
+                    "--platform", "android", "--out", dir.path(name),
+                ] + extra)
+                #expect(result.status == 0, "\(result.stderr)")
+                let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("\(name)/preview.json")))
+                return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+            }
+            let withImages = try await preview(
+                ["--attachments", attachments, "--attachments-url", "https://cdn.example/a", "--allow-hosts", "127.0.0.1"], into: "with")
+            #expect(withImages["variant"] as? String == "Image", "\(withImages)")
+            let notes = (withImages["previews"] as? [[String: Any]] ?? []).flatMap { $0["notes"] as? [String] ?? [] }
+            #expect(!notes.contains { $0.contains("not readable") }, "\(notes)")
+            let withoutImages = try await preview([], into: "without")
+            #expect(withoutImages["variant"] as? String != "Image", "\(withoutImages)")
         }
     }
 
