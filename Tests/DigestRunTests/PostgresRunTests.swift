@@ -140,13 +140,15 @@ import Testing
         let second = try DigestBinary.start(arguments + ["--worker", "w2"], name: "w2", in: dir.url)
         let third = try DigestBinary.start(arguments + ["--worker", "w3"], name: "w3", in: dir.url)
         // Kill the first worker once it has committed three chunks: it holds others it read ahead.
+        let pid = first.process.processIdentifier
+        let killer = Watcher.start(when: { first.lines(containing: "progress:") >= 4 }) { kill(pid, SIGKILL) }
         let deadline = Date().addingTimeInterval(120)
-        while first.lines(containing: "progress:") < 4 && first.process.isRunning && Date() < deadline {
+        while !killer.fired && first.process.isRunning && Date() < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
-        let wasRunning = first.process.isRunning
+        killer.cancel()
         first.kill()
-        #expect(wasRunning, "the first worker finished before it could be killed: \(first.stderr)")
+        #expect(killer.fired, "the first worker finished before it could be killed: \(first.stderr)")
         let held = try cluster.sql("SELECT count(*) FROM digest_run_chunks WHERE lease_owner = 'w1' AND state = 'claimed'", url: url)
         for worker in [second, third] {
             let output = try await worker.finish()
@@ -171,12 +173,16 @@ import Testing
         let run = try DigestBinary.start(
             ["run", "--db", url, "--week", "2026-W46", "--chunk-size", "15", "--progress-interval", "0", "--concurrency", "1"],
             name: "run", in: dir.url)
+        // Restart from a watcher's thread as soon as four progress lines are out (a starved test
+        // task could otherwise see the run finish first).
+        let restarted = Watcher.start(when: { run.lines(containing: "progress:") >= 4 }) { try cluster.restart(downFor: 1.5) }
         let deadline = Date().addingTimeInterval(120)
-        while run.lines(containing: "progress:") < 4 && run.process.isRunning && Date() < deadline {
+        while !restarted.fired && run.process.isRunning && Date() < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(run.process.isRunning, "the run finished before the restart: \(run.stderr)")
-        try cluster.restart(downFor: 1.5)
+        restarted.cancel()
+        #expect(restarted.fired, "the run finished before the restart: \(run.stderr)")
+        #expect(restarted.error == nil, "the restart failed: \(restarted.error ?? "")")
         let output = try await run.finish()
         #expect(output.status == 0, "\(output.stderr)")
         let state = try chunks(cluster, url)

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import DigestTesting
 import NIOCore
 import Foundation
+import Synchronization
 import Testing
 
 /// `digest send` as a process: SIGTERM, SIGKILL and a second sender, against the fake server in this
@@ -12,6 +13,8 @@ import Testing
         // `process` is only used from the test's task.
         let process = Process()
         let log: String
+        /// Pending signals, cancelled once the process was waited for.
+        let watchers = Mutex<[Watcher]>([])
 
         init(db: String, credentials: String, endpoint: String, owner: String, dir: TemporaryDirectory, extra: [String]) throws {
             log = dir.path("\(owner).log")
@@ -29,10 +32,20 @@ import Testing
 
         /// A test that fails half-way leaves no sender behind.
         deinit {
+            for watcher in watchers.withLock({ $0 }) { watcher.cancel() }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
 
         func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+        /// Sends `number` as soon as `condition` holds, from a ``Watcher``'s thread: a fast sender
+        /// could finish while this test's task waits for a thread. Cancelled once the process is waited for.
+        func signal(_ number: Int32, when condition: @escaping @Sendable () -> Bool) -> Watcher {
+            let pid = process.processIdentifier
+            let watcher = Watcher.start(when: condition) { kill(pid, number) }
+            watchers.withLock { $0.append(watcher) }
+            return watcher
+        }
 
         /// Waits for the process to end (polling, bounded); returns its exit status.
         func wait(timeout: Duration) async throws -> Int32 {
@@ -46,6 +59,7 @@ import Testing
                 try await Task.sleep(for: .milliseconds(50))
             }
             process.waitUntilExit()
+            for watcher in watchers.withLock({ $0 }) { watcher.cancel() }
             return process.terminationStatus
         }
 
@@ -110,8 +124,8 @@ import Testing
         let credentials = dir.path("sa.json")
         try server.writeServiceAccount(to: credentials)
         let first = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "first", dir: dir, extra: ["--concurrency", "16"])
-        try await Self.until(.seconds(60)) { server.stats.delivered >= 300 }
-        first.signal(SIGTERM)
+        let terminated = first.signal(SIGTERM) { server.stats.delivered >= 300 }
+        try await Self.until(.seconds(60)) { terminated.fired || !first.process.isRunning }
         #expect(try await first.wait(timeout: .seconds(20)) == 0, "\(first.output)")
         #expect(first.output.contains("released at shutdown"))
         let states = try OutboxFixture.states(path: db)
@@ -165,8 +179,8 @@ import Testing
         try server.writeServiceAccount(to: credentials)
         let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "paused", dir: dir,
                                      extra: ["--drain", "--concurrency", "16", "--lease-seconds", "2"])
-        try await Self.until(.seconds(120)) { server.stats.delivered >= 300 }
-        sender.signal(SIGSTOP)
+        let paused = sender.signal(SIGSTOP) { server.stats.delivered >= 300 }
+        try await Self.until(.seconds(120)) { paused.fired || !sender.process.isRunning }
         try await Task.sleep(for: .seconds(5))
         let leasedWhilePaused = Int(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM digest_outbox WHERE state = 'leased'") ?? "") ?? 0
         sender.signal(SIGCONT)
@@ -193,9 +207,9 @@ import Testing
         let options = ["--drain", "--concurrency", String(concurrency), "--lease-seconds", "3", "--max-attempts", "40"]
 
         let first = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "first", dir: dir, extra: options)
-        try await Self.until(.seconds(240)) { server.stats.delivered >= count / 3 || !first.process.isRunning }
-        #expect(first.process.isRunning, "the first sender ended before the kill: \(first.output)")
-        first.signal(SIGKILL)
+        let killed = first.signal(SIGKILL) { server.stats.delivered >= count / 3 }
+        try await Self.until(.seconds(240)) { killed.fired || !first.process.isRunning }
+        #expect(killed.fired, "the first sender ended before the kill: \(first.output)")
         _ = try await first.wait(timeout: .seconds(10))
         let serverInFlightAtKill = server.inFlight
         let leasedAtKill = Int(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM digest_outbox WHERE lease_owner = 'first'") ?? "0") ?? 0

@@ -29,9 +29,9 @@ import Testing
 
         let first = try SendBinaryTests.SendProcess(
             db: url, credentials: credentials, endpoint: server.url, owner: "first", dir: dir, extra: options)
-        try await SendBinaryTests.until(.seconds(240)) { server.stats.delivered >= count / 3 || !first.process.isRunning }
-        #expect(first.process.isRunning, "the first sender ended before the kill: \(first.output)")
-        first.signal(SIGKILL)
+        let killed = first.signal(SIGKILL) { server.stats.delivered >= count / 3 }
+        try await SendBinaryTests.until(.seconds(240)) { killed.fired || !first.process.isRunning }
+        #expect(killed.fired, "the first sender ended before the kill: \(first.output)")
         _ = try await first.wait(timeout: .seconds(10))
         let leasedAtKill = Int(try cluster.sql("SELECT count(*) FROM digest_outbox WHERE lease_owner = 'first'", url: url)) ?? 0
 
