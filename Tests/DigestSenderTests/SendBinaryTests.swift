@@ -77,6 +77,18 @@ import Testing
         }
     }
 
+    /// A new directory with a SQLite outbox of `count` messages, and a fake server (with `faults`)
+    /// whose service-account file is there.
+    static func setUp(count: Int, faults: FakeFCMServer.Faults) async throws -> (TemporaryDirectory, String, FakeFCMServer, String) {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: count)
+        let server = try await FakeFCMServer.start(faults: faults)
+        let credentials = dir.path("sa.json")
+        try server.writeServiceAccount(to: credentials)
+        return (dir, db, server, credentials)
+    }
+
     /// The outbox rows of `tokens` (message `i` carries token `token-<i>-…`): state, attempts, last error.
     static func describe(tokens: [String], db: String) throws -> String {
         try tokens.prefix(10).map { token in
@@ -85,6 +97,14 @@ import Testing
                 path: db, "SELECT state || ' attempts ' || attempts || ' ' || coalesce(last_error, '') FROM digest_outbox WHERE user_id = 'u\(i)'")
             return "u\(i): \(row ?? "no row")"
         }.joined(separator: "; ")
+    }
+
+    /// No errors; every answer waits a random time in `milliseconds`.
+    static func delayed(_ milliseconds: ClosedRange<Int>) -> FakeFCMServer.Faults {
+        var faults = FakeFCMServer.Faults()
+        faults.minDelayMilliseconds = milliseconds.lowerBound
+        faults.maxDelayMilliseconds = milliseconds.upperBound
+        return faults
     }
 
     static func chaosFaults() -> FakeFCMServer.Faults {
@@ -111,18 +131,10 @@ import Testing
     }
 
     @Test func sigtermFinishesInFlightRequestsReleasesTheRestAndExitsCleanly() async throws {
-        let dir = try TemporaryDirectory()
-        let db = dir.path("outbox.sqlite")
-        // 16 in flight at 50 ms: 320 a second, so SIGTERM lands mid-way even when this test's task
-        // waits seconds for a thread of a busy test process.
+        // 16 in flight at 50 ms: 320 a second, so SIGTERM (from a watcher at 300 delivered) lands
+        // well before the end.
         let count = 12_000
-        try OutboxFixture.fill(path: db, count: count)
-        var faults = FakeFCMServer.Faults()
-        faults.minDelayMilliseconds = 50
-        faults.maxDelayMilliseconds = 50
-        let server = try await FakeFCMServer.start(faults: faults)
-        let credentials = dir.path("sa.json")
-        try server.writeServiceAccount(to: credentials)
+        let (dir, db, server, credentials) = try await Self.setUp(count: count, faults: Self.delayed(50...50))
         let first = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "first", dir: dir, extra: ["--concurrency", "16"])
         let terminated = first.signal(SIGTERM) { server.stats.delivered >= 300 }
         try await Self.until(.seconds(60)) { terminated.fired || !first.process.isRunning }
@@ -142,13 +154,8 @@ import Testing
     }
 
     @Test func underFaultsWithoutAKillEveryMessageReachesTheServerExactlyOnce() async throws {
-        let dir = try TemporaryDirectory()
-        let db = dir.path("outbox.sqlite")
         let count = 3000
-        try OutboxFixture.fill(path: db, count: count)
-        let server = try await FakeFCMServer.start(faults: Self.chaosFaults())
-        let credentials = dir.path("sa.json")
-        try server.writeServiceAccount(to: credentials)
+        let (dir, db, server, credentials) = try await Self.setUp(count: count, faults: Self.chaosFaults())
         let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "only", dir: dir,
                                      extra: ["--drain", "--concurrency", "32", "--lease-seconds", "30", "--max-attempts", "40"])
         #expect(try await sender.wait(timeout: .seconds(240)) == 0, "\(sender.output)")
@@ -167,16 +174,8 @@ import Testing
     /// leases that lapsed. Its next lease sweeps them back to `ready` and hands them to it again while
     /// it still holds them, buffered or in flight: it must send none of them a second time.
     @Test func aSenderPausedLongerThanItsLeaseSendsNothingTwice() async throws {
-        let dir = try TemporaryDirectory()
-        let db = dir.path("outbox.sqlite")
         let count = 3000
-        try OutboxFixture.fill(path: db, count: count)
-        var faults = FakeFCMServer.Faults()
-        faults.minDelayMilliseconds = 20
-        faults.maxDelayMilliseconds = 40
-        let server = try await FakeFCMServer.start(faults: faults)
-        let credentials = dir.path("sa.json")
-        try server.writeServiceAccount(to: credentials)
+        let (dir, db, server, credentials) = try await Self.setUp(count: count, faults: Self.delayed(20...40))
         let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "paused", dir: dir,
                                      extra: ["--drain", "--concurrency", "16", "--lease-seconds", "2"])
         let paused = sender.signal(SIGSTOP) { server.stats.delivered >= 300 }
@@ -196,14 +195,9 @@ import Testing
     /// The issue's chaos test: 20,000 messages, 30% 503 with Retry-After, bursts of 429, 5% dropped
     /// connections, 1% UNREGISTERED; the first sender is killed with SIGKILL mid-way, a second finishes.
     @Test func chaosWithASigkilledSenderLosesNothingAndDuplicatesOnlyWhatWasInFlight() async throws {
-        let dir = try TemporaryDirectory()
-        let db = dir.path("outbox.sqlite")
         let count = 20_000
         let concurrency = 32
-        try OutboxFixture.fill(path: db, count: count)
-        let server = try await FakeFCMServer.start(faults: Self.chaosFaults())
-        let credentials = dir.path("sa.json")
-        try server.writeServiceAccount(to: credentials)
+        let (dir, db, server, credentials) = try await Self.setUp(count: count, faults: Self.chaosFaults())
         let options = ["--drain", "--concurrency", String(concurrency), "--lease-seconds", "3", "--max-attempts", "40"]
 
         let first = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "first", dir: dir, extra: options)
