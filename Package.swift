@@ -85,11 +85,17 @@ let package = Package(
             // `make demo` and `make test` stay quick.
             swiftSettings: swiftSettings + [.unsafeFlags(["-O"], .when(configuration: .debug))]
         ),
+        // Running Swift tasks on NIO event loops.
+        .target(
+            name: "DigestNIO",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
         // The attachment store, the guarded downloader and the run's attachment provider.
         .target(
             name: "DigestImages",
             dependencies: [
-                "DigestCore", "DigestImageCodecs",
+                "DigestCore", "DigestImageCodecs", "DigestNIO",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -135,7 +141,7 @@ let package = Package(
         .target(
             name: "DigestSender",
             dependencies: [
-                "DigestCore", "DigestStore",
+                "DigestCore", "DigestStore", "DigestNIO",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -4,8 +4,9 @@ import Testing
 
 /// The downloader against a loopback server that misbehaves in every way the issue lists.
 @Suite struct DownloaderTests {
-    // Generous limits: other suites run alongside and can keep the concurrency pool busy for seconds.
-    static func downloader(allow: String? = "127.0.0.1", total: Duration = .seconds(20), maxBytes: Int = 1_000_000) throws -> ImageDownloader {
+    // Generous limits: other suites run alongside, and their blocking work can hold every thread of
+    // the concurrency pool (that the downloader's tasks need) for tens of seconds on 2 busy cores.
+    static func downloader(allow: String? = "127.0.0.1", total: Duration = .seconds(60), maxBytes: Int = 1_000_000) throws -> ImageDownloader {
         var configuration = ImageDownloader.Configuration()
         configuration.totalTimeout = total
         configuration.connectTimeout = .seconds(1)

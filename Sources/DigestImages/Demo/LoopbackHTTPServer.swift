@@ -1,3 +1,4 @@
+import DigestNIO
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -34,11 +35,15 @@ public struct LoopbackHTTPServer: Sendable {
             }
         let server = LoopbackHTTPServer(port: channel.channel.localAddress?.port ?? 0)
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
+            // Accepting and answering run on the channels' event loops, not on the concurrency pool:
+            // blocking work elsewhere in the process (a busy test run) cannot stall the answers.
+            group.addTask(executorPreference: EventLoopExecutor(channel.channel.eventLoop)) {
                 try? await channel.executeThenClose { inbound in
                     try await withThrowingDiscardingTaskGroup { connections in
                         for try await connection in inbound {
-                            connections.addTask { await Self.handle(connection, routes: routes) }
+                            connections.addTask(executorPreference: EventLoopExecutor(connection.channel.eventLoop)) {
+                                await Self.handle(connection, routes: routes)
+                            }
                         }
                     }
                 }

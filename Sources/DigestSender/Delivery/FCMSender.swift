@@ -1,5 +1,6 @@
 public import AsyncHTTPClient
 public import DigestStore
+import DigestNIO
 import Foundation
 public import Logging
 import CoreMetrics

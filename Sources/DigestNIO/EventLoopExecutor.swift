@@ -1,0 +1,23 @@
+public import NIOCore
+
+/// A task executor that runs jobs on one NIO event loop.
+///
+/// - The sender's message tasks prefer one (`addTask(executorPreference:)`), and pin their HTTP
+///   requests to the same loop, so a request's start, its answer and the task that waits for it run on
+///   one thread: no hop to the concurrency pool and back, no wake-up of another thread per message.
+/// - The loopback image server handles its connections on their channel's loop, so it answers even
+///   while blocking work holds every thread of the concurrency pool (a busy test process).
+///
+/// The loop must outlive every task that prefers it.
+public final class EventLoopExecutor: TaskExecutor {
+    public let eventLoop: any EventLoop
+
+    public init(_ eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
