@@ -129,7 +129,10 @@ struct PictureOptions: ParsableArguments {
             images: PreviewImages(attachmentsDirectory: attachments, attachmentsURL: attachmentsURL, allowFileURLs: allowFileURLs))
     }
 
-    func validate() throws {
+    func validate() throws { try Self.validate(allowHosts: allowHosts) }
+
+    /// `--allow-hosts` of `run`, `preview` and `serve`.
+    static func validate(allowHosts: String?) throws {
         if let allowHosts {
             do { _ = try AddressGuard(allowList: allowHosts) } catch { throw ValidationError("--allow-hosts: \(error.message)") }
         }
@@ -139,8 +142,16 @@ struct PictureOptions: ParsableArguments {
     /// and resized into `--attachments` (files named by content, so the run's own files are the same),
     /// or none without both options (image digests then fall back to text, as such a run's would).
     func withProvider<T: Sendable>(_ body: (any AttachmentProvider) async throws -> T) async throws -> T {
-        guard let attachments, let attachmentsURL else { return try await body(NoAttachments()) }
-        var images = ImageAttachments.Configuration(directory: URL(fileURLWithPath: attachments), baseURL: attachmentsURL)
+        try await Self.withProvider(directory: attachments, baseURL: attachmentsURL, allowHosts: allowHosts, body)
+    }
+
+    /// The run's attachment provider for `--attachments DIR --attachments-url URL [--allow-hosts LIST]`
+    /// (``NoAttachments`` without the first two).
+    static func withProvider<T: Sendable>(
+        directory: String?, baseURL: String?, allowHosts: String?, _ body: (any AttachmentProvider) async throws -> T
+    ) async throws -> T {
+        guard let directory, let baseURL else { return try await body(NoAttachments()) }
+        var images = ImageAttachments.Configuration(directory: URL(fileURLWithPath: directory), baseURL: baseURL)
         images.downloader.addressGuard = try AddressGuard(allowList: allowHosts ?? "")
         return try await ImageAttachments.with(images) { provider in try await body(provider) }
     }

@@ -103,9 +103,7 @@ struct RunOptions: ParsableArguments {
             throw ValidationError("--attachments needs --attachments-url (the public URL the directory is served under)")
         }
         if attachmentsUrl != nil, attachments == nil { throw ValidationError("--attachments-url needs --attachments") }
-        if let allowHosts {
-            do { _ = try AddressGuard(allowList: allowHosts) } catch { throw ValidationError("--allow-hosts: \(error.message)") }
-        }
+        try PictureOptions.validate(allowHosts: allowHosts)
     }
 
     func execute(database: any DigestDatabase, now: Date = Date()) async throws -> RunSummary {
@@ -116,17 +114,9 @@ struct RunOptions: ParsableArguments {
         configuration.batchSize = batchSize
         if let concurrency { configuration.concurrency = concurrency }
         configuration.allowEmptyWeek = allowEmptyWeek
-        let summary: RunSummary
-        if let attachments, let attachmentsUrl {
-            var images = ImageAttachments.Configuration(
-                directory: URL(fileURLWithPath: attachments), baseURL: attachmentsUrl)
-            images.downloader.addressGuard = try AddressGuard(allowList: allowHosts ?? "")
-            summary = try await ImageAttachments.with(images) { provider in
-                try await runWeek(database: database, catalog: catalog, attachments: provider, configuration: configuration, now: now)
-            }
-        } else {
-            summary = try await runWeek(
-                database: database, catalog: catalog, attachments: NoAttachments(), configuration: configuration, now: now)
+        let summary = try await PictureOptions.withProvider(directory: attachments, baseURL: attachmentsUrl, allowHosts: allowHosts) {
+            provider in
+            try await runWeek(database: database, catalog: catalog, attachments: provider, configuration: configuration, now: now)
         }
         if let report {
             let encoder = JSONEncoder()
