@@ -77,6 +77,18 @@ import Testing
         }
     }
 
+    /// Only messages FCM had accepted but the killed sender had not yet recorded come twice: never more
+    /// than it held leases on, nor more than it can have in flight (`concurrency` requests and as many
+    /// answers waiting for the writer); each twice at most, with the same collapse keys. Returns how
+    /// many came twice.
+    static func expectDuplicatesOnlyFromTheKill(_ server: FakeFCMServer, leasedAtKill: Int, concurrency: Int) -> Int {
+        let duplicates = server.deliveries.filter { $0.value.count > 1 }
+        #expect(duplicates.count <= leasedAtKill)
+        #expect(duplicates.count <= 2 * concurrency)
+        #expect(duplicates.values.allSatisfy { $0.count == 2 && Set($0.collapseKeys).count == 1 && $0.collapseKeys[0] != nil })
+        return duplicates.count
+    }
+
     /// A new directory with a SQLite outbox of `count` messages, and a fake server (with `faults`)
     /// whose service-account file is there.
     static func setUp(count: Int, faults: FakeFCMServer.Faults) async throws -> (TemporaryDirectory, String, FakeFCMServer, String) {
@@ -213,13 +225,8 @@ import Testing
         #expect(try await second.wait(timeout: .seconds(600)) == 0, "\(second.output)")
 
         try Self.expectSettled(db, count: count, server: server)
-        let duplicates = server.deliveries.filter { $0.value.count > 1 }
-        // Only messages FCM had accepted but the killed sender had not yet recorded come twice:
-        // never more than it held leases on, nor more than it had in flight plus one settle batch.
-        #expect(duplicates.count <= leasedAtKill)
-        #expect(duplicates.count <= 2 * concurrency)
-        #expect(duplicates.values.allSatisfy { $0.count == 2 && Set($0.collapseKeys).count == 1 && $0.collapseKeys[0] != nil })
-        print("chaos: delivered \(server.stats.delivered) (\(deliveredAtKill) before the kill), duplicates \(duplicates.count), leased at kill \(leasedAtKill), server in flight at kill \(serverInFlightAtKill), answers \(server.stats.answers.sorted { $0.key < $1.key })")
+        let duplicates = Self.expectDuplicatesOnlyFromTheKill(server, leasedAtKill: leasedAtKill, concurrency: concurrency)
+        print("chaos: delivered \(server.stats.delivered) (\(deliveredAtKill) before the kill), duplicates \(duplicates), leased at kill \(leasedAtKill), server in flight at kill \(serverInFlightAtKill), answers \(server.stats.answers.sorted { $0.key < $1.key })")
         try await server.shutdown()
     }
 
