@@ -23,13 +23,8 @@ command -v vipsthumbnail >/dev/null || need+=(libvips-tools)
 command -v gm >/dev/null || need+=(graphicsmagick)
 command -v djpeg >/dev/null || need+=(libjpeg-turbo-progs)
 [ -x /usr/bin/time ] || need+=(time)
-if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then echo "bench-images: missing ${need[*]}; run as root" >&2; exit 1; fi
-  echo "bench-images: installing ${need[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+. scripts/apt-lib.sh  # the scripts run from the package root
+install_packages bench-images ${need[@]+"${need[@]}"}
 python3 -c "import PIL" 2>/dev/null || python3 -m pip install --quiet pillow
 IM=/usr/bin/convert-im6.q16   # the Debian binary: a `convert` earlier on PATH may be something else
 

@@ -64,16 +64,8 @@ if [ -z "${PGBENCH_INNER:-}" ]; then
   need=()
   [ -x /usr/bin/time ] || need+=(time)
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql postgresql-contrib)
-  if [ ${#need[@]} -gt 0 ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-      echo "bench-postgres: missing ${need[*]}: run as root, or: sudo apt-get install -y ${need[*]}" >&2
-      exit 1
-    fi
-    log "installing ${need[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${need[@]}"
-  fi
+  . scripts/apt-lib.sh  # the scripts run from the package root
+  install_packages bench-postgres ${need[@]+"${need[@]}"}
   if [ "${PGBENCH_SKIP_BUILD:-0}" != 1 ]; then
     log "building digest (release)"
     swift build -c release --product digest

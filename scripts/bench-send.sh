@@ -13,12 +13,11 @@ DURATION="${WRK_DURATION:-15s}"
 RUNS="${RUNS:-3}"
 median() { python3 -c 'import statistics, sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 
-if ! command -v wrk >/dev/null; then
-    echo "installing wrk (Debian package)"
-    (apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; })
-fi
-
-[ -x /usr/bin/time ] || apt-get install -y time >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y time >/dev/null; }
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+[ -x /usr/bin/time ] || need+=(time)
+. scripts/apt-lib.sh  # the scripts run from the package root
+install_packages bench-send ${need[@]+"${need[@]}"}
 
 swift build -c release --product digest >/dev/null
 swift build -c release --product digest-fake-fcm >/dev/null

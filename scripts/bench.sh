@@ -38,16 +38,8 @@ BENCH=Benchmarks/.build/release/digest-bench
 log() { printf 'bench: %s\n' "$*"; }
 
 # /usr/bin/time -v (Debian package `time`) gives the wall time and the peak RSS.
-if [ ! -x /usr/bin/time ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "bench: /usr/bin/time is missing: run as root, or: sudo apt-get install -y time" >&2
-    exit 1
-  fi
-  log "installing the Debian package 'time'"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends time
-fi
+. scripts/apt-lib.sh  # the scripts run from the package root
+[ -x /usr/bin/time ] || install_packages bench time
 
 log "building digest (release)"
 swift build -c release --product digest

@@ -45,13 +45,5 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "setup: missing system packages: ${missing[*]}" >&2
-  echo "setup: run as root, or: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
-  exit 1
-fi
-
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+. "$(dirname "$0")/apt-lib.sh"
+install_packages setup "${missing[@]}"
