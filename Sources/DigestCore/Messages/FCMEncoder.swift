@@ -37,33 +37,38 @@ public struct FCMEncoder: Sendable {
 
     /// One request body per device, in order; the shared parts are encoded once.
     public func messages(for plan: NotificationPlan, devices: [Device]) -> [[UInt8]] {
-        let data = topLevelData(plan)
-        var sections: [Platform: [UInt8]] = [:]
+        messages(for: encode(plan, platforms: Set(devices.map(\.platform))), devices: devices)
+    }
+
+    /// One request body per device from parts encoded before (the planner's last budget check); a
+    /// device whose platform was not encoded gets its section encoded here.
+    public func messages(for encoded: EncodedPlan, devices: [Device]) -> [[UInt8]] {
+        var encoded = encoded
         return devices.map { device in
-            let section: [UInt8]
-            if let cached = sections[device.platform] {
-                section = cached
-            } else {
-                switch device.platform {
-                case .android: section = androidSection(plan)
-                case .ios: section = apnsSection(plan).section
-                case .web: section = webpushSection(plan)
-                }
-                sections[device.platform] = section
-            }
-            var writer = JSONWriter(capacity: data.count + section.count + device.token.utf8.count + 64)
+            let section = encoded.section(device.platform, encoder: self)
+            var writer = JSONWriter(capacity: encoded.data.count + section.count + device.token.utf8.count + 64)
             writer.beginObject()
             writer.key("message")
             writer.beginObject()
             writer.field("token", device.token)
             writer.key("data")
-            writer.raw(data)
+            writer.raw(encoded.data)
             writer.key(Self.sectionKey(device.platform))
             writer.raw(section)
             writer.endObject()
             writer.endObject()
             return writer.bytes
         }
+    }
+
+    /// The parts of `plan`'s messages shared by its devices: the top-level data and the section of
+    /// each of `platforms`, with the bytes each platform's budget counts.
+    public func encode(_ plan: NotificationPlan, platforms: Set<Platform>) -> EncodedPlan {
+        var encoded = EncodedPlan(plan: plan, data: topLevelData(plan))
+        for platform in Platform.allCases where platforms.contains(platform) {
+            _ = encoded.section(platform, encoder: self)
+        }
+        return encoded
     }
 
     /// The FCM v1 field holding a platform's section.
@@ -78,12 +83,7 @@ public struct FCMEncoder: Sendable {
     /// The bytes a platform's budget counts: the top-level data plus the platform's section (for iOS,
     /// the APNs payload, which is what APNs limits).
     public func budgetBytes(for plan: NotificationPlan, platform: Platform) -> Int {
-        let data = topLevelData(plan).count
-        switch platform {
-        case .android: return data + androidSection(plan).count
-        case .ios: return data + apnsSection(plan).payloadBytes
-        case .web: return data + webpushSection(plan).count
-        }
+        encode(plan, platforms: [platform]).bytes[platform]!
     }
 
     public func collapseKey(_ plan: NotificationPlan) -> String { "digest-\(plan.week)" }
@@ -199,5 +199,47 @@ public struct FCMEncoder: Sendable {
         writer.endObject()
         writer.endObject()
         return writer.bytes
+    }
+}
+
+/// A plan's shared message parts (``FCMEncoder/encode(_:platforms:)``): encoded once for the budget
+/// check and reused for every device's message.
+public struct EncodedPlan: Sendable {
+    /// The plan the parts were encoded from.
+    public internal(set) var plan: NotificationPlan
+    let data: [UInt8]
+    private var android: [UInt8]?
+    private var ios: [UInt8]?
+    private var web: [UInt8]?
+    /// The bytes each encoded platform's budget counts (for iOS, the APNs payload).
+    public private(set) var bytes: [Platform: Int] = [:]
+
+    init(plan: NotificationPlan, data: [UInt8]) {
+        self.plan = plan
+        self.data = data
+    }
+
+    /// The platform's section, encoded now if it was not yet.
+    mutating func section(_ platform: Platform, encoder: FCMEncoder) -> [UInt8] {
+        switch platform {
+        case .android:
+            if let android { return android }
+            let section = encoder.androidSection(plan)
+            android = section
+            bytes[.android] = data.count + section.count
+            return section
+        case .ios:
+            if let ios { return ios }
+            let apns = encoder.apnsSection(plan)
+            ios = apns.section
+            bytes[.ios] = data.count + apns.payloadBytes
+            return apns.section
+        case .web:
+            if let web { return web }
+            let section = encoder.webpushSection(plan)
+            web = section
+            bytes[.web] = data.count + section.count
+            return section
+        }
     }
 }

@@ -4,7 +4,10 @@
 /// are escaped.
 public struct JSONWriter: Sendable {
     public private(set) var bytes: [UInt8] = []
-    private var needsComma: [Bool] = []
+    /// Open objects and arrays, innermost in bit 0: a set bit means the next value needs a comma.
+    private var needsComma: UInt64 = 0
+    /// How many objects and arrays are open (at most 64).
+    private var depth = 0
 
     public init(capacity: Int = 1024) {
         bytes.reserveCapacity(capacity)
@@ -15,22 +18,22 @@ public struct JSONWriter: Sendable {
     public mutating func beginObject() {
         separate()
         bytes.append(UInt8(ascii: "{"))
-        needsComma.append(false)
+        open()
     }
 
     public mutating func endObject() {
-        needsComma.removeLast()
+        close()
         bytes.append(UInt8(ascii: "}"))
     }
 
     public mutating func beginArray() {
         separate()
         bytes.append(UInt8(ascii: "["))
-        needsComma.append(false)
+        open()
     }
 
     public mutating func endArray() {
-        needsComma.removeLast()
+        close()
         bytes.append(UInt8(ascii: "]"))
     }
 
@@ -39,7 +42,7 @@ public struct JSONWriter: Sendable {
         separate()
         appendString(key)
         bytes.append(UInt8(ascii: ":"))
-        if !needsComma.isEmpty { needsComma[needsComma.count - 1] = false }
+        needsComma &= ~1
     }
 
     public mutating func value(_ text: String) {
@@ -73,10 +76,22 @@ public struct JSONWriter: Sendable {
         value(number)
     }
 
+    private mutating func open() {
+        precondition(depth < 64, "JSONWriter nests at most 64 levels")
+        depth += 1
+        needsComma <<= 1
+    }
+
+    private mutating func close() {
+        precondition(depth > 0, "JSONWriter: close without open")
+        depth -= 1
+        needsComma >>= 1
+    }
+
     private mutating func separate() {
-        guard let last = needsComma.last else { return }
-        if last { bytes.append(UInt8(ascii: ",")) }
-        needsComma[needsComma.count - 1] = true
+        guard depth > 0 else { return }
+        if needsComma & 1 == 1 { bytes.append(UInt8(ascii: ",")) }
+        needsComma |= 1
     }
 
     private mutating func appendString(_ text: String) {

@@ -62,6 +62,16 @@ public struct VariantPlanner: Sendable {
     public func plan(
         _ digest: WeeklyDigest, templates: LocalizedTemplates, image: ImageOutcome?, platforms: Set<Platform>
     ) throws(PlanningError) -> NotificationPlan {
+        try planAndEncode(digest, templates: templates, image: image, platforms: platforms).plan
+    }
+
+    /// ``plan(_:templates:image:platforms:)`` with the message parts its last budget check encoded,
+    /// for ``FCMEncoder/messages(for:devices:)-(EncodedPlan,_)``. `deliverAt` replaces the digest's
+    /// delivery time (the run's `--send-at now`).
+    public func planAndEncode(
+        _ digest: WeeklyDigest, templates: LocalizedTemplates, image: ImageOutcome?, platforms: Set<Platform>,
+        deliverAt: Int64? = nil
+    ) throws(PlanningError) -> EncodedPlan {
         var rules = RuleLog()
         let model = viewModel(digest, templates)
         let renditions: ImageRenditions?
@@ -114,16 +124,13 @@ public struct VariantPlanner: Sendable {
                 digestID: digest.digestID, week: digest.window.week, userID: digest.reader.id, variant: variant,
                 title: title.text, body: body, image: variant == .image ? renditions : nil,
                 picks: digest.picks.map(\.id), rules: [], bytes: [:], arm: arm, actions: actions,
-                deliverAt: digest.window.deliverAt)
-            var over = false
-            for platform in Platform.allCases where platforms.contains(platform) {
-                let bytes = encoder.budgetBytes(for: plan, platform: platform)
-                plan.bytes[platform] = bytes
-                if bytes > configuration.budget(for: platform) { over = true }
-            }
-            if !over {
+                deliverAt: deliverAt ?? digest.window.deliverAt)
+            var encoded = encoder.encode(plan, platforms: platforms)
+            plan.bytes = encoded.bytes
+            if !plan.bytes.contains(where: { $0.value > configuration.budget(for: $0.key) }) {
                 plan.rules = attempt.entries
-                return plan
+                encoded.plan = plan
+                return encoded
             }
             // Over budget: degrade one step, in DESIGN.md's order, and try again.
             if variant == .bigText && limits.bullets > 1 {

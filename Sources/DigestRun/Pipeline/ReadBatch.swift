@@ -117,17 +117,18 @@ struct BatchComposer: Sendable {
         user.localeFellBack = localized.fellBackToRoot
         user.image = image
         let platforms = Set(reader.devices.map(\.platform))
-        var plan: NotificationPlan
+        let encoded: EncodedPlan
         do {
-            plan = try planner.plan(digest, templates: localized, image: image, platforms: platforms)
+            encoded = try planner.planAndEncode(
+                digest, templates: localized, image: image, platforms: platforms, deliverAt: sendNow)
         } catch {
             user.skipped = "over_budget"
             return user
         }
-        if let sendNow { plan.deliverAt = sendNow }
+        let plan = encoded.plan
         user.plan = plan
         let report = plan.reportJSON()
-        let bodies = planner.encoder.messages(for: plan, devices: reader.devices)
+        let bodies = planner.encoder.messages(for: encoded, devices: reader.devices)
         user.messages = zip(reader.devices, bodies).map { device, body in
             OutboxMessage(
                 dedupeKey: OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: device.token),
