@@ -1,7 +1,7 @@
 public import Mustache
 
 /// What the title and body templates see. Strings only, already localized and cleaned.
-public struct DigestViewModel: MustacheParent, Sendable {
+public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
     public var week: String
     public var articles: String
     public var articlesCount: Int
@@ -47,10 +47,27 @@ public struct DigestViewModel: MustacheParent, Sendable {
         default: nil
         }
     }
+
+    public func text(named name: String) -> String? {
+        switch name {
+        case "week": week
+        case "articles": articles
+        case "articlesCount": String(articlesCount)
+        case "minutes": minutes
+        case "minutesCount": String(minutesCount)
+        case "days": days
+        case "daysCount": String(daysCount)
+        case "topTopic": topTopic.isEmpty ? nil : topTopic
+        case "change": change.isEmpty ? nil : change
+        case "topPick": topPick.isEmpty ? nil : topPick
+        case "picksCount": String(picksCount)
+        default: nil
+        }
+    }
 }
 
 /// What the bullet template sees for one pick.
-public struct BulletViewModel: MustacheParent, Sendable {
+public struct BulletViewModel: MustacheParent, TemplateValues, Sendable {
     public var title: String
     public var minutes: String
     public var topic: String
@@ -63,10 +80,19 @@ public struct BulletViewModel: MustacheParent, Sendable {
         default: nil
         }
     }
+
+    public func text(named name: String) -> String? {
+        switch name {
+        case "title": title
+        case "minutes": minutes
+        case "topic": topic.isEmpty ? nil : topic
+        default: nil
+        }
+    }
 }
 
 /// What the "+N more" template sees.
-public struct MoreViewModel: MustacheParent, Sendable {
+public struct MoreViewModel: MustacheParent, TemplateValues, Sendable {
     public var more: String
     public var count: Int
 
@@ -74,6 +100,14 @@ public struct MoreViewModel: MustacheParent, Sendable {
         switch name {
         case "more": more
         case "count": count
+        default: nil
+        }
+    }
+
+    public func text(named name: String) -> String? {
+        switch name {
+        case "more": more
+        case "count": String(count)
         default: nil
         }
     }

@@ -21,8 +21,9 @@ public struct LocalizedTemplates: Sendable {
     let renders = RenderCache()
 
     /// Renders one piece from a view model.
-    public func render(_ piece: TemplateCatalog.Piece, _ model: some MustacheParent) -> String {
+    public func render(_ piece: TemplateCatalog.Piece, _ model: some MustacheParent & TemplateValues) -> String {
         guard let compiled = pieces[piece] else { return "" }
+        if let text = compiled.text { return text.render(model) }
         guard let names = compiled.names else { return compiled.template.render(model) }
         var key = piece.rawValue
         for name in names {
@@ -69,10 +70,13 @@ extension String {
 struct CompiledTemplate: Sendable {
     let template: MustacheTemplate
     let names: [String]?
+    /// The same template without the library, when it is simple enough (most are).
+    let text: TextTemplate?
 
     init(source: String) throws {
         template = try MustacheTemplate(string: "{{%CONTENT_TYPE:TEXT}}" + source)
         names = Self.names(in: source)
+        text = TextTemplate(source: source)
     }
 
     static func names(in source: String) -> [String]? {
