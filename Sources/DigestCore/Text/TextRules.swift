@@ -11,7 +11,7 @@ public enum TextRules {
     /// NFC, control characters removed, whitespace collapsed to single spaces and trimmed.
     /// With `keepNewlines`, line breaks survive as single `\n` (no blank lines, no spaces around them).
     public static func clean(_ text: String, keepNewlines: Bool = false) -> String {
-        if isPlainASCII(text) { return text }
+        if isPlainASCII(text) || isClean(text) { return text }
         var out = String.UnicodeScalarView()
         var pendingSpace = false
         var pendingNewline = false
@@ -74,6 +74,22 @@ public enum TextRules {
             let space = byte == 0x20
             if space && previousSpace { return false }
             previousSpace = space
+        }
+        return !previousSpace || text.isEmpty
+    }
+
+    /// Text of plain scalars (``isPlain(_:)``) and single inner spaces is its own cleaned form.
+    private static func isClean(_ text: String) -> Bool {
+        var previousSpace = true
+        for scalar in text.unicodeScalars {
+            if scalar.value == 0x20 {
+                if previousSpace { return false }
+                previousSpace = true
+            } else if isPlain(scalar.value) {
+                previousSpace = false
+            } else {
+                return false
+            }
         }
         return !previousSpace || text.isEmpty
     }
