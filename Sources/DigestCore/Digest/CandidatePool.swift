@@ -4,10 +4,11 @@
 /// of slack either side for time zones); each user then takes the ones inside their own window.
 ///
 /// Ranking uses one bit set per topic over the articles (bit *i* is article *i*, newest first).
-/// A user's overlap counts are added up in bit planes (a binary counter kept word-wise), so a pick
-/// costs a few operations per 64 articles and topic instead of one per posting, and the articles
-/// are then read level by level (most shared topics first), newest first within a level, stopping
-/// at the limit.
+/// Articles are read level by level (most shared topics first, starting at the most topics any
+/// article carries), newest first within a level, stopping at the limit. A word's level masks (for
+/// 64 articles: which share at least 1, 2, … of the user's topics) are worked out from the user's
+/// topic sets the first time a scan reaches that word, so a user whose best level fills the picks
+/// early costs a few words, not the whole catalogue.
 public struct CandidatePool: Sendable {
     /// Newest first; ties broken by id so picks are deterministic.
     public let articles: [Article]
@@ -15,6 +16,8 @@ public struct CandidatePool: Sendable {
     let topicBits: [String: [UInt64]]
     /// Words per bit set.
     let words: Int
+    /// The most distinct topics any article carries: no article shares more with a user.
+    let maxTopicsPerArticle: Int
 
     public init(articles: [Article]) {
         let sorted = articles.sorted {
@@ -22,14 +25,18 @@ public struct CandidatePool: Sendable {
         }
         let words = (sorted.count + 63) / 64
         var bits: [String: [UInt64]] = [:]
+        var most = 0
         for (index, article) in sorted.enumerated() {
-            for topic in Set(article.topics) {
+            let topics = Set(article.topics)
+            most = max(most, topics.count)
+            for topic in topics {
                 bits[topic, default: [UInt64](repeating: 0, count: words)][index >> 6] |= 1 << UInt64(index & 63)
             }
         }
         self.articles = sorted
         self.topicBits = bits
         self.words = words
+        self.maxTopicsPerArticle = most
     }
 
     /// Up to `limit` articles published in `[from, until)`, not in `exclude`, ranked by how many of
@@ -41,36 +48,37 @@ public struct CandidatePool: Sendable {
         guard limit > 0, !articles.isEmpty else { return [] }
         let sets = topics.compactMap { topicBits[$0] }
         let words = self.words
-        // Plane p, word w at [p * words + w]: bit p of the overlap count of the 64 articles in word w.
-        let planeCount = max(1, Int.bitWidth - sets.count.leadingZeroBitCount)
+        let top = min(sets.count, maxTopicsPerArticle)
         let tail = articles.count & 63
         let lastMask: UInt64 = tail == 0 ? ~0 : (1 << UInt64(tail)) - 1
-        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: planeCount * words) { planes in
-            planes.initialize(repeating: 0)
-            for set in sets {
-                set.withUnsafeBufferPointer { bits in
-                    for word in 0..<words {
-                        var carry = bits[word]
-                        var slot = word
-                        while carry != 0 {
-                            let next = planes[slot] & carry
-                            planes[slot] ^= carry
-                            carry = next
-                            slot += words
+        // atLeast[(level - 1) * words + word]: the word's articles sharing at least `level` topics,
+        // for levels 1...top, filled for words 0..<ready.
+        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: max(1, top * words)) { atLeast in
+            var ready = 0
+            func prepare(through word: Int) {
+                while ready <= word {
+                    for level in 0..<top { atLeast[level * words + ready] = 0 }
+                    for set in sets {
+                        let bits = set[ready]
+                        var slot = (top - 1) * words + ready
+                        while slot >= words {
+                            atLeast[slot] |= atLeast[slot - words] & bits
+                            slot -= words
                         }
+                        atLeast[ready] |= bits
                     }
+                    ready += 1
                 }
             }
             var picked: [Article] = []
             picked.reserveCapacity(limit)
-            for level in stride(from: sets.count, through: 0, by: -1) {
+            for level in stride(from: top, through: 0, by: -1) {
                 for word in 0..<words {
                     var matching: UInt64 = word == words - 1 ? lastMask : ~0
-                    var slot = word
-                    for plane in 0..<planeCount {
-                        matching &= (level >> plane) & 1 == 1 ? planes[slot] : ~planes[slot]
-                        if matching == 0 { break }
-                        slot += words
+                    if top > 0 {
+                        prepare(through: word)
+                        if level > 0 { matching &= atLeast[(level - 1) * words + word] }
+                        if level < top { matching &= ~atLeast[level * words + word] }
                     }
                     while matching != 0 {
                         let index = word << 6 | matching.trailingZeroBitCount
