@@ -43,6 +43,41 @@ enum PlanFixture {
 
 @Suite("Variant planning")
 struct VariantPlanningTests {
+    /// Bullets are cached by locale, article id and limit: one planner that sees an article again
+    /// under the same id with another title, reading time or first topic renders it anew.
+    @Test func aReusedPlannerRendersAChangedArticleAnew() throws {
+        let planner = VariantPlanner()
+        let templates = shippedCatalog.localized(for: "en")
+        func body(_ picks: [Article]) throws -> String {
+            var digest = PlanFixture.digest(picks: 2)
+            digest = WeeklyDigest(reader: digest.reader, window: digest.window, stats: digest.stats, picks: picks)
+            return try planner.plan(digest, templates: templates, image: nil, platforms: [.android]).body
+        }
+        var picks = PlanFixture.articles(["First title", "Second title"])
+        #expect(try body(picks).hasSuffix("• First title\n• Second title"))
+        picks[0].title = "First title, corrected"
+        #expect(try body(picks).hasSuffix("• First title, corrected\n• Second title"))
+        let custom = FileManager.default.temporaryDirectory.appendingPathComponent("digest-bullets-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: custom) }
+        try FileManager.default.copyItem(at: templatesDirectory, to: custom)
+        try "• {{title}} ({{minutes}}{{#topic}}, {{topic}}{{/topic}})".write(
+            to: custom.appendingPathComponent("en/bullet.mustache"), atomically: true, encoding: .utf8)
+        let withMinutes = try TemplateCatalog(directory: custom).localized(for: "en-GB")
+        func line(_ article: Article) throws -> String {
+            let digest = PlanFixture.digest(picks: 2)
+            let plan = try planner.plan(
+                WeeklyDigest(reader: digest.reader, window: digest.window, stats: digest.stats, picks: [article, picks[1]]),
+                templates: withMinutes, image: nil, platforms: [.android])
+            return String(plan.body.split(separator: "\n")[1])
+        }
+        var article = picks[0]
+        #expect(try line(article) == "• First title, corrected (5 min, swift)")
+        article.readingMinutes = 9
+        #expect(try line(article) == "• First title, corrected (9 min, swift)")
+        article.topics = ["books", "swift"]
+        #expect(try line(article) == "• First title, corrected (9 min, books)")
+    }
+
     @Test func bigTextWithTwoOrMorePicks() throws {
         let plan = try PlanFixture.plan(PlanFixture.digest(picks: 3))
         #expect(plan.variant == .bigText)

@@ -44,16 +44,20 @@ public struct VariantPlanner: Sendable {
 
     /// One pick's bullet line (cleaned), and whether its title was cut.
     private func bulletLine(_ article: Article, templates: LocalizedTemplates, titleLimit: Int) -> (line: String, cut: Bool) {
-        let key = BulletCache.Key(
-            locale: templates.requested, id: article.id, title: article.title, minutes: article.readingMinutes,
-            topic: article.topics.first ?? "", limit: titleLimit)
-        if let hit = bulletCache.value(for: key) { return hit }
+        let key = BulletCache.Key(locale: templates.requested, id: article.id, limit: titleLimit)
+        let topic = article.topics.first ?? ""
+        if let hit = bulletCache.value(for: key),
+            hit.title == article.title, hit.minutes == article.readingMinutes, hit.topic == topic
+        {
+            return (hit.line, hit.cut)
+        }
         let title = TextRules.truncate(TextRules.clean(article.title), to: titleLimit)
         let model = BulletViewModel(
-            title: title.text, minutes: templates.plural("minutes", article.readingMinutes), topic: key.topic)
-        let value = (TextRules.clean(templates.render(.bullet, model)), title.cut)
-        bulletCache.store(value, for: key)
-        return value
+            title: title.text, minutes: templates.plural("minutes", article.readingMinutes), topic: topic)
+        let line = TextRules.clean(templates.render(.bullet, model))
+        bulletCache.store(
+            .init(title: article.title, minutes: article.readingMinutes, topic: topic, line: line, cut: title.cut), for: key)
+        return (line, title.cut)
     }
 
     /// Plans the notification for `digest`. `image` is what the attachment provider gave for the top
@@ -246,26 +250,32 @@ public struct VariantPlanner: Sendable {
     }
 }
 
-/// Rendered bullets by everything they depend on, bounded in size.
+/// Rendered bullets by locale, article and title limit, bounded in size. An entry keeps the article
+/// fields it was rendered from, and counts only while they still match.
 final class BulletCache: Sendable {
     struct Key: Hashable, Sendable {
         var locale: String
         var id: String
-        var title: String
-        var minutes: Int
-        var topic: String
         var limit: Int
     }
 
-    private let entries = Mutex<[Key: (line: String, cut: Bool)]>([:])
+    struct Entry: Sendable {
+        var title: String
+        var minutes: Int
+        var topic: String
+        var line: String
+        var cut: Bool
+    }
+
+    private let entries = Mutex<[Key: Entry]>([:])
     private let limit = 50_000
 
-    func value(for key: Key) -> (line: String, cut: Bool)? { entries.withLock { $0[key] } }
+    func value(for key: Key) -> Entry? { entries.withLock { $0[key] } }
 
-    func store(_ value: (line: String, cut: Bool), for key: Key) {
+    func store(_ entry: Entry, for key: Key) {
         entries.withLock { entries in
             if entries.count >= limit { entries.removeAll(keepingCapacity: true) }
-            entries[key] = value
+            entries[key] = entry
         }
     }
 }

@@ -124,8 +124,9 @@ public final class PostgresHistoryReader: HistoryReader {
             let (owner, readAt, article, seconds) = try row.decode((String, Int64, String, Int).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
             guard index < users.count, users[index].reader.id == owner, readAt >= since[index] else { continue }
-            if topics[article] == nil { missing.insert(article) }
-            result[index].append(ReadEvent(articleID: article, topics: [], readAt: readAt, seconds: seconds))
+            let known = topics[article]
+            if known == nil { missing.insert(article) }
+            result[index].append(ReadEvent(articleID: article, topics: known ?? [], readAt: readAt, seconds: seconds))
         }
         if !missing.isEmpty {
             if topics.count + missing.count > topicsLimit { topics.removeAll(keepingCapacity: true) }
@@ -135,9 +136,11 @@ public final class PostgresHistoryReader: HistoryReader {
             }
             // A read of an article the views do not have counts, with no topics.
             for id in missing where topics[id] == nil { topics[id] = [] }
-        }
-        for user in result.indices {
-            for read in result[user].indices { result[user][read].topics = topics[result[user][read].articleID] ?? [] }
+            for user in result.indices {
+                for read in result[user].indices where missing.contains(result[user][read].articleID) {
+                    result[user][read].topics = topics[result[user][read].articleID] ?? []
+                }
+            }
         }
         return result
     }
