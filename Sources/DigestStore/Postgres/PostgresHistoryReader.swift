@@ -111,22 +111,34 @@ public final class PostgresHistoryReader: HistoryReader {
         guard let first = users.first?.reader.id, let last = users.last?.reader.id,
             let earliest = since.min(), earliest != Int64.max
         else { return users.map { _ in [] } }
+        // One row per user with their reads as arrays: rows, more than values, cost to move and decode.
+        // The arrays follow the sorted subquery (the digest does not depend on the order of reads).
         let rows = try session.rows(
             """
-            SELECT user_id, extract(epoch FROM read_at)::bigint, article_id, seconds FROM digest_reads
-            WHERE user_id COLLATE "C" >= \(first) AND user_id COLLATE "C" <= \(last) AND read_at >= to_timestamp(\(earliest))
-            ORDER BY user_id COLLATE "C", read_at, article_id
+            SELECT user_id, array_agg(extract(epoch FROM read_at)::bigint), array_agg(article_id), array_agg(seconds::bigint)
+            FROM (SELECT user_id, read_at, article_id, seconds FROM digest_reads
+                  WHERE user_id COLLATE "C" >= \(first) AND user_id COLLATE "C" <= \(last) AND read_at >= to_timestamp(\(earliest))
+                  ORDER BY user_id COLLATE "C", read_at, article_id) r
+            GROUP BY user_id ORDER BY user_id COLLATE "C"
             """)
         var result: [[ReadEvent]] = Array(repeating: [], count: users.count)
         var missing = Set<String>()
         var index = 0
         for row in rows {
-            let (owner, readAt, article, seconds) = try row.decode((String, Int64, String, Int).self)
+            let (owner, times, articles, seconds) = try row.decode((String, [Int64], [String], [Int64]).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
-            guard index < users.count, users[index].reader.id == owner, readAt >= since[index] else { continue }
-            let known = topics[article]
-            if known == nil { missing.insert(article) }
-            result[index].append(ReadEvent(articleID: article, topics: known ?? [], readAt: readAt, seconds: seconds))
+            guard index < users.count, users[index].reader.id == owner, times.count == articles.count,
+                times.count == seconds.count
+            else { continue }
+            var reads: [ReadEvent] = []
+            reads.reserveCapacity(times.count)
+            for (position, readAt) in times.enumerated() where readAt >= since[index] {
+                let article = articles[position]
+                let known = topics[article]
+                if known == nil { missing.insert(article) }
+                reads.append(ReadEvent(articleID: article, topics: known ?? [], readAt: readAt, seconds: Int(seconds[position])))
+            }
+            result[index] = reads
         }
         if !missing.isEmpty {
             if topics.count + missing.count > topicsLimit { topics.removeAll(keepingCapacity: true) }
