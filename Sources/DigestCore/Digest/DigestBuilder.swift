@@ -25,7 +25,7 @@ public struct DigestBuilder: Sendable {
         var previousArticles = Set<String>()
         var weekSeconds = 0
         var previousSeconds = 0
-        var activeDays = Set<Int>()
+        var activeDays: UInt16 = 0  // bit d: day d of the window (0 to 13) had a read
         var weekTopics: [String: Int] = [:]
         var olderTopics: [String: Int] = [:]
         var readIDs = Set<String>()
@@ -35,7 +35,7 @@ public struct DigestBuilder: Sendable {
             if day >= 7 {
                 weekArticles.insert(read.articleID)
                 weekSeconds += max(0, read.seconds)
-                activeDays.insert(day)
+                activeDays |= 1 << UInt16(day)
                 for topic in read.topics { weekTopics[topic, default: 0] += 1 }
             } else {
                 previousArticles.insert(read.articleID)
@@ -47,7 +47,7 @@ public struct DigestBuilder: Sendable {
         let stats = WeeklyStats(
             articlesRead: weekArticles.count,
             minutesRead: Self.minutes(weekSeconds),
-            activeDays: activeDays.count,
+            activeDays: activeDays.nonzeroBitCount,
             topTopic: topTopic,
             previousArticlesRead: previousArticles.count,
             previousMinutesRead: Self.minutes(previousSeconds))

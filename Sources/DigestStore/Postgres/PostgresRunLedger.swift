@@ -65,14 +65,14 @@ public final class PostgresRunLedger: RunLedger {
         week: ISOWeek, through chunk: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64
     ) throws -> Int {
         var keys: [String] = [], weeks: [String] = [], users: [String] = [], platforms: [String] = [], variants: [String] = []
-        var bodies: [String] = [], reports: [String] = [], due: [Int64] = []
+        var bodies: [PostgresUTF8Text] = [], reports: [String] = [], due: [Int64] = []
         for message in messages {
             keys.append(message.dedupeKey)
             weeks.append(message.week)
             users.append(message.userID)
             platforms.append(message.platform.rawValue)
             variants.append(message.variant.rawValue)
-            bodies.append(String(decoding: message.message, as: UTF8.self))
+            bodies.append(PostgresUTF8Text(bytes: message.message))
             reports.append(message.report)
             due.append(message.availableAt)
         }
