@@ -21,14 +21,15 @@ public struct DigestBuilder: Sendable {
     /// Builds the digest from every read the store returned for the user since the window's start of
     /// the previous week (reads after the week still count as "already read").
     public func build(reader: Reader, window: WeekWindow, reads: [ReadEvent]) -> WeeklyDigest {
-        var weekArticles = Set<String>()
-        var previousArticles = Set<String>()
+        // Sized once: growing a set from empty reallocates and rehashes several times for ten reads.
+        var weekArticles = Set<String>(minimumCapacity: reads.count)
+        var previousArticles = Set<String>(minimumCapacity: reads.count)
         var weekSeconds = 0
         var previousSeconds = 0
         var activeDays: UInt16 = 0  // bit d: day d of the window (0 to 13) had a read
         var weekTopics: [String: Int] = [:]
         var olderTopics: [String: Int] = [:]
-        var readIDs = Set<String>()
+        var readIDs = Set<String>(minimumCapacity: reads.count)
         for read in reads {
             readIDs.insert(read.articleID)
             guard let day = window.dayIndex(of: read.readAt) else { continue }
