@@ -6,7 +6,6 @@ import Foundation
 import Logging
 import Metrics
 import NIOCore
-import NIOSSL
 import Prometheus
 import ServiceLifecycle
 import Synchronization
@@ -93,21 +92,7 @@ struct SendCommand: AsyncParsableCommand {
             registry = prometheus
         }
 
-        var clientConfiguration = HTTPClient.Configuration()
-        clientConfiguration.httpVersion = .automatic
-        clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: concurrency)
-        // Each request has a 30 s deadline (FCMSender.Configuration.requestTimeout), so no read timeout:
-        // it would start, reset and cancel a timer on every request and answer.
-        clientConfiguration.timeout = .init(connect: .seconds(5))
-        // FCM does not redirect (a redirect stops the sender: the endpoint is wrong); no tracer is
-        // bootstrapped. Without these, every request would still carry redirect state and a no-op span.
-        clientConfiguration.redirectConfiguration = .disallow
-        clientConfiguration.tracing.tracer = nil
-        if let caFile {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.additionalTrustRoots = [.file(caFile)]
-            clientConfiguration.tlsConfiguration = tls
-        }
+        let clientConfiguration = HTTPClient.Configuration.fcmSender(concurrency: concurrency, caFile: caFile)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         try await send(database: database.open(), account: account, client: client, registry: registry, logger: logger)
     }
