@@ -1,4 +1,4 @@
-public import AsyncHTTPClient
+package import AsyncHTTPClient
 import NIOCore
 import NIOSSL
 
