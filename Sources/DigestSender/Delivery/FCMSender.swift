@@ -106,8 +106,12 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         let dispatched = StopFlag()
         let owner = configuration.owner, maxAttempts = configuration.maxAttempts, leaseSeconds = configuration.leaseSeconds
         let logger = self.logger
+        // The writer and the dispatcher run on an event loop of the client too: the messages' tasks
+        // they wake are on those loops, and a loop wakes them back without a hop through the
+        // concurrency pool.
+        let control = EventLoopExecutor(client.eventLoopGroup.next())
         let fatal: SenderError? = try await withThrowingTaskGroup(of: SenderError?.self) { group in
-            group.addTask {
+            group.addTask(executorPreference: control) {
                 while true {
                     let items = await settlements.takeAll()
                     if items.isEmpty { return nil }
@@ -149,7 +153,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     return nil
                 }
             }
-            group.addTask {
+            group.addTask(executorPreference: control) {
                 defer {
                     dispatched.request()
                     settlements.close()
