@@ -31,13 +31,12 @@ struct FCMLoadCommand: AsyncParsableCommand {
     @Option(help: "The bearer token (the fake server's --static-token).") var token = "bench-token"
     @Option(help: "Requests in flight at once.") var concurrency = 64
     @Option(help: "Seconds to post for.") var seconds = 10.0
-    @Option(help: "Event loops of the client (default: NIO's singleton group, one per core).") var eventLoops: Int?
+    @Option(help: "Event loops of the client (default: digest send's).") var eventLoops = HTTPClient.Configuration.fcmSenderEventLoops
     @Option(help: "Which API path to measure: \(Mode.allCases.map(\.rawValue).joined(separator: ", ")).") var mode = Mode.exchange
 
     func run() async throws {
-        let group = eventLoops.map { MultiThreadedEventLoopGroup(numberOfThreads: $0) }
-        let client = HTTPClient(
-            eventLoopGroupProvider: group.map { .shared($0) } ?? .singleton, configuration: .fcmSender(concurrency: concurrency))
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops)
+        let client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: .fcmSender(concurrency: concurrency))
         let url = "\(endpoint)/v1/projects/\(project)/messages:send"
         let bodies = Self.bodies()
         let result: Result<(Int, Int), any Error>
@@ -55,7 +54,7 @@ struct FCMLoadCommand: AsyncParsableCommand {
         let elapsed = (ContinuousClock.now - start) / .seconds(1)
         let cpu = Self.cpuSeconds() - cpuStart
         try await client.shutdown()
-        try await group?.shutdownGracefully()
+        try await group.shutdownGracefully()
         let (requests, failures) = try result.get()
         print("mode: \(mode.rawValue), concurrency: \(concurrency)")
         print("requests: \(requests), failures: \(failures), seconds: \(String(format: "%.2f", elapsed))")

@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import Metrics
 import NIOCore
+import NIOPosix
 import Prometheus
 import ServiceLifecycle
 import Synchronization
@@ -59,6 +60,9 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "A PEM file of extra trusted CA certificates (a private FCM-compatible endpoint).")
     var caFile: String?
 
+    @Option(help: "Threads of the HTTP client (its event loops).")
+    var eventLoops = HTTPClient.Configuration.fcmSenderEventLoops
+
     @Option(help: .hidden) var timeScale = 1.0
     @Option(help: .hidden) var pollInterval = 1.0
     @Option(help: .hidden) var owner: String?
@@ -69,6 +73,7 @@ struct SendCommand: AsyncParsableCommand {
         // A lease must outlive a request (30 s timeout), or the sender's own lease could lapse mid-request.
         guard leaseSeconds >= 45 || timeScale < 1 else { throw ValidationError("--lease-seconds must be at least 45") }
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be positive") }
+        guard eventLoops >= 1 else { throw ValidationError("--event-loops must be positive") }
         guard endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://") else {
             throw ValidationError("--endpoint must be an http(s) URL")
         }
@@ -93,8 +98,15 @@ struct SendCommand: AsyncParsableCommand {
         }
 
         let clientConfiguration = HTTPClient.Configuration.fcmSender(concurrency: concurrency, caFile: caFile)
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-        try await send(database: database.open(), account: account, client: client, registry: registry, logger: logger)
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops)
+        let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: clientConfiguration)
+        do {
+            try await send(database: database.open(), account: account, client: client, registry: registry, logger: logger)
+        } catch {
+            try? await loops.shutdownGracefully()
+            throw error
+        }
+        try await loops.shutdownGracefully()
     }
 
     private func send<Database: DigestDatabase>(
