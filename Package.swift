@@ -200,6 +200,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // async-http-client alone against the fake FCM server (no outbox, no OAuth): the ceiling of the
+        // sender's HTTP path, for scripts/bench-send.sh.
+        .executableTarget(
+            name: "digest-fcm-load",
+            dependencies: [
+                "DigestSender", "DigestNIO",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The command line.
         .executableTarget(
             name: "digest",
@@ -214,6 +228,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings

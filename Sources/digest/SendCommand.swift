@@ -6,7 +6,7 @@ import Foundation
 import Logging
 import Metrics
 import NIOCore
-import NIOSSL
+import NIOPosix
 import Prometheus
 import ServiceLifecycle
 import Synchronization
@@ -60,6 +60,9 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "A PEM file of extra trusted CA certificates (a private FCM-compatible endpoint).")
     var caFile: String?
 
+    @Option(help: "Threads of the HTTP client (its event loops).")
+    var eventLoops = HTTPClient.Configuration.fcmSenderEventLoops
+
     @Option(help: .hidden) var timeScale = 1.0
     @Option(help: .hidden) var pollInterval = 1.0
     @Option(help: .hidden) var owner: String?
@@ -70,6 +73,7 @@ struct SendCommand: AsyncParsableCommand {
         // A lease must outlive a request (30 s timeout), or the sender's own lease could lapse mid-request.
         guard leaseSeconds >= 45 || timeScale < 1 else { throw ValidationError("--lease-seconds must be at least 45") }
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be positive") }
+        guard eventLoops >= 1 else { throw ValidationError("--event-loops must be positive") }
         guard endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://") else {
             throw ValidationError("--endpoint must be an http(s) URL")
         }
@@ -93,23 +97,16 @@ struct SendCommand: AsyncParsableCommand {
             registry = prometheus
         }
 
-        var clientConfiguration = HTTPClient.Configuration()
-        clientConfiguration.httpVersion = .automatic
-        clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: concurrency)
-        // Each request has a 30 s deadline (FCMSender.Configuration.requestTimeout), so no read timeout:
-        // it would start, reset and cancel a timer on every request and answer.
-        clientConfiguration.timeout = .init(connect: .seconds(5))
-        // FCM does not redirect (a redirect stops the sender: the endpoint is wrong); no tracer is
-        // bootstrapped. Without these, every request would still carry redirect state and a no-op span.
-        clientConfiguration.redirectConfiguration = .disallow
-        clientConfiguration.tracing.tracer = nil
-        if let caFile {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.additionalTrustRoots = [.file(caFile)]
-            clientConfiguration.tlsConfiguration = tls
+        let clientConfiguration = HTTPClient.Configuration.fcmSender(concurrency: concurrency, caFile: caFile)
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops)
+        let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: clientConfiguration)
+        do {
+            try await send(database: database.open(), account: account, client: client, registry: registry, logger: logger)
+        } catch {
+            try? await loops.shutdownGracefully()
+            throw error
         }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-        try await send(database: database.open(), account: account, client: client, registry: registry, logger: logger)
+        try await loops.shutdownGracefully()
     }
 
     private func send<Database: DigestDatabase>(

@@ -1,5 +1,5 @@
-import AsyncHTTPClient
-import NIOCore
+package import AsyncHTTPClient
+package import NIOCore
 import NIOHTTP1
 import Synchronization
 
@@ -8,12 +8,12 @@ import Synchronization
 /// Per message it only copies a prepared request and sets the body: the URL is parsed once, the
 /// headers are built once per access token, and the answer is collected on the event loop that owns
 /// the connection (no async body stream, no tracing span, no redirect bookkeeping).
-final class FCMExchange: Sendable {
+package final class FCMExchange: Sendable {
     /// What came back.
-    struct Answer: Sendable {
-        var status: Int
-        var retryAfter: String?
-        var body: ByteBuffer
+    package struct Answer: Sendable {
+        package var status: Int
+        package var retryAfter: String?
+        package var body: ByteBuffer
     }
 
     private let client: HTTPClient
@@ -23,13 +23,13 @@ final class FCMExchange: Sendable {
     /// Answers bigger than this fail the request (FCM's are a few hundred bytes).
     static let maxAnswerBytes = 64 * 1024
 
-    init(client: HTTPClient, url: String) {
+    package init(client: HTTPClient, url: String) {
         self.client = client
         self.url = url
     }
 
     /// Posts `body` with `token` on `eventLoop`; throws when no answer came (refused, dropped, timed out).
-    func post(_ body: ByteBuffer, token: String, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> Answer {
+    package func post(_ body: ByteBuffer, token: String, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> Answer {
         var request = try request(token: token)
         request.body = .byteBuffer(body)
         let task = client.execute(

@@ -106,8 +106,12 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         let dispatched = StopFlag()
         let owner = configuration.owner, maxAttempts = configuration.maxAttempts, leaseSeconds = configuration.leaseSeconds
         let logger = self.logger
+        // The writer and the dispatcher run on an event loop of the client too: the messages' tasks
+        // they wake are on those loops, and a loop wakes them back without a hop through the
+        // concurrency pool.
+        let control = EventLoopExecutor(client.eventLoopGroup.next())
         let fatal: SenderError? = try await withThrowingTaskGroup(of: SenderError?.self) { group in
-            group.addTask {
+            group.addTask(executorPreference: control) {
                 while true {
                     let items = await settlements.takeAll()
                     if items.isEmpty { return nil }
@@ -149,7 +153,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     return nil
                 }
             }
-            group.addTask {
+            group.addTask(executorPreference: control) {
                 defer {
                     dispatched.request()
                     settlements.close()
@@ -174,21 +178,18 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         let configuration = self.configuration
         let batchSize = configuration.leaseBatch ?? max(16, configuration.concurrency * 2)
         let open = configuration.validateOnly ? configuration.concurrency : 2 * configuration.concurrency
-        let gate = AsyncGate(limit: configuration.concurrency)
         let fatal = FatalBox()
         let clock = ContinuousClock()
         var buffer: [LeasedMessage] = []
         var head = 0
-        var running = 0
         var lastEmptyFetch: ContinuousClock.Instant?
         var scanCursor: Int64 = 0  // dry run: the last id read
         var pacer = configuration.ratePerMinute.map { RatePacer(perMinute: $0, burst: min(configuration.concurrency, max(1, $0 / 60))) }
         // Each message's task runs on an event loop of the client, and its request is pinned to that
         // loop: the request's start, its answer and the task waiting for it share one thread.
-        let executors = client.eventLoopGroup.makeIterator().map { EventLoopExecutor($0) }
-        var next = 0
+        var lanes = RequestLanes(eventLoops: Array(client.eventLoopGroup.makeIterator()), concurrency: configuration.concurrency, open: open)
 
-        return try await withThrowingTaskGroup(of: Void.self) { requests in
+        return try await withThrowingTaskGroup(of: Int.self) { requests in
             while fatal.value == nil && !stop.isRequested {
                 // Refill.
                 if buffer.count - head < configuration.concurrency, lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
@@ -213,7 +214,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     if !batch.isEmpty { logger.debug("leased", metadata: ["count": "\(batch.count)"]) }
                 }
                 // Nothing to do: finished, or wait for more.
-                if head == buffer.count && running == 0 {
+                if head == buffer.count && lanes.running == 0 {
                     if configuration.validateOnly { break }
                     if configuration.drain {
                         let now = Self.unixNow()
@@ -224,7 +225,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     continue
                 }
                 // Start while there is room.
-                while running < open && head < buffer.count && !stop.isRequested && fatal.value == nil {
+                while head < buffer.count && !stop.isRequested && fatal.value == nil, let lane = lanes.roomiest() {
                     if pacer != nil {
                         let wait = pacer!.reserve(now: clock.now)
                         if wait > .zero { try await stop.sleep(for: wait) }
@@ -232,24 +233,24 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     }
                     let message = buffer[head]
                     head += 1
-                    running += 1
-                    metrics.inFlight.record(running)
-                    let executor = executors[next]
-                    next = (next + 1) % executors.count
+                    lanes.started(lane)
+                    metrics.inFlight.record(lanes.running)
+                    let executor = lanes.lanes[lane].executor, gate = lanes.lanes[lane].gate
                     requests.addTask(executorPreference: executor) {
                         try await self.handle(
                             message, on: executor.eventLoop, gate: gate, settlements: settlements, book: book, summary: summary, stop: stop,
                             fatal: fatal)
+                        return lane
                     }
                 }
                 // Take one finished message.
-                if running > 0, try await requests.next() != nil {
-                    running -= 1
-                    metrics.inFlight.record(running)
+                if lanes.running > 0, let lane = try await requests.next() {
+                    lanes.finished(lane)
+                    metrics.inFlight.record(lanes.running)
                 }
             }
             // Stopping: let requests in flight finish and be settled; give back the rest.
-            while try await requests.next() != nil { running -= 1 }
+            while let lane = try await requests.next() { lanes.finished(lane) }
             if !configuration.validateOnly && buffer.count > head {
                 for message in buffer[head...] { settlements.add(.release(id: message.id)) }
                 summary.value.withLock { $0.released += buffer.count - head }

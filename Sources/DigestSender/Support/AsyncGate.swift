@@ -13,6 +13,14 @@ final class AsyncGate: Sendable {
     init(limit: Int) { state = Mutex(State(free: limit)) }
 
     func enter() async {
+        // A free place is taken without suspending. There is none while anyone waits: `leave` hands
+        // its place to the first waiter, so the order of arrival holds.
+        let entered = state.withLock { state in
+            guard state.free > 0 else { return false }
+            state.free -= 1
+            return true
+        }
+        if entered { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let entered = state.withLock { state in
                 if state.free > 0 {
