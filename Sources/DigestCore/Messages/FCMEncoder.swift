@@ -208,9 +208,8 @@ public struct EncodedPlan: Sendable {
     /// The plan the parts were encoded from.
     public internal(set) var plan: NotificationPlan
     let data: [UInt8]
-    private var android: [UInt8]?
-    private var ios: [UInt8]?
-    private var web: [UInt8]?
+    /// Each platform's section once encoded, in `Platform.allCases` order.
+    private var sections: [[UInt8]?] = Array(repeating: nil, count: Platform.allCases.count)
     /// The bytes each encoded platform's budget counts (for iOS, the APNs payload).
     public private(set) var bytes: [Platform: Int] = [:]
 
@@ -221,25 +220,22 @@ public struct EncodedPlan: Sendable {
 
     /// The platform's section, encoded now if it was not yet.
     mutating func section(_ platform: Platform, encoder: FCMEncoder) -> [UInt8] {
+        let slot = Platform.allCases.firstIndex(of: platform)!
+        if let section = sections[slot] { return section }
+        let section: [UInt8]
+        let counted: Int  // what the platform's budget counts of it (for iOS, the APNs payload)
         switch platform {
         case .android:
-            if let android { return android }
-            let section = encoder.androidSection(plan)
-            android = section
-            bytes[.android] = data.count + section.count
-            return section
+            section = encoder.androidSection(plan)
+            counted = section.count
         case .ios:
-            if let ios { return ios }
-            let apns = encoder.apnsSection(plan)
-            ios = apns.section
-            bytes[.ios] = data.count + apns.payloadBytes
-            return apns.section
+            (section, counted) = encoder.apnsSection(plan)
         case .web:
-            if let web { return web }
-            let section = encoder.webpushSection(plan)
-            web = section
-            bytes[.web] = data.count + section.count
-            return section
+            section = encoder.webpushSection(plan)
+            counted = section.count
         }
+        sections[slot] = section
+        bytes[platform] = data.count + counted
+        return section
     }
 }
