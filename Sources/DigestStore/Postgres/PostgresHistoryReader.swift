@@ -127,9 +127,11 @@ public final class PostgresHistoryReader: HistoryReader {
         for row in rows {
             let (owner, times, articles, seconds) = try row.decode((String, [Int64], [String], [Int64]).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
-            guard index < users.count, users[index].reader.id == owner, times.count == articles.count,
-                times.count == seconds.count
-            else { continue }
+            guard index < users.count, users[index].reader.id == owner else { continue }
+            guard times.count == articles.count, times.count == seconds.count else {
+                throw PostgresStoreError(
+                    "\(session.location): the reads of user \(owner) came as arrays of different lengths (\(times.count) times, \(articles.count) articles, \(seconds.count) durations)")
+            }
             var reads: [ReadEvent] = []
             reads.reserveCapacity(times.count)
             for (position, readAt) in times.enumerated() where readAt >= since[index] {
