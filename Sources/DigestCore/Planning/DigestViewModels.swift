@@ -31,20 +31,15 @@ public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
         self.picksCount = picksCount
     }
 
+    /// The counts stay numbers for the Mustache library (its transforms such as `plusone` need
+    /// them); every other name is its text.
     public func child(named name: String) -> Any? {
         switch name {
-        case "week": week
-        case "articles": articles
         case "articlesCount": articlesCount
-        case "minutes": minutes
         case "minutesCount": minutesCount
-        case "days": days
         case "daysCount": daysCount
-        case "topTopic": topTopic.isEmpty ? nil : topTopic
-        case "change": change.isEmpty ? nil : change
-        case "topPick": topPick.isEmpty ? nil : topPick
         case "picksCount": picksCount
-        default: nil
+        default: text(named: name)
         }
     }
 
@@ -72,14 +67,7 @@ public struct BulletViewModel: MustacheParent, TemplateValues, Sendable {
     public var minutes: String
     public var topic: String
 
-    public func child(named name: String) -> Any? {
-        switch name {
-        case "title": title
-        case "minutes": minutes
-        case "topic": topic.isEmpty ? nil : topic
-        default: nil
-        }
-    }
+    public func child(named name: String) -> Any? { text(named: name) }
 
     public func text(named name: String) -> String? {
         switch name {
@@ -96,12 +84,10 @@ public struct MoreViewModel: MustacheParent, TemplateValues, Sendable {
     public var more: String
     public var count: Int
 
+    /// `count` stays a number for the Mustache library; `more` is its text.
     public func child(named name: String) -> Any? {
-        switch name {
-        case "more": more
-        case "count": count
-        default: nil
-        }
+        if name == "count" { return count }
+        return text(named: name)
     }
 
     public func text(named name: String) -> String? {
