@@ -18,6 +18,8 @@ let package = Package(
         .executable(name: "digest", targets: ["digest"]),
         .library(name: "DigestCore", targets: ["DigestCore"]),
         .library(name: "DigestStore", targets: ["DigestStore"]),
+        .library(name: "DigestSQLite", targets: ["DigestSQLite"]),
+        .library(name: "DigestPostgres", targets: ["DigestPostgres"]),
         .library(name: "DigestRun", targets: ["DigestRun"]),
         .library(name: "DigestSender", targets: ["DigestSender"]),
         .library(name: "DigestPreview", targets: ["DigestPreview"]),
@@ -28,7 +30,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
@@ -114,11 +116,30 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // History source and outbox: protocols, the SQLite and the PostgreSQL implementations.
+        // A thread of its own that owns a resource (a SQLite connection, a Pango renderer) and runs
+        // blocking jobs on it for async callers: the one place outside NIO that makes threads.
+        .target(
+            name: "DigestThreads",
+            swiftSettings: swiftSettings
+        ),
+        // The store's contract: history, run ledger, outbox consumer and import protocols, the
+        // importer, the outbox state machine. No backend, no C, no NIO.
         .target(
             name: "DigestStore",
+            dependencies: ["DigestCore"],
+            swiftSettings: swiftSettings
+        ),
+        // The embedded store: SQLite, its connections on threads of their own.
+        .target(
+            name: "DigestSQLite",
+            dependencies: ["DigestCore", "DigestStore", "DigestThreads", "CSQLite"],
+            swiftSettings: swiftSettings
+        ),
+        // The shared store: PostgreSQL through PostgresNIO's async API, runs shared by chunk leases.
+        .target(
+            name: "DigestPostgres",
             dependencies: [
-                "DigestCore", "CSQLite",
+                "DigestCore", "DigestStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -159,7 +180,7 @@ let package = Package(
         .target(
             name: "DigestPreview",
             dependencies: [
-                "DigestCore", "CPangoCairo", "CGdkPixbuf",
+                "DigestCore", "DigestThreads", "CPangoCairo", "CGdkPixbuf",
             ],
             swiftSettings: swiftSettings
         ),
@@ -167,7 +188,7 @@ let package = Package(
         .target(
             name: "DigestServer",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestRun", "DigestPreview",
+                "DigestCore", "DigestStore", "DigestPreview",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -180,7 +201,7 @@ let package = Package(
         .target(
             name: "DigestTesting",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestRun", "DigestImages",
+                "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestImages",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -218,8 +239,8 @@ let package = Package(
         .executableTarget(
             name: "digest",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestRun", "DigestPreview", "DigestServer", "DigestSender",
-                "DigestImageCodecs", "DigestImages",
+                "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestPreview",
+                "DigestServer", "DigestSender", "DigestImageCodecs", "DigestImages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -246,25 +267,25 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestStoreTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestTesting"],
+            dependencies: ["DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestThreads", "DigestTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "DigestImagesTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestImageCodecs", "DigestImages", "DigestTesting"],
+            dependencies: ["DigestCore", "DigestStore", "DigestSQLite", "DigestImageCodecs", "DigestImages", "DigestTesting"],
             exclude: ["Corpus"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "DigestRunTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestRun", "DigestTesting"],
+            dependencies: ["DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestTesting"],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "DigestSenderTests",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestSender", "DigestTesting",
+                "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestSender", "DigestTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -282,7 +303,7 @@ let package = Package(
         .testTarget(
             name: "DigestServerTests",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestRun", "DigestPreview", "DigestServer", "DigestTesting",
+                "DigestCore", "DigestStore", "DigestSQLite", "DigestRun", "DigestPreview", "DigestServer", "DigestTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,5 +1,5 @@
 public import DigestCore
-import Foundation
+import DigestThreads
 import Synchronization
 
 /// A small fixed pool of threads, each with its own ``PreviewRenderer``: Pango keeps a font map per
@@ -12,13 +12,16 @@ import Synchronization
 /// let previews = try await pool.render(message, scale: 3)
 /// ```
 public final class PreviewPool: Sendable {
-    private let workers: [RenderWorker]
+    /// Each thread's renderer is made on it and never leaves it.
+    private let workers: [DedicatedThread<PreviewRenderer>]
     private let next = Atomic<Int>(0)
     public let configuration: PreviewRenderer.Configuration
 
     public init(threads: Int = 2, configuration: PreviewRenderer.Configuration = .init()) {
         self.configuration = configuration
-        workers = (0..<max(1, threads)).map { RenderWorker(name: "digest-preview-\($0)", configuration: configuration) }
+        workers = (0..<max(1, threads)).map { index in
+            DedicatedThread(name: "digest-preview-\(index)") { PreviewRenderer(configuration: configuration) }
+        }
     }
 
     deinit { shutdown() }
@@ -28,7 +31,11 @@ public final class PreviewPool: Sendable {
         _ body: @escaping @Sendable (PreviewRenderer) throws -> T
     ) async throws -> T {
         let index = next.wrappingAdd(1, ordering: .relaxed).oldValue % workers.count
-        return try await workers[index].run(body)
+        do {
+            return try await workers[index].run(body)
+        } catch let error as DedicatedThreadError {
+            throw PreviewError(.io, "the preview pool is shut down (\(error))")
+        }
     }
 
     /// Every state of every platform section of `message` (optionally only `platforms`).
@@ -43,30 +50,6 @@ public final class PreviewPool: Sendable {
 
     /// Lets the threads finish their queued work and exit.
     public func shutdown() {
-        for worker in workers { worker.queue.close() }
+        for worker in workers { worker.close() }
     }
 }
-
-/// One thread and the renderer that lives on it.
-private final class RenderWorker: Sendable {
-    let queue = JobQueue<@Sendable (PreviewRenderer) -> Void>()
-
-    init(name: String, configuration: PreviewRenderer.Configuration) {
-        let queue = self.queue
-        let thread = Thread {
-            // Created on the thread that uses it, and never leaves it.
-            let renderer = PreviewRenderer(configuration: configuration)
-            while let job = queue.take() { job(renderer) }
-        }
-        thread.name = name
-        thread.start()
-    }
-
-    func run<T: Sendable>(_ body: @escaping @Sendable (PreviewRenderer) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let accepted = queue.put { renderer in continuation.resume(with: Result { try body(renderer) }) }
-            if !accepted { continuation.resume(throwing: PreviewError(.io, "the preview pool is shut down")) }
-        }
-    }
-}
-

@@ -1,6 +1,5 @@
 public import DigestCore
 public import DigestPreview
-public import DigestRun
 public import DigestStore
 public import Foundation
 
@@ -12,7 +11,7 @@ public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         /// The Templates/ directory, read again for every preview.
         public var templatesDirectory: URL
         /// The run configuration a preview composes with for a week (templates aside).
-        public var planning: @Sendable (ISOWeek) -> WeeklyRun<Database>.Configuration
+        public var planning: @Sendable (ISOWeek) -> BatchComposer.Configuration
         /// Byte budget shown against each platform's bytes.
         public var byteBudget = 3800
         /// Pixels per point of the PNGs.
@@ -22,7 +21,7 @@ public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         /// Weeks offered besides the outbox's: this many complete weeks back from the latest.
         public var recentWeeks = 8
 
-        public init(templatesDirectory: URL, planning: @escaping @Sendable (ISOWeek) -> WeeklyRun<Database>.Configuration) {
+        public init(templatesDirectory: URL, planning: @escaping @Sendable (ISOWeek) -> BatchComposer.Configuration) {
             self.templatesDirectory = templatesDirectory
             self.planning = planning
         }
@@ -46,8 +45,8 @@ public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
     }
 
     /// Users whose id starts with `prefix`.
-    func users(prefix: String, limit: Int = 20) throws -> [UserSummary] {
-        try database.makeHistoryReader().users(idPrefix: prefix, limit: limit).map { stored in
+    func users(prefix: String, limit: Int = 20) async throws -> [UserSummary] {
+        try await database.withHistoryReader { try await $0.users(idPrefix: prefix, limit: limit) }.map { stored in
             UserSummary(
                 id: stored.reader.id, locale: stored.reader.locale, timeZone: stored.reader.timeZone,
                 optedOut: stored.reader.optedOut,
@@ -56,14 +55,14 @@ public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
     }
 
     /// The weeks the page offers for a user: recent complete weeks and any the outbox holds.
-    func weeks(userID: String) throws -> [String] {
+    func weeks(userID: String) async throws -> [String] {
         var week = WeekCalendar.latestCompleteWeek(now: now())
         var weeks: [String] = []
         for _ in 0..<configuration.recentWeeks {
             weeks.append(week.description)
             week = week.previous
         }
-        weeks.append(contentsOf: try database.outboxWeeks(userID: userID))
+        weeks.append(contentsOf: try await database.outboxWeeks(userID: userID))
         return Array(Set(weeks)).sorted(by: >)
     }
 
@@ -78,9 +77,9 @@ public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
             return nil
         }
         var page = PreviewPage(
-            user: userID, week: messages.week, weeks: try weeks(userID: userID), source: messages.source.rawValue,
+            user: userID, week: messages.week, weeks: try await weeks(userID: userID), source: messages.source.rawValue,
             variant: messages.variant, skipped: messages.skipped, rules: messages.rules, budgets: [], surfaces: [])
-        let outbox = messages.source == .computed ? try database.outboxRows(week: messages.week, userID: userID) : []
+        let outbox = messages.source == .computed ? try await database.outboxRows(week: messages.week, userID: userID) : []
         for platform in Platform.allCases {
             guard let bytes = messages.messages[platform] else { continue }
             let count = messages.bytes[platform] ?? MessageBudget.bytes(ofMessage: bytes)[platform] ?? bytes.count

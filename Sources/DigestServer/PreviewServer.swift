@@ -1,5 +1,4 @@
 import DigestCore
-import DigestRun
 public import DigestStore
 import Foundation
 public import Hummingbird
@@ -62,7 +61,7 @@ public struct PreviewServer<Database: DigestDatabase>: Sendable {
         router.get("api/users") { request, _ in
             let query = request.uri.queryParameters["q"].map(String.init) ?? ""
             try Self.check(query, name: "q", allowEmpty: true)
-            return try Self.json(try catalog.users(prefix: query))
+            return try Self.json(try await catalog.users(prefix: query))
         }
         router.get("api/preview") { request, _ in
             let parameters = request.uri.queryParameters

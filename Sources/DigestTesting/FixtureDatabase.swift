@@ -1,4 +1,5 @@
-public import DigestStore
+public import DigestSQLite
+import DigestStore
 public import Foundation
 
 /// The weekly-run fixtures (six users in four languages, week 2026-W46) imported into a new SQLite file.
@@ -10,11 +11,13 @@ public enum FixtureDatabase {
     public static let now = Date(timeIntervalSince1970: 1_795_300_000)
 
     /// A new database in `directory` holding the fixtures.
-    public static func make(in directory: TemporaryDirectory) throws -> SQLiteDatabase {
+    public static func make(in directory: TemporaryDirectory) async throws -> SQLiteDatabase {
         let database = SQLiteDatabase.sqlite(path: directory.path("digest.sqlite"))
-        let importer = HistoryImporter(sink: try SQLiteImportSink(database: database))
-        for kind in ImportKind.allCases {
-            _ = try importer.importFile(Self.directory.appendingPathComponent("\(kind.rawValue).jsonl").path, as: kind)
+        try await database.withImportSink { sink in
+            let importer = HistoryImporter(sink: sink)
+            for kind in ImportKind.allCases {
+                _ = try await importer.importFile(Self.directory.appendingPathComponent("\(kind.rawValue).jsonl").path, as: kind)
+            }
         }
         return database
     }

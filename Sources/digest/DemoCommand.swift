@@ -1,9 +1,11 @@
 import ArgumentParser
 import DigestCore
-import DigestPreview
 import DigestImageCodecs
 import DigestImages
+import DigestPreview
 import DigestRun
+import DigestSQLite
+import DigestServer
 import DigestStore
 import Foundation
 
@@ -68,7 +70,7 @@ struct DemoCommand: AsyncParsableCommand {
             let databasePath = outURL.appendingPathComponent("digest.sqlite").path
             for suffix in ["", "-wal", "-shm"] { try? fm.removeItem(atPath: databasePath + suffix) }
             let plan: [(ImportKind, String)] = [.users, .articles, .reads].compactMap { kind in files[kind].map { (kind, $0) } }
-            for summary in try Importing.run(plan, database: SQLiteDatabase.sqlite(path: databasePath), strict: true, quiet: true) {
+            for summary in try await Importing.run(plan, database: SQLiteDatabase.sqlite(path: databasePath), strict: true, quiet: true) {
                 print(Importing.line(summary))
             }
 
@@ -94,7 +96,7 @@ struct DemoCommand: AsyncParsableCommand {
         let samples = outURL.appendingPathComponent("messages")
         try fm.createDirectory(at: samples, withIntermediateDirectories: true)
         var written: [String] = []
-        for row in try SQLiteDatabase.sqlite(path: databasePath).peek(limit: 5000, state: nil) {
+        for row in try await SQLiteDatabase.sqlite(path: databasePath).peek(limit: 5000, state: nil) {
             let name = "\(row.variant)-\(row.platform).json"
             guard !written.contains(name) else { continue }
             try Data(row.message.utf8).write(to: samples.appendingPathComponent(name))
@@ -125,13 +127,15 @@ struct DemoCommand: AsyncParsableCommand {
         let database = SQLiteDatabase.sqlite(path: databasePath)
         var chosen: [String] = []
         var covered = Set<String>()
-        let history = try database.makeHistoryReader()
-        for row in try database.peek(limit: 5000, state: nil) where chosen.count < 6 && !chosen.contains(row.userID) {
-            let language = try history.user(id: row.userID)?.reader.locale.split(separator: "-").first.map(String.init) ?? ""
-            let kinds = ["variant:\(row.variant)", "platform:\(row.platform)", "language:\(language)"]
-            guard kinds.contains(where: { !covered.contains($0) }) else { continue }
-            covered.formUnion(kinds)
-            chosen.append(row.userID)
+        let rows = try await database.peek(limit: 5000, state: nil)
+        try await database.withHistoryReader { history in
+            for row in rows where chosen.count < 6 && !chosen.contains(row.userID) {
+                let language = try await history.user(id: row.userID)?.reader.locale.split(separator: "-").first.map(String.init) ?? ""
+                let kinds = ["variant:\(row.variant)", "platform:\(row.platform)", "language:\(language)"]
+                guard kinds.contains(where: { !covered.contains($0) }) else { continue }
+                covered.formUnion(kinds)
+                chosen.append(row.userID)
+            }
         }
         let missing = PreviewRenderer.missingFonts()
         if !missing.isEmpty { printError("warning: fonts missing (\(missing.joined(separator: ", "))): previews use fallbacks") }
@@ -139,7 +143,7 @@ struct DemoCommand: AsyncParsableCommand {
         let pool = PreviewPool(threads: 2, configuration: PreviewRenderer.Configuration(images: images))
         defer { pool.shutdown() }
         let composer = SingleUserComposer(
-            database: database, templates: try options.plan.catalog(), configuration: options.plan.configuration(week: week))
+            database: database, templates: try options.plan.catalog(), configuration: options.plan.configuration(week: week).compose)
         for user in chosen {
             guard let messages = try await composer.messages(userID: user, source: .outbox) else { continue }
             _ = try await PreviewFiles.write(

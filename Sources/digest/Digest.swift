@@ -1,4 +1,6 @@
 import ArgumentParser
+import DigestPostgres
+import DigestSQLite
 import DigestStore
 import Foundation
 import Logging
@@ -44,10 +46,21 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     /// The store `--db` names; PostgreSQL runs take part in the week's shared run with `run`.
-    func open(run: PostgresRunCoordination.Settings = .init()) throws -> any DigestDatabase {
-        isPostgres ? try PostgresDatabase.postgres(url: db, run: run) : SQLiteDatabase.sqlite(path: db)
+    /// `existing`: a SQLite file must be there already (commands that only read it).
+    func open(run: PostgresRunCoordination.Settings = .init(), existing: Bool = false) throws -> any DigestDatabase {
+        try Self.open(db, run: run, existing: existing)
+    }
+
+    /// The store at `db`: a `postgres://` URL or a SQLite file path.
+    static func open(_ db: String, run: PostgresRunCoordination.Settings = .init(), existing: Bool = false) throws -> any DigestDatabase {
+        if PostgresLocation.isURL(db) { return try PostgresDatabase.postgres(url: db, run: run) }
+        if existing && !FileManager.default.fileExists(atPath: db) { throw CommandError("\(db): no such database") }
+        return SQLiteDatabase.sqlite(path: db)
     }
 
     /// `--db` for messages: the URL without any password.
-    var displayName: String { isPostgres ? PostgresLocation.redacted(db) : db }
+    var displayName: String { Self.displayName(db) }
+
+    /// A database for messages: a URL without any password, or the file's path.
+    static func displayName(_ db: String) -> String { PostgresLocation.isURL(db) ? PostgresLocation.redacted(db) : db }
 }

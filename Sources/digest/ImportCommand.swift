@@ -33,28 +33,21 @@ struct ImportCommand: AsyncParsableCommand {
             plan.append((kind, file))
         }
         guard !plan.isEmpty else { throw ValidationError("no files to import") }
-        let summaries = try Importing.run(plan, database: database.open(), strict: strict)
+        let summaries = try await Importing.run(plan, database: database.open(), strict: strict)
         for summary in summaries { print(Importing.line(summary)) }
     }
 }
 
 /// Import shared by `import` and `demo`.
 enum Importing {
-    static func run(_ plan: [(ImportKind, String)], database: any DigestDatabase, strict: Bool, quiet: Bool = false) throws -> [ImportFileSummary] {
-        switch database {
-        case let sqlite as SQLiteDatabase:
-            return try run(plan, sink: SQLiteImportSink(database: sqlite), strict: strict, quiet: quiet)
-        case let postgres as PostgresDatabase:
-            return try run(plan, sink: PostgresImportSink(database: postgres), strict: strict, quiet: quiet)
-        default:
-            throw CommandError("this store cannot import")
-        }
+    static func run(_ plan: [(ImportKind, String)], database: some DigestDatabase, strict: Bool, quiet: Bool = false) async throws -> [ImportFileSummary] {
+        try await database.withImportSink { sink in try await run(plan, sink: sink, strict: strict, quiet: quiet) }
     }
 
-    static func run(_ plan: [(ImportKind, String)], sink: some HistoryImportSink, strict: Bool, quiet: Bool) throws -> [ImportFileSummary] {
+    static func run(_ plan: [(ImportKind, String)], sink: some HistoryImportSink, strict: Bool, quiet: Bool) async throws -> [ImportFileSummary] {
         let order: [ImportKind] = [.users, .articles, .reads]
         let sorted = plan.enumerated().sorted {
-            (order.firstIndex(of: $0.element.0)!, $0.offset) < (order.firstIndex(of: $1.element.0)!, $1.offset)
+            (order.firstIndex(of: $0.element.0) ?? 0, $0.offset) < (order.firstIndex(of: $1.element.0) ?? 0, $1.offset)
         }.map(\.element)
         var importer = HistoryImporter(sink: sink)
         importer.strict = strict
@@ -70,7 +63,7 @@ enum Importing {
         }
         var summaries: [ImportFileSummary] = []
         for (kind, file) in sorted {
-            summaries.append(try importer.importFile(file, as: kind))
+            summaries.append(try await importer.importFile(file, as: kind))
             if terminal { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
         }
         return summaries

@@ -4,6 +4,7 @@ import DigestImageCodecs
 import DigestImages
 import DigestPreview
 import DigestRun
+import DigestServer
 import DigestStore
 import Foundation
 
@@ -78,21 +79,15 @@ struct PreviewCommand: AsyncParsableCommand {
         } else {
             guard let db, let user else { return }
             let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: Date())
-            let store: any DigestDatabase
-            if PostgresLocation.isURL(db) {
-                store = try PostgresDatabase.postgres(url: db)
-            } else {
-                guard FileManager.default.fileExists(atPath: db) else { throw CommandError("\(db): no such database") }
-                store = SQLiteDatabase.sqlite(path: db)
-            }
-            let templates = try plan.catalog(), configuration = plan.configuration(week: week), source = self.source
+            let store = try DatabaseOptions.open(db, existing: true)
+            let templates = try plan.catalog(), configuration = plan.configuration(week: week).compose, source = self.source
             let found = try await pictures.withProvider { attachments in
                 try await Self.messages(
                     store, templates: templates, attachments: attachments, configuration: configuration, user: user,
                     source: UserMessages.Source(rawValue: source))
             }
             guard let messages = found else {
-                throw CommandError("\(PostgresLocation.redacted(db)): no user '\(user)'")
+                throw CommandError("\(DatabaseOptions.displayName(db)): no user '\(user)'")
             }
             if let skipped = messages.skipped {
                 throw CommandError("\(user) has no message for \(messages.week) (\(messages.source.rawValue)): \(skipped)")
@@ -107,7 +102,7 @@ struct PreviewCommand: AsyncParsableCommand {
 extension PreviewCommand {
     /// A user's messages for the week from either store, on the run's own code path.
     static func messages<Database: DigestDatabase>(
-        _ database: Database, templates: TemplateCatalog, attachments: any AttachmentProvider, configuration: WeeklyRunConfiguration,
+        _ database: Database, templates: TemplateCatalog, attachments: any AttachmentProvider, configuration: BatchComposer.Configuration,
         user: String, source: UserMessages.Source?
     ) async throws -> UserMessages? {
         let composer = SingleUserComposer(database: database, templates: templates, attachments: attachments, configuration: configuration)

@@ -14,7 +14,7 @@ struct QueueCommand: AsyncParsableCommand {
         @Flag(help: "Print JSON.") var json = false
 
         func run() async throws {
-            let stats = try database.open().outboxStats()
+            let stats = try await database.open().outboxStats(now: Int64(Date().timeIntervalSince1970))
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -42,7 +42,7 @@ struct QueueCommand: AsyncParsableCommand {
         @Flag(help: "Print the whole FCM request body, token included.") var showTokens = false
 
         func run() async throws {
-            for row in try database.open().peek(limit: limit, state: state) {
+            for row in try await database.open().peek(limit: limit, state: state) {
                 var writer = JSONWriter()
                 writer.beginObject()
                 writer.field("id", Int(row.id))
@@ -86,9 +86,12 @@ struct QueueCommand: AsyncParsableCommand {
         @Option(help: "Only messages of this ISO week (e.g. 2026-W47).") var week: String?
 
         func run() async throws {
-            let consumer = try database.open().makeOutboxConsumer()
-            let count = try consumer.requeueDead(reasonPrefix: reason, week: week, now: Int64(Date().timeIntervalSince1970))
+            let count = try await Self.requeue(database.open(), reason: reason, week: week, now: Int64(Date().timeIntervalSince1970))
             print("requeued \(count) dead message\(count == 1 ? "" : "s")")
+        }
+
+        static func requeue(_ database: some DigestDatabase, reason: String?, week: String?, now: Int64) async throws -> Int {
+            try await database.withOutboxConsumer { try await $0.requeueDead(reasonPrefix: reason, week: week, now: now) }
         }
     }
 }

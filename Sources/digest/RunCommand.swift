@@ -2,6 +2,7 @@ import ArgumentParser
 import DigestCore
 import DigestImageCodecs
 import DigestImages
+import DigestPostgres
 import DigestRun
 import DigestStore
 import Foundation
@@ -21,7 +22,7 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var options: RunOptions
 
-    @Flag(help: "PostgreSQL: show the week's chunks done, claimed and left, and exit.")
+    @Flag(help: "Show where the week's runs stand (PostgreSQL: chunks done, claimed and left), and exit.")
     var status = false
 
     @Option(help: "PostgreSQL: users per chunk, when this process is the first of the week.")
@@ -36,7 +37,6 @@ struct RunCommand: AsyncParsableCommand {
     func validate() throws {
         guard chunkSize > 0 else { throw ValidationError("--chunk-size must be positive") }
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
-        if status && !database.isPostgres { throw ValidationError("--status needs a postgres:// --db (SQLite runs are one process)") }
     }
 
     func run() async throws {
@@ -45,14 +45,11 @@ struct RunCommand: AsyncParsableCommand {
         settings.lease = .milliseconds(Int64(lease * 1000))
         if let worker { settings.worker = worker }
         let store = try database.open(run: settings)
-        if status, let postgres = store as? PostgresDatabase {
+        if status {
             let week = try options.week.map { try ISOWeek(parsing: $0) }
-            let runs = try postgres.runStatus(week: week)
+            let runs = try await store.runStatus(week: week)
             if runs.isEmpty { print("no runs\(week.map { " of \($0)" } ?? "")") }
-            for run in runs {
-                print(
-                    "\(run.week): \(run.state), \(run.chunks) chunks of \(run.users) users: \(run.done) done, \(run.claimed) claimed by \(run.workers) worker\(run.workers == 1 ? "" : "s"), \(run.expired) with an expired lease, \(run.left - run.expired) left (\(run.claims) claims)")
-            }
+            for run in runs { print(run.line) }
             return
         }
         let summary = try await options.execute(database: store)

@@ -1,6 +1,8 @@
 import ArgumentParser
 import DigestCore
 import DigestPreview
+import DigestRun
+import DigestSQLite
 import DigestServer
 import DigestStore
 import Foundation
@@ -38,9 +40,6 @@ struct ServeCommand: AsyncParsableCommand {
         guard serverConfiguration.isLoopback || token != nil else {
             throw CommandError("--host \(host) is reachable from other machines: set a bearer token with --token or DIGEST_SERVE_TOKEN")
         }
-        if !database.isPostgres {
-            guard FileManager.default.fileExists(atPath: database.db) else { throw CommandError("\(database.db): no such database") }
-        }
         let missing = PreviewRenderer.missingFonts()
         if !missing.isEmpty {
             printError("warning: fonts missing (\(missing.joined(separator: ", "))): previews use fallbacks; run scripts/setup.sh as root")
@@ -48,14 +47,14 @@ struct ServeCommand: AsyncParsableCommand {
         let plan = self.plan
         let directory = try plan.templatesDirectory()
         _ = try TemplateCatalog(directory: directory)  // fail now, not on the first request
-        try await serve(database.open(), directory: directory, token: token)
+        try await serve(database.open(existing: true), directory: directory, token: token)
     }
 
     private func serve<Database: DigestDatabase>(_ store: Database, directory: URL, token: String?) async throws {
         let plan = self.plan
         let serverConfiguration = PreviewServer<Database>.Configuration(host: host, port: port, bearerToken: token)
         var catalogConfiguration = PreviewCatalog<Database>.Configuration(templatesDirectory: directory) { week in
-            plan.configuration(week: week)
+            plan.configuration(week: week).compose
         }
         catalogConfiguration.byteBudget = plan.byteBudget
         catalogConfiguration.scale = scale

@@ -1,5 +1,6 @@
 import DigestImageCodecs
 import DigestImages
+import DigestSQLite
 import DigestStore
 import DigestTesting
 import Foundation
@@ -46,7 +47,7 @@ import Testing
             #expect(run.stdout.contains("fetched 1"), "\(run.stdout)")
             #expect(run.stdout.contains("http_404"), "\(run.stdout)")
 
-            let rows = try SQLiteDatabase.sqlite(path: db).peek(limit: 50, state: nil)
+            let rows = try await SQLiteDatabase.sqlite(path: db).peek(limit: 50, state: nil)
             let image = rows.filter { $0.variant == "Image" }
             #expect(!image.isEmpty)
             for row in image {

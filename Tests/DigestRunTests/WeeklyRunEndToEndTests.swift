@@ -1,4 +1,5 @@
 import DigestCore
+import DigestSQLite
 import DigestStore
 import DigestTesting
 import Foundation

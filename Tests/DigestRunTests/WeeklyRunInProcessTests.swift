@@ -1,5 +1,6 @@
 import DigestCore
 import DigestRun
+import DigestSQLite
 import DigestStore
 import DigestTesting
 import Foundation
@@ -9,18 +10,20 @@ import Testing
 @Suite struct WeeklyRunInProcessTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
-    func database(in dir: TemporaryDirectory) throws -> SQLiteDatabase {
+    func database(in dir: TemporaryDirectory) async throws -> SQLiteDatabase {
         let database = SQLiteDatabase.sqlite(path: dir.path("digest.sqlite"))
-        let importer = HistoryImporter(sink: try SQLiteImportSink(database: database))
-        for kind in ImportKind.allCases {
-            _ = try importer.importFile(Self.fixtures.appendingPathComponent("\(kind.rawValue).jsonl").path, as: kind)
+        try await database.withImportSink { sink in
+            let importer = HistoryImporter(sink: sink)
+            for kind in ImportKind.allCases {
+                _ = try await importer.importFile(Self.fixtures.appendingPathComponent("\(kind.rawValue).jsonl").path, as: kind)
+            }
         }
         return database
     }
 
     @Test func renditionsMakeTheImageVariantAndEachImageIsAskedForPerUser() async throws {
         let dir = try TemporaryDirectory()
-        let database = try database(in: dir)
+        let database = try await database(in: dir)
         let hero = Rendition(url: "https://cdn.example/h.jpg", mimeType: "image/jpeg", width: 1024, height: 512, byteCount: 80_000)
         let icon = Rendition(url: "https://cdn.example/i.png", mimeType: "image/png", width: 256, height: 256, byteCount: 20_000)
         let attachments = InMemoryAttachments(["https://img.example/a7.jpg": .ready(ImageRenditions(hero: hero, icon: icon))])
@@ -32,7 +35,7 @@ import Testing
         #expect(summary.thisRun.images["ready"] == 1)
         #expect(summary.thisRun.images["not in fixture"] == 1)
 
-        let rows = try database.peek(limit: 20, state: nil).filter { $0.userID == "u-pl" }
+        let rows = try await database.peek(limit: 20, state: nil).filter { $0.userID == "u-pl" }
         #expect(rows.count == 2)
         for row in rows {
             #expect(row.variant == "Image")
@@ -55,13 +58,13 @@ import Testing
 
     @Test func sendAtNowMakesEveryMessageDueAtOnce() async throws {
         let dir = try TemporaryDirectory()
-        let database = try database(in: dir)
+        let database = try await database(in: dir)
         var configuration = WeeklyRun<SQLiteDatabase>.Configuration(week: try ISOWeek(parsing: "2026-W46"))
         configuration.sendAt = .now
         let now = Date(timeIntervalSince1970: 1_795_500_000)
         let run = WeeklyRun(database: database, templates: try TemplateCatalog(directory: DigestBinary.templates), configuration: configuration)
         _ = try await run.run(now: now)
-        let rows = try database.peek(limit: 20, state: nil)
+        let rows = try await database.peek(limit: 20, state: nil)
         #expect(rows.count == 5)
         #expect(rows.allSatisfy { $0.availableAt == 1_795_500_000 })
     }

@@ -1,3 +1,4 @@
+import DigestSQLite
 @testable import DigestSender
 import DigestStore
 import Foundation

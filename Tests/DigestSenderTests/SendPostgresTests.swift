@@ -20,7 +20,7 @@ import Testing
         #expect(try DigestBinary.run(["migrate", "--db", url]).status == 0)
         let count = 9000
         let concurrency = 32
-        try OutboxFixture.fill(postgres: url, count: count)
+        try await OutboxFixture.fill(postgres: url, count: count)
         let dir = try TemporaryDirectory()
         let server = try await FakeFCMServer.start(faults: SendBinaryTests.chaosFaults())
         let credentials = dir.path("sa.json")

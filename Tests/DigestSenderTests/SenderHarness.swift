@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import DigestSQLite
 @testable import DigestSender
 import DigestStore
 import DigestTesting

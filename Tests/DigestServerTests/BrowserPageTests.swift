@@ -10,7 +10,7 @@ import Testing
     @Test(.enabled(if: Chromium.unavailableReason == nil, Comment(rawValue: Chromium.unavailableReason ?? "")))
     func everyPreviewImageDecodesInChromium() async throws {
         let dir = try TemporaryDirectory()
-        let server = PreviewServerTests.server(try FixtureDatabase.make(in: dir))
+        let server = PreviewServerTests.server(try await FixtureDatabase.make(in: dir))
         let dom = try await LiveServer.with(server) { port in
             try Chromium.dumpDOM("http://127.0.0.1:\(port)/?q=u-pl&week=\(FixtureDatabase.week)", profile: dir.path("chromium"))
         }

@@ -1,3 +1,4 @@
+import DigestSQLite
 import DigestServer
 import DigestStore
 import Foundation

@@ -1,6 +1,7 @@
 import DigestCore
 import DigestPreview
 import DigestRun
+import DigestSQLite
 import DigestServer
 import DigestStore
 import DigestTesting
@@ -19,7 +20,7 @@ import Testing
         _ database: SQLiteDatabase, templates: URL = DigestBinary.templates, token: String? = nil
     ) -> PreviewServer<SQLiteDatabase> {
         let configuration = PreviewCatalog<SQLiteDatabase>.Configuration(templatesDirectory: templates) { week in
-            WeeklyRun<SQLiteDatabase>.Configuration(week: week)
+            BatchComposer.Configuration(week: week)
         }
         let catalog = PreviewCatalog(database: database, configuration: configuration, pool: pool, now: { FixtureDatabase.now })
         // Stopping a live server by cancelling it logs at error level; keep test output quiet.
@@ -34,7 +35,7 @@ import Testing
 
     @Test func pageSearchAndPreviewsOfEverySurface() async throws {
         let dir = try TemporaryDirectory()
-        let app = Application(router: Self.server(try FixtureDatabase.make(in: dir)).router())
+        let app = Application(router: Self.server(try await FixtureDatabase.make(in: dir)).router())
         try await app.test(.router) { client in
             try await client.execute(uri: "/", method: .get) { response in
                 #expect(response.status == .ok)
@@ -72,7 +73,7 @@ import Testing
 
     @Test func unknownUsersAre404MalformedRequestsAre400AndTheServerStaysUp() async throws {
         let dir = try TemporaryDirectory()
-        let app = Application(router: Self.server(try FixtureDatabase.make(in: dir)).router())
+        let app = Application(router: Self.server(try await FixtureDatabase.make(in: dir)).router())
         try await app.test(.router) { client in
             let cases: [(String, HTTPResponse.Status)] = [
                 ("/api/preview?user=nobody&week=2026-W46", .notFound),
@@ -108,7 +109,7 @@ import Testing
         let dir = try TemporaryDirectory()
         let templates = dir.url.appendingPathComponent("Templates")
         try FileManager.default.copyItem(at: DigestBinary.templates, to: templates)
-        let app = Application(router: Self.server(try FixtureDatabase.make(in: dir), templates: templates).router())
+        let app = Application(router: Self.server(try await FixtureDatabase.make(in: dir), templates: templates).router())
         try await app.test(.router) { client in
             func titles() async throws -> [String] {
                 try await client.execute(uri: "/api/preview?user=u-pl&week=2026-W46", method: .get) { response in
@@ -132,7 +133,7 @@ import Testing
 
     @Test func aBearerTokenIsRequiredWhenSet() async throws {
         let dir = try TemporaryDirectory()
-        let app = Application(router: Self.server(try FixtureDatabase.make(in: dir), token: "s3cret").router())
+        let app = Application(router: Self.server(try await FixtureDatabase.make(in: dir), token: "s3cret").router())
         try await app.test(.router) { client in
             try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .unauthorized) }
             try await client.execute(uri: "/healthz", method: .get, headers: [.authorization: "Bearer wrong"]) {
@@ -149,7 +150,7 @@ import Testing
 
     @Test func liveOnPortZero() async throws {
         let dir = try TemporaryDirectory()
-        let server = Self.server(try FixtureDatabase.make(in: dir))
+        let server = Self.server(try await FixtureDatabase.make(in: dir))
         try await LiveServer.with(server) { port in
             let (data, response) = try await LiveServer.get("http://127.0.0.1:\(port)/api/preview?user=u-zh&week=2026-W46")
             #expect(response == 200)

@@ -7,130 +7,138 @@ import Testing
 /// Every consumer operation on SQLite and on PostgreSQL, and both against the pure lifecycle: the
 /// same events give the same rows.
 @Suite struct OutboxConsumerConformanceTests {
-    @Test(arguments: Backend.allCases) func leaseTakesDueMessagesOldestFirstAndNeverTwice(backend: Backend) throws {
-        let store = try StoreHarness(backend)
-        try store.outbox(count: 6) { i in Int64(100 - i) }  // u6 is the oldest
-        let consumer = try store.database.makeOutboxConsumer()
-        let first = try consumer.lease(owner: "a", limit: 2, now: 95, leaseSeconds: 60, maxAttempts: 5)
-        #expect(first.map(\.userID).sorted() == ["u5", "u6"])
-        #expect(first.allSatisfy { $0.attempts == 1 && $0.message.contains("tok-") })
-        let second = try consumer.lease(owner: "b", limit: 10, now: 95, leaseSeconds: 60, maxAttempts: 5)
-        #expect(second.isEmpty)  // u1…u4 are not due before 96…99
-        let third = try consumer.lease(owner: "b", limit: 10, now: 99, leaseSeconds: 60, maxAttempts: 5)
-        #expect(third.map(\.userID).sorted() == ["u1", "u2", "u3", "u4"])
-        #expect(try consumer.backlog(now: 99) == OutboxBacklog(due: 0, retrying: 0, leased: 6))
-    }
-
-    @Test(arguments: Backend.allCases) func settleAppliesOnlyToTheHolderAndUnregisteredRemovesTheDevice(backend: Backend) throws {
-        let store = try StoreHarness(backend)
-        try store.outbox(count: 5)
-        let consumer = try store.database.makeOutboxConsumer()
-        let leased = try consumer.lease(owner: "a", limit: 5, now: 10, leaseSeconds: 60, maxAttempts: 5)
-        #expect(leased.count == 5)
-        let ids = leased.map(\.id)
-        #expect(try consumer.settle([.sent(id: ids[0], name: "x")], owner: "b", now: 11, maxAttempts: 5) == 0)
-        let applied = try consumer.settle(
-            [
-                .sent(id: ids[0], name: "projects/p/messages/1"),
-                .retry(id: ids[1], at: 70, error: "UNAVAILABLE: 503"),
-                .dead(id: ids[2], reason: "INVALID_ARGUMENT: bad"),
-                .unregistered(id: ids[3], reason: "UNREGISTERED: gone"),
-                .release(id: ids[4]),
-            ], owner: "a", now: 11, maxAttempts: 5)
-        #expect(applied == 5)
-        let rows = try store.rows()
-        #expect(rows[ids[0]]?.state == .sent && rows[ids[0]]?.fcmName == "projects/p/messages/1" && rows[ids[0]]?.sentAt == 11)
-        #expect(rows[ids[1]]?.state == .ready && rows[ids[1]]?.availableAt == 70 && rows[ids[1]]?.attempts == 1)
-        #expect(rows[ids[2]]?.state == .dead && rows[ids[2]]?.lastError == "INVALID_ARGUMENT: bad")
-        #expect(rows[ids[3]]?.state == .dead)
-        #expect(rows[ids[4]]?.state == .ready && rows[ids[4]]?.attempts == 0)
-        // The next run's reader no longer sees the unregistered token.
-        let reader = try store.database.makeHistoryReader()
-        let tokens = try (1...5).flatMap { try reader.user(id: "u\($0)")?.reader.devices.map(\.token) ?? [] }
-        #expect(tokens == ["tok-1", "tok-2", "tok-3", "tok-5"])
-        #expect(try consumer.backlog(now: 11) == OutboxBacklog(due: 1, retrying: 1, leased: 0))
-        #expect(try consumer.requeueDead(reasonPrefix: "UNREGISTERED", week: nil, now: 20) == 1)
-        #expect(try consumer.requeueDead(reasonPrefix: nil, week: "2026-W45", now: 20) == 0)
-        #expect(try consumer.requeueDead(reasonPrefix: nil, week: "2026-W46", now: 20) == 1)
-        #expect(try store.rows().values.filter { $0.state == .dead }.isEmpty)
-    }
-
-    @Test(arguments: Backend.allCases) func fourConsumersLeasingAtOnceNeverShareAMessage(backend: Backend) throws {
-        let store = try StoreHarness(backend)
-        try store.outbox(count: 400)
-        let database = store.database
-        let results = LockedIDs()
-        DispatchQueue.concurrentPerform(iterations: 4) { worker in
-            guard let consumer = try? database.makeOutboxConsumer() else { return }
-            while let batch = try? consumer.lease(owner: "w\(worker)", limit: 7, now: 1, leaseSeconds: 60, maxAttempts: 5), !batch.isEmpty {
-                results.add(batch.map(\.id))
-            }
+    @Test(arguments: Backend.allCases) func leaseTakesDueMessagesOldestFirstAndNeverTwice(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        try await store.outbox(count: 6) { i in Int64(100 - i) }  // u6 is the oldest
+        try await store.withConsumer { consumer in
+            let first = try await consumer.lease(owner: "a", limit: 2, now: 95, leaseSeconds: 60, maxAttempts: 5)
+            #expect(first.map(\.userID).sorted() == ["u5", "u6"])
+            #expect(first.allSatisfy { $0.attempts == 1 && $0.message.contains("tok-") })
+            let second = try await consumer.lease(owner: "b", limit: 10, now: 95, leaseSeconds: 60, maxAttempts: 5)
+            #expect(second.isEmpty)  // u1…u4 are not due before 96…99
+            let third = try await consumer.lease(owner: "b", limit: 10, now: 99, leaseSeconds: 60, maxAttempts: 5)
+            #expect(third.map(\.userID).sorted() == ["u1", "u2", "u3", "u4"])
+            #expect(try await consumer.backlog(now: 99) == OutboxBacklog(due: 0, retrying: 0, leased: 6))
         }
-        let ids = results.all
+    }
+
+    @Test(arguments: Backend.allCases) func settleAppliesOnlyToTheHolderAndUnregisteredRemovesTheDevice(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        try await store.outbox(count: 5)
+        try await store.withConsumer { consumer in
+            let leased = try await consumer.lease(owner: "a", limit: 5, now: 10, leaseSeconds: 60, maxAttempts: 5)
+            #expect(leased.count == 5)
+            let ids = leased.map(\.id)
+            #expect(try await consumer.settle([.sent(id: ids[0], name: "x")], owner: "b", now: 11, maxAttempts: 5) == 0)
+            let applied = try await consumer.settle(
+                [
+                    .sent(id: ids[0], name: "projects/p/messages/1"),
+                    .retry(id: ids[1], at: 70, error: "UNAVAILABLE: 503"),
+                    .dead(id: ids[2], reason: "INVALID_ARGUMENT: bad"),
+                    .unregistered(id: ids[3], reason: "UNREGISTERED: gone"),
+                    .release(id: ids[4]),
+                ], owner: "a", now: 11, maxAttempts: 5)
+            #expect(applied == 5)
+            let rows = try store.rows()
+            #expect(rows[ids[0]]?.state == .sent && rows[ids[0]]?.fcmName == "projects/p/messages/1" && rows[ids[0]]?.sentAt == 11)
+            #expect(rows[ids[1]]?.state == .ready && rows[ids[1]]?.availableAt == 70 && rows[ids[1]]?.attempts == 1)
+            #expect(rows[ids[2]]?.state == .dead && rows[ids[2]]?.lastError == "INVALID_ARGUMENT: bad")
+            #expect(rows[ids[3]]?.state == .dead)
+            #expect(rows[ids[4]]?.state == .ready && rows[ids[4]]?.attempts == 0)
+            // The next run's reader no longer sees the unregistered token.
+            let tokens = try await store.withReader { reader in
+                var tokens: [String] = []
+                for i in 1...5 { tokens += try await reader.user(id: "u\(i)")?.reader.devices.map(\.token) ?? [] }
+                return tokens
+            }
+            #expect(tokens == ["tok-1", "tok-2", "tok-3", "tok-5"])
+            #expect(try await consumer.backlog(now: 11) == OutboxBacklog(due: 1, retrying: 1, leased: 0))
+            #expect(try await consumer.requeueDead(reasonPrefix: "UNREGISTERED", week: nil, now: 20) == 1)
+            #expect(try await consumer.requeueDead(reasonPrefix: nil, week: "2026-W45", now: 20) == 0)
+            #expect(try await consumer.requeueDead(reasonPrefix: nil, week: "2026-W46", now: 20) == 1)
+            #expect(try store.rows().values.filter { $0.state == .dead }.isEmpty)
+        }
+    }
+
+    @Test(arguments: Backend.allCases) func fourConsumersLeasingAtOnceNeverShareAMessage(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        try await store.outbox(count: 400)
+        // Four consumers, each with a connection of its own, lease at once until nothing is left.
+        let database = store.database
+        let ids = try await withThrowingTaskGroup(of: [Int64].self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    try await StoreHarness.withConsumer(database) { consumer in
+                        var ids: [Int64] = []
+                        while case let batch = try await consumer.lease(
+                            owner: "w\(worker)", limit: 7, now: 1, leaseSeconds: 60, maxAttempts: 5), !batch.isEmpty {
+                            ids += batch.map(\.id)
+                        }
+                        return ids
+                    }
+                }
+            }
+            var all: [Int64] = []
+            for try await ids in group { all += ids }
+            return all
+        }
         #expect(ids.count == 400)
         #expect(Set(ids).count == 400)
     }
 
     /// Random events on the store and on the pure model; after each, every row must match.
-    @Test(arguments: Backend.allCases, [1, 2, 3, 4] as [UInt64]) func sqlFollowsTheStateMachine(backend: Backend, seed: UInt64) throws {
-        let store = try StoreHarness(backend)
+    @Test(arguments: Backend.allCases, [1, 2, 3, 4] as [UInt64]) func sqlFollowsTheStateMachine(backend: Backend, seed: UInt64) async throws {
+        let store = try await StoreHarness(backend)
         let count = 8
-        try store.outbox(count: count) { i in Int64(i % 3) }
-        let consumer = try store.database.makeOutboxConsumer()
-        var model = try store.rows()
-        var random = SplitMix64(seed: seed)  // seeded, so a failing sequence can be replayed
-        var now: Int64 = 0
-        let owners = ["a", "b"]
-        let maxAttempts = 3
-        for _ in 0..<300 {
-            now += Int64(random.next() % 20)
-            let owner = owners[Int(random.next() % 2)]
-            let id = Int64(1 + random.next() % UInt64(count))
-            switch random.next() % 7 {
-            case 0, 1:
-                let limit = Int(1 + random.next() % 3)
-                let leased = try consumer.lease(owner: owner, limit: limit, now: now, leaseSeconds: 30, maxAttempts: maxAttempts)
-                for key in model.keys { model[key]!.apply(.expire(now: now, maxAttempts: maxAttempts)) }
-                let due = model.filter { $0.value.isDue(now: now) }
-                    .sorted { ($0.value.availableAt, $0.key) < ($1.value.availableAt, $1.key) }.prefix(limit).map(\.key)
-                #expect(leased.map(\.id) == due.sorted())
-                for key in due { model[key]!.apply(.lease(owner: owner, now: now, until: now + 30)) }
-            case 2:
-                try consumer.settle([.sent(id: id, name: "n\(now)")], owner: owner, now: now, maxAttempts: maxAttempts)
-                model[id]!.apply(.ack(owner: owner, name: "n\(now)", now: now))
-            case 3:
-                let at = now + Int64(random.next() % 40)
-                try consumer.settle([.retry(id: id, at: at, error: "E\(now)")], owner: owner, now: now, maxAttempts: maxAttempts)
-                model[id]!.apply(.nack(owner: owner, retryAt: at, error: "E\(now)", maxAttempts: maxAttempts))
-            case 4:
-                if random.next() % 2 == 0 {
-                    try consumer.settle([.dead(id: id, reason: "D")], owner: owner, now: now, maxAttempts: maxAttempts)
-                    model[id]!.apply(.kill(owner: owner, reason: "D"))
-                } else {
-                    try consumer.settle([.release(id: id)], owner: owner, now: now, maxAttempts: maxAttempts)
-                    model[id]!.apply(.release(owner: owner))
+        try await store.outbox(count: count) { i in Int64(i % 3) }
+        try await store.withConsumer { consumer in
+            var model = try store.rows()
+            var random = SplitMix64(seed: seed)  // seeded, so a failing sequence can be replayed
+            var now: Int64 = 0
+            let owners = ["a", "b"]
+            let maxAttempts = 3
+            for _ in 0..<300 {
+                now += Int64(random.next() % 20)
+                let owner = owners[Int(random.next() % 2)]
+                let id = Int64(1 + random.next() % UInt64(count))
+                switch random.next() % 7 {
+                case 0, 1:
+                    let limit = Int(1 + random.next() % 3)
+                    let leased = try await consumer.lease(owner: owner, limit: limit, now: now, leaseSeconds: 30, maxAttempts: maxAttempts)
+                    for key in model.keys { model[key]!.apply(.expire(now: now, maxAttempts: maxAttempts)) }
+                    let due = model.filter { $0.value.isDue(now: now) }
+                        .sorted { ($0.value.availableAt, $0.key) < ($1.value.availableAt, $1.key) }.prefix(limit).map(\.key)
+                    #expect(leased.map(\.id) == due.sorted())
+                    for key in due { model[key]!.apply(.lease(owner: owner, now: now, until: now + 30)) }
+                case 2:
+                    try await consumer.settle([.sent(id: id, name: "n\(now)")], owner: owner, now: now, maxAttempts: maxAttempts)
+                    model[id]!.apply(.ack(owner: owner, name: "n\(now)", now: now))
+                case 3:
+                    let at = now + Int64(random.next() % 40)
+                    try await consumer.settle([.retry(id: id, at: at, error: "E\(now)")], owner: owner, now: now, maxAttempts: maxAttempts)
+                    model[id]!.apply(.nack(owner: owner, retryAt: at, error: "E\(now)", maxAttempts: maxAttempts))
+                case 4:
+                    if random.next() % 2 == 0 {
+                        try await consumer.settle([.dead(id: id, reason: "D")], owner: owner, now: now, maxAttempts: maxAttempts)
+                        model[id]!.apply(.kill(owner: owner, reason: "D"))
+                    } else {
+                        try await consumer.settle([.release(id: id)], owner: owner, now: now, maxAttempts: maxAttempts)
+                        model[id]!.apply(.release(owner: owner))
+                    }
+                case 5:
+                    let holds = model[id]!.state == .leased && model[id]!.leaseOwner == owner
+                    #expect(try await consumer.extendLeases(ids: [id], owner: owner, until: now + 45) == (holds ? [id] : []))
+                    model[id]!.apply(.extend(owner: owner, until: now + 45))
+                default:
+                    if random.next() % 4 == 0 {
+                        _ = try await consumer.requeueDead(reasonPrefix: nil, week: nil, now: now)
+                        for key in model.keys { model[key]!.apply(.requeue(now: now)) }
+                    }
                 }
-            case 5:
-                let holds = model[id]!.state == .leased && model[id]!.leaseOwner == owner
-                #expect(try consumer.extendLeases(ids: [id], owner: owner, until: now + 45) == (holds ? [id] : []))
-                model[id]!.apply(.extend(owner: owner, until: now + 45))
-            default:
-                if random.next() % 4 == 0 {
-                    _ = try consumer.requeueDead(reasonPrefix: nil, week: nil, now: now)
-                    for key in model.keys { model[key]!.apply(.requeue(now: now)) }
-                }
+                let stored = try store.rows()
+                #expect(stored == model)
+                if stored != model { break }
             }
-            let stored = try store.rows()
-            #expect(stored == model)
-            if stored != model { break }
         }
     }
-}
-
-private final class LockedIDs: @unchecked Sendable {
-    // Every access holds `lock`.
-    private let lock = NSLock()
-    private var ids: [Int64] = []
-    func add(_ more: [Int64]) { lock.withLock { ids += more } }
-    var all: [Int64] { lock.withLock { ids } }
 }

@@ -1,3 +1,4 @@
+import DigestPostgres
 import DigestStore
 import DigestTesting
 import Foundation

@@ -1,4 +1,5 @@
 import DigestCore
+import DigestSQLite
 import DigestStore
 import DigestTesting
 import Foundation
@@ -11,47 +12,50 @@ import Testing
             message: Array(#"{"message":{}}"#.utf8), report: #"{"rules":[]}"#, availableAt: 1_795_334_400)
     }
 
-    @Test func commitsAreIdempotentAndMoveTheCursorWithTheMessages() throws {
+    @Test func commitsAreIdempotentAndMoveTheCursorWithTheMessages() async throws {
         let dir = try TemporaryDirectory()
         let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
         let week = try ISOWeek(parsing: "2026-W46")
-        let ledger = try database.makeLedger()
-        #expect(try ledger.begin(week: week, now: 100).cursor == 0)
-        var counters = RunCounters()
-        counters.users = 2
-        counters.messages = 2
-        #expect(try ledger.commit(week: week, through: 7, messages: [message("k1"), message("k2")], counters: counters, now: 100) == 2)
-        // The same batch again (a redone batch after a crash) adds nothing.
-        #expect(try ledger.commit(week: week, through: 7, messages: [message("k1"), message("k2")], counters: counters, now: 101) == 0)
-        let checkpoint = try database.makeLedger().begin(week: week, now: 102)
+        try await database.withLedger { ledger async throws in
+            #expect(try await ledger.begin(week: week, now: 100).cursor == 0)
+            var counters = RunCounters()
+            counters.users = 2
+            counters.messages = 2
+            #expect(try await ledger.commit(week: week, through: 7, messages: [message("k1"), message("k2")], counters: counters, now: 100) == 2)
+            // The same batch again (a redone batch after a crash) adds nothing.
+            #expect(try await ledger.commit(week: week, through: 7, messages: [message("k1"), message("k2")], counters: counters, now: 101) == 0)
+        }
+        let checkpoint = try await database.withLedger { try await $0.begin(week: week, now: 102) }
         #expect(checkpoint.cursor == 7)
         #expect(checkpoint.counters.enqueued == 2)
         #expect(checkpoint.counters.messages == 4)
-        #expect(try database.outboxStats().byState == ["ready": 2])
+        #expect(try await database.outboxStats(now: 0).byState == ["ready": 2])
     }
 
-    @Test func aFailedBatchLeavesNeitherMessagesNorCursor() throws {
+    @Test func aFailedBatchLeavesNeitherMessagesNorCursor() async throws {
         let dir = try TemporaryDirectory()
         let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
         let week = try ISOWeek(parsing: "2026-W46")
-        let ledger = try database.makeLedger()
-        _ = try ledger.begin(week: week, now: 100)
-        // Make the outbox insert fail on its CHECK constraint half-way through the batch.
-        let connection = try database.connect()
-        try connection.execute("CREATE TRIGGER fail_k2 BEFORE INSERT ON digest_outbox WHEN NEW.dedupe_key = 'k2' BEGIN SELECT RAISE(ABORT, 'injected'); END")
-        #expect(throws: (any Error).self) {
-            try ledger.commit(week: week, through: 9, messages: [message("k1"), message("k2")], counters: RunCounters(), now: 100)
+        try await database.withLedger { ledger in
+            _ = try await ledger.begin(week: week, now: 100)
+            // Make the outbox insert fail on its CHECK constraint half-way through the batch.
+            try await database.withConnection { connection in
+                try connection.execute("CREATE TRIGGER fail_k2 BEFORE INSERT ON digest_outbox WHEN NEW.dedupe_key = 'k2' BEGIN SELECT RAISE(ABORT, 'injected'); END")
+            }
+            await #expect(throws: (any Error).self) {
+                try await ledger.commit(week: week, through: 9, messages: [message("k1"), message("k2")], counters: RunCounters(), now: 100)
+            }
         }
-        #expect(try database.outboxStats().total == 0)
-        #expect(try database.makeLedger().begin(week: week, now: 100).cursor == 0)
+        #expect(try await database.outboxStats(now: 0).total == 0)
+        #expect(try await database.withLedger { try await $0.begin(week: week, now: 100) }.cursor == 0)
     }
 
-    @Test func migrationsAreRecordedAndRepeatable() throws {
+    @Test func migrationsAreRecordedAndRepeatable() async throws {
         let dir = try TemporaryDirectory()
         let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
-        let first = try database.migrate()
+        let first = try await database.migrate()
         #expect(first.from == 0 && first.to >= 1)
-        let second = try database.migrate()
+        let second = try await database.migrate()
         #expect(second.from == second.to)
     }
 
@@ -72,40 +76,44 @@ import Testing
         #expect(Timestamp.parse(text) == nil)
     }
 
-    @Test func importingTwiceChangesNothing() throws {
+    @Test func importingTwiceChangesNothing() async throws {
         let dir = try TemporaryDirectory()
         let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
         let users = try dir.write("users.jsonl", lines: [
             #"{"id":"u1","locale":"pl-PL","timeZone":"Europe/Warsaw","devices":[{"token":"t1","platform":"ios"},{"token":"t2","platform":"web"}]}"#
         ])
-        let importer = HistoryImporter(sink: try SQLiteImportSink(database: database))
-        #expect(try importer.importFile(users, as: .users).written == 1)
-        let again = try importer.importFile(users, as: .users)
-        #expect(again.written == 0 && again.unchanged == 1)
-        // A changed device list is a change, and the dropped device is gone.
         let fewer = try dir.write("users2.jsonl", lines: [
             #"{"id":"u1","locale":"pl-PL","timeZone":"Europe/Warsaw","devices":[{"token":"t2","platform":"web"}]}"#
         ])
-        #expect(try importer.importFile(fewer, as: .users).written == 1)
-        let reader = try database.makeHistoryReader()
-        #expect(try reader.users(after: 0, limit: 10).first?.reader.devices == [Device(token: "t2", platform: .web)])
+        try await database.withImportSink { sink in
+            let importer = HistoryImporter(sink: sink)
+            #expect(try await importer.importFile(users, as: .users).written == 1)
+            let again = try await importer.importFile(users, as: .users)
+            #expect(again.written == 0 && again.unchanged == 1)
+            // A changed device list is a change, and the dropped device is gone.
+            #expect(try await importer.importFile(fewer, as: .users).written == 1)
+        }
+        let week = try ISOWeek(parsing: "2026-W46")
+        let batch = try await database.withHistoryReader { try await $0.nextBatch(week: week, after: 0, limit: 10) }
+        #expect(batch?.users.first?.reader.devices == [Device(token: "t2", platform: .web)])
     }
 
-    @Test func anIdleReaderLetsTheWriterRestartTheWAL() throws {
+    @Test func anIdleReaderLetsTheWriterRestartTheWAL() async throws {
         let dir = try TemporaryDirectory()
         let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
         let week = try ISOWeek(parsing: "2026-W46")
-        let ledger = try database.makeLedger()
-        _ = try ledger.begin(week: week, now: 100)
-        // A reader that has run every kind of statement, then waits between batches.
-        let reader = try database.makeHistoryReader()
-        _ = try reader.users(after: 0, limit: 10)
-        _ = try reader.countUsers(after: 0)
-        _ = try reader.hasReads(from: 0, until: 1)
-        _ = try reader.articles(publishedFrom: 0, until: 1)
-        _ = try ledger.commit(week: week, through: 1, messages: [message("k1")], counters: RunCounters(), now: 100)
-        // With a stale read transaction left open by the reader, this fails with "database is locked".
-        try ledger.maintain()
-        withExtendedLifetime(reader) {}
+        try await database.withLedger { ledger in
+            _ = try await ledger.begin(week: week, now: 100)
+            // A reader that has run every kind of statement, then waits between batches.
+            try await database.withHistoryReader { reader in
+                _ = try await reader.nextBatch(week: week, after: 0, limit: 10)
+                _ = try await reader.countUsers(week: week, after: 0)
+                _ = try await reader.hasReads(from: 0, until: 1)
+                _ = try await reader.articles(publishedFrom: 0, until: 1)
+                _ = try await ledger.commit(week: week, through: 1, messages: [message("k1")], counters: RunCounters(), now: 100)
+                // With a stale read transaction left open by the reader, this fails with "database is locked".
+                try await ledger.maintain()
+            }
+        }
     }
 }

@@ -15,103 +15,109 @@ import Testing
             message: Array(#"{"message":{"token":"t","data":{"a":"1"}}}"#.utf8), report: #"{"rules":[]}"#, availableAt: due)
     }
 
-    @Test(arguments: Backend.allCases) func migrationsAreRecordedAndRepeatable(backend: Backend) throws {
-        let store = try StoreHarness(backend)
-        let again = try store.database.migrate()
+    @Test(arguments: Backend.allCases) func migrationsAreRecordedAndRepeatable(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        let again = try await store.database.migrate()
         #expect(again.from == again.to && again.to >= 1)
     }
 
-    @Test(arguments: Backend.allCases) func commitsAreIdempotentAndCarryTheRunsCounters(backend: Backend) throws {
-        let store = try StoreHarness(backend)
-        try store.outbox(count: 1)  // a user, so PostgreSQL splits the week into one chunk
+    @Test(arguments: Backend.allCases) func commitsAreIdempotentAndCarryTheRunsCounters(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        try await store.outbox(count: 1)  // a user, so PostgreSQL splits the week into one chunk
         let week = try ISOWeek(parsing: "2026-W45")
-        let ledger = try store.database.makeLedger()
-        let start = try ledger.begin(week: week, now: 100)
-        #expect(start.cursor == 0 && !start.finished)
-        var counters = RunCounters()
-        counters.users = 2
-        counters.messages = 2
         let batch = [message("2026-W45:u1:a"), message("2026-W45:u1:b")]
-        #expect(try ledger.commit(week: week, through: 0, messages: batch, counters: counters, now: 100) == 2)
-        // The same batch again (a redone batch after a crash) adds nothing.
-        #expect(try ledger.commit(week: week, through: 0, messages: batch, counters: counters, now: 101) == 0)
-        let totals = try ledger.finish(week: week, now: 102)
-        #expect(totals.enqueued == 2)
-        let resumed = try store.database.makeLedger().begin(week: week, now: 103)
+        try await store.withLedger { ledger in
+            let start = try await ledger.begin(week: week, now: 100)
+            #expect(start.cursor == 0 && !start.finished)
+            var counters = RunCounters()
+            counters.users = 2
+            counters.messages = 2
+            #expect(try await ledger.commit(week: week, through: 0, messages: batch, counters: counters, now: 100) == 2)
+            // The same batch again (a redone batch after a crash) adds nothing.
+            #expect(try await ledger.commit(week: week, through: 0, messages: batch, counters: counters, now: 101) == 0)
+            let totals = try await ledger.finish(week: week, now: 102)
+            #expect(totals.enqueued == 2)
+        }
+        let resumed = try await store.withLedger { try await $0.begin(week: week, now: 103) }
         #expect(resumed.counters.enqueued == 2)
         #expect(resumed.finished)
-        let stats = try store.database.outboxStats()
+        let stats = try await store.database.outboxStats(now: 0)
         #expect(stats.byWeek["2026-W45"] == 2 && stats.byState["ready"] == 3 && stats.total == 3)
     }
 
-    @Test(arguments: Backend.allCases) func outboxViewsFindAUsersMessages(backend: Backend) throws {
-        let store = try StoreHarness(backend)
-        try store.outbox(count: 3)
-        let rows = try store.database.outboxRows(week: "2026-W46", userID: "u2")
+    @Test(arguments: Backend.allCases) func outboxViewsFindAUsersMessages(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        try await store.outbox(count: 3)
+        let rows = try await store.database.outboxRows(week: "2026-W46", userID: "u2")
         #expect(rows.count == 1)
         #expect(rows.first?.dedupeKey == "2026-W46:u2:h" && rows.first?.state == "ready" && rows.first?.attempts == 0)
         let body = try JSONSerialization.jsonObject(with: Data(rows.first!.message.utf8)) as? [String: [String: String]]
         #expect(body?["message"]?["token"] == "tok-2")
-        #expect(try store.database.outboxWeeks(userID: "u2") == ["2026-W46"])
-        #expect(try store.database.peek(limit: 2, state: "ready").map(\.userID) == ["u1", "u2"])
-        #expect(try store.database.peek(limit: 2, state: "dead").isEmpty)
+        #expect(try await store.database.outboxWeeks(userID: "u2") == ["2026-W46"])
+        #expect(try await store.database.peek(limit: 2, state: "ready").map(\.userID) == ["u1", "u2"])
+        #expect(try await store.database.peek(limit: 2, state: "dead").isEmpty)
     }
 
-    @Test(arguments: Backend.allCases) func importingTwiceChangesNothingAndDroppedDevicesGo(backend: Backend) throws {
-        let store = try StoreHarness(backend)
+    @Test(arguments: Backend.allCases) func importingTwiceChangesNothingAndDroppedDevicesGo(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
         let users = try store.directory.write("users.jsonl", lines: [
             #"{"id":"u1","locale":"pl-PL","timeZone":"Europe/Warsaw","devices":[{"token":"t1","platform":"ios"},{"token":"t2","platform":"web"}]}"#
         ])
-        let importer = try store.importer()
-        #expect(try importer.importFile(users, as: .users).written == 1)
-        let again = try importer.importFile(users, as: .users)
-        #expect(again.written == 0 && again.unchanged == 1)
         let fewer = try store.directory.write("users2.jsonl", lines: [
             #"{"id":"u1","locale":"pl-PL","timeZone":"Europe/Warsaw","devices":[{"token":"t2","platform":"web"}]}"#
         ])
-        #expect(try importer.importFile(fewer, as: .users).written == 1)
-        #expect(try store.database.makeHistoryReader().user(id: "u1")?.reader.devices == [Device(token: "t2", platform: .web)])
         let reads = try store.directory.write("reads.jsonl", lines: [
             #"{"userId":"u1","articleId":"nope","readAt":"2026-11-17T19:22:05Z","seconds":3}"#,
             #"{"userId":"nobody","articleId":"nope","readAt":"2026-11-17T19:22:05Z","seconds":3}"#,
         ])
-        #expect(try importer.importFile(reads, as: .reads).skipped == ["unknown_article": 1, "unknown_user": 1])
+        try await store.withImporter { importer async throws in
+            #expect(try await importer.importFile(users, as: .users).written == 1)
+            let again = try await importer.importFile(users, as: .users)
+            #expect(again.written == 0 && again.unchanged == 1)
+            #expect(try await importer.importFile(fewer, as: .users).written == 1)
+        }
+        #expect(try await store.withReader { try await $0.user(id: "u1") }?.reader.devices == [Device(token: "t2", platform: .web)])
+        let skipped = try await store.withImporter { try await $0.importFile(reads, as: .reads).skipped }
+        #expect(skipped == ["unknown_article": 1, "unknown_user": 1])
     }
 
     /// The fixtures imported into both stores read back identically, whichever way the run reads.
-    @Test func historyReadsTheSameOnBothBackends() throws {
+    @Test func historyReadsTheSameOnBothBackends() async throws {
         var answers: [Backend: [String]] = [:]
         for backend in Backend.allCases {
-            let store = try StoreHarness(backend, chunkSize: 4)
-            let importer = try store.importer()
-            for kind in ImportKind.allCases {
-                _ = try importer.importFile(FixtureDatabase.directory.appendingPathComponent("\(kind.rawValue).jsonl").path, as: kind)
+            let store = try await StoreHarness(backend, chunkSize: 4)
+            try await store.withImporter { importer in
+                for kind in ImportKind.allCases {
+                    _ = try await importer.importFile(FixtureDatabase.directory.appendingPathComponent("\(kind.rawValue).jsonl").path, as: kind)
+                }
             }
-            _ = try store.database.makeLedger().begin(week: Self.week, now: 0)
-            let reader = try store.database.makeHistoryReader()
+            _ = try await store.withLedger { try await $0.begin(week: Self.week, now: 0) }
+            answers[backend] = try await store.withReader { reader in
             var lines: [String] = []
             var cursor: Int64 = 0
             var batches = 0
-            while let batch = try reader.nextBatch(week: Self.week, after: cursor, limit: 4) {
+            while let batch = try await reader.nextBatch(week: Self.week, after: cursor, limit: 4) {
                 batches += 1
                 cursor = batch.position
-                let reads = try reader.reads(of: batch.users, since: batch.users.map { _ in 0 })
+                let reads = try await reader.reads(of: batch.users, since: batch.users.map { _ in 0 })
                 for (user, events) in zip(batch.users, reads) {
                     lines.append("\(user.reader) \(events.map { "\($0.articleID)@\($0.readAt)+\($0.seconds) \($0.topics)" })")
                 }
                 if backend == .postgres {
                     // The claimed chunk is finished here as the run would, so the next claim moves on.
-                    _ = try store.database.makeLedger().commit(
-                        week: Self.week, through: batch.position, messages: [], counters: RunCounters(), now: 0)
+                    _ = try await store.withLedger {
+                        try await $0.commit(week: Self.week, through: batch.position, messages: [], counters: RunCounters(), now: 0)
+                    }
                 }
             }
             #expect(batches >= 2, "\(backend): the fixtures span more than one batch of 4")
             // SQLite batches users in import order, PostgreSQL in id order: compare them as a set.
             lines.sort()
-            lines.append("articles: \(try reader.articles(publishedFrom: 0, until: 4_000_000_000).map { "\($0)" })")
-            lines.append("prefix: \(try reader.users(idPrefix: "u", limit: 3).map(\.reader.id))")
-            lines.append("reads: \(try reader.hasReads(from: 1_794_700_000, until: 1_795_300_000))")
-            answers[backend] = lines
+            lines.append("articles: \(try await reader.articles(publishedFrom: 0, until: 4_000_000_000).map { "\($0)" })")
+            lines.append("prefix: \(try await reader.users(idPrefix: "u", limit: 3).map(\.reader.id))")
+            lines.append("reads: \(try await reader.hasReads(from: 1_794_700_000, until: 1_795_300_000))")
+            return lines
+            }
         }
         #expect(answers[.sqlite] == answers[.postgres])
         #expect((answers[.sqlite]?.count ?? 0) > 6)

@@ -1,4 +1,6 @@
 import DigestCore
+import DigestPostgres
+import DigestSQLite
 import DigestStore
 import DigestTesting
 import Foundation
@@ -19,13 +21,13 @@ struct StoreHarness {
     /// The PostgreSQL URL (nil on SQLite).
     let url: String?
 
-    init(_ backend: Backend, chunkSize: Int = 1000) throws {
+    init(_ backend: Backend, chunkSize: Int = 1000) async throws {
         self.backend = backend
         directory = try TemporaryDirectory()
         switch backend {
         case .sqlite:
             let sqlite = SQLiteDatabase.sqlite(path: directory.path("store.sqlite"))
-            _ = try sqlite.migrate()
+            _ = try await sqlite.migrate()
             database = sqlite
             url = nil
         case .postgres:
@@ -33,40 +35,64 @@ struct StoreHarness {
             var settings = PostgresRunCoordination.Settings()
             settings.chunkSize = chunkSize
             let postgres = try PostgresDatabase.postgres(url: url, run: settings)
-            _ = try postgres.migrate()
+            _ = try await postgres.migrate()
             database = postgres
             self.url = url
         }
     }
 
-    /// An importer into this store.
-    func importer() throws -> HistoryImporter<AnySink> {
-        switch database {
-        case let sqlite as SQLiteDatabase: HistoryImporter(sink: AnySink(try SQLiteImportSink(database: sqlite)))
-        case let postgres as PostgresDatabase: HistoryImporter(sink: AnySink(try PostgresImportSink(database: postgres)))
-        default: fatalError("unknown backend")
-        }
+    /// Runs `body` with an importer into this store.
+    func withImporter<T>(_ body: (HistoryImporter<AnySink>) async throws -> T) async throws -> T {
+        try await Self.withImporter(database, body)
+    }
+
+    private static func withImporter<D: DigestDatabase, T>(_ database: D, _ body: (HistoryImporter<AnySink>) async throws -> T) async throws -> T {
+        try await database.withImportSink { try await body(HistoryImporter(sink: AnySink($0))) }
+    }
+
+    /// Runs `body` with a reader of this store's history.
+    func withReader<T>(_ body: (any HistoryReader) async throws -> T) async throws -> T {
+        try await Self.withReader(database, body)
+    }
+
+    private static func withReader<D: DigestDatabase, T>(_ database: D, _ body: (any HistoryReader) async throws -> T) async throws -> T {
+        try await database.withHistoryReader { try await body($0) }
+    }
+
+    /// Runs `body` with this store's run ledger.
+    func withLedger<T>(_ body: (any RunLedger) async throws -> T) async throws -> T {
+        try await Self.withLedger(database, body)
+    }
+
+    private static func withLedger<D: DigestDatabase, T>(_ database: D, _ body: (any RunLedger) async throws -> T) async throws -> T {
+        try await database.withLedger { try await body($0) }
+    }
+
+    /// Runs `body` with a consumer of this store's outbox.
+    func withConsumer<T>(_ body: (any OutboxConsumer) async throws -> T) async throws -> T {
+        try await Self.withConsumer(database, body)
+    }
+
+    static func withConsumer<D: DigestDatabase, T>(_ database: D, _ body: (any OutboxConsumer) async throws -> T) async throws -> T {
+        try await database.withOutboxConsumer { try await body($0) }
     }
 
     /// Users `u1…u<count>` (token `tok-<i>`, android), each with one message due at `availableAt(i)`.
-    func outbox(count: Int, availableAt: (Int) -> Int64 = { _ in 0 }) throws {
-        let sink = try importer().sink
-        try sink.beginBatch()
-        for i in 1...count {
-            _ = try sink.upsert(
-                user: Reader(id: "u\(i)", locale: "en", timeZone: "UTC", optedOut: false,
-                             devices: [Device(token: "tok-\(i)", platform: .android)]))
+    func outbox(count: Int, availableAt: (Int) -> Int64 = { _ in 0 }) async throws {
+        let users = (1...count).map { i in
+            Reader(id: "u\(i)", locale: "en", timeZone: "UTC", optedOut: false, devices: [Device(token: "tok-\(i)", platform: .android)])
         }
-        try sink.commitBatch()
+        _ = try await withImporter { try await $0.sink.write(.users(users)) }
         let week = try ISOWeek(parsing: "2026-W46")
-        let ledger = try database.makeLedger()
-        _ = try ledger.begin(week: week, now: 0)
         let messages = (1...count).map { i in
             OutboxMessage(
                 dedupeKey: "2026-W46:u\(i):h", week: "2026-W46", userID: "u\(i)", platform: .android, variant: .defaultText,
                 message: Array(#"{"message":{"token":"tok-\#(i)"}}"#.utf8), report: "{}", availableAt: availableAt(i))
         }
-        _ = try ledger.commit(week: week, through: 0, messages: messages, counters: RunCounters(), now: 0)
+        try await withLedger { ledger in
+            _ = try await ledger.begin(week: week, now: 0)
+            _ = try await ledger.commit(week: week, through: 0, messages: messages, counters: RunCounters(), now: 0)
+        }
     }
 
     /// Every outbox row's delivery bookkeeping, by id.
@@ -74,7 +100,7 @@ struct StoreHarness {
         var rows: [Int64: OutboxDelivery] = [:]
         switch backend {
         case .sqlite:
-            let connection = try (database as! SQLiteDatabase).connect()
+            let connection = try SQLiteDatabase.sqlite(path: directory.path("store.sqlite")).connect()
             let statement = try connection.statement(
                 "SELECT id, state, attempts, available_at, lease_owner, leased_until, last_error, sent_at, fcm_name FROM digest_outbox")
             while try statement.step() {
@@ -110,7 +136,7 @@ struct StoreHarness {
     func sql(_ statement: String) throws -> String {
         switch backend {
         case .sqlite:
-            let connection = try (database as! SQLiteDatabase).connect()
+            let connection = try SQLiteDatabase.sqlite(path: directory.path("store.sqlite")).connect()
             let prepared = try connection.statement(statement)
             var lines: [String] = []
             while try prepared.step() {
@@ -124,19 +150,8 @@ struct StoreHarness {
 }
 
 /// Either backend's import sink.
-final class AnySink: HistoryImportSink {
+struct AnySink: HistoryImportSink {
     let base: any HistoryImportSink
     init(_ base: any HistoryImportSink) { self.base = base }
-    func beginBatch() throws { try base.beginBatch() }
-    func commitBatch() throws { try base.commitBatch() }
-    func upsert(user: Reader) throws -> Bool { try base.upsert(user: user) }
-    func upsert(article: Article) throws -> Bool { try base.upsert(article: article) }
-    func insertRead(userID: String, articleID: String, readAt: Int64, seconds: Int) throws -> ReadInsertOutcome {
-        try base.insertRead(userID: userID, articleID: articleID, readAt: readAt, seconds: seconds)
-    }
-    var writesReadsInBulk: Bool { base.writesReadsInBulk }
-    func queueRead(_ read: QueuedRead) throws { try base.queueRead(read) }
-    func flushReads() throws -> [(read: QueuedRead, outcome: ReadInsertOutcome)] { try base.flushReads() }
-    func queueUser(_ user: Reader) throws { try base.queueUser(user) }
-    func flushUsers() throws -> (written: Int, unchanged: Int) { try base.flushUsers() }
+    func write(_ batch: ImportBatch) async throws -> ImportBatchResult { try await base.write(batch) }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DigestSQLite
 import DigestStore
 import Foundation
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct DigestBench: ParsableCommand {
+struct DigestBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "digest-bench",
         abstract: "Benchmark harness for the weekly run (see scripts/bench.sh).",

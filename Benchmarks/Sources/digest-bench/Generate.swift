@@ -1,5 +1,6 @@
 import ArgumentParser
 import DigestCore
+import DigestSQLite
 import DigestStore
 import Foundation
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DigestCore
+import DigestSQLite
 import DigestStore
 import Foundation
 
@@ -9,7 +10,7 @@ import Foundation
 ///
 /// This mirrors `BatchComposer.compose` and `WeeklyRun` (DigestRun) step by step, timing each step;
 /// it is a diagnostic, not part of the targets. Run it on a copy: it writes to the outbox.
-struct Phases: ParsableCommand {
+struct Phases: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Time the run's steps one by one on one thread (diagnostic; writes to the outbox of --db).")
 
@@ -28,21 +29,25 @@ struct Phases: ParsableCommand {
     @Option(help: "The Templates/ directory.")
     var templates: String = "Templates"
 
-    func run() throws {
-        let week = try ISOWeek(parsing: week)
+    func run() async throws {
         let database = SQLiteDatabase(path: db)
-        let history = try database.makeHistoryReader()
-        let ledger = try database.makeLedger()
+        try await database.withHistoryReader { history in
+            try await database.withLedger { ledger in try await run(history: history, ledger: ledger) }
+        }
+    }
+
+    private func run(history: SQLiteHistoryReader, ledger: SQLiteRunLedger) async throws {
+        let week = try ISOWeek(parsing: week)
         let catalog = try TemplateCatalog(directory: URL(fileURLWithPath: templates))
         let calendar = WeekCalendar(week: week)
         let utc = calendar.utcWindow
         let builderConfiguration = DigestBuilder.Configuration()
-        let articles = try history.articles(
+        let articles = try await history.articles(
             publishedFrom: utc.end - builderConfiguration.freshnessSeconds - 14 * 3600, until: utc.end + 12 * 3600)
         let builder = DigestBuilder(pool: CandidatePool(articles: articles), configuration: builderConfiguration)
         let planner = VariantPlanner()
         let now = Int64(Date().timeIntervalSince1970)
-        _ = try ledger.begin(week: week, now: now)
+        _ = try await ledger.begin(week: week, now: now)
 
         var seconds: [String: Double] = [:]
         func timed<T>(_ phase: String, _ body: () throws -> T) rethrows -> T {
@@ -50,20 +55,25 @@ struct Phases: ParsableCommand {
             defer { seconds[phase, default: 0] += clock.seconds }
             return try body()
         }
+        func timedAsync<T>(_ phase: String, _ body: () async throws -> T) async rethrows -> T {
+            let clock = Stopwatch()
+            defer { seconds[phase, default: 0] += clock.seconds }
+            return try await body()
+        }
         var cursor: Int64 = 0
         var done = 0
         var messagesTotal = 0
         let total = Stopwatch()
         while done < users {
-            let batch = try timed("1 read batch (users, devices, reads)") { () throws -> [StoredReader] in
-                try history.users(after: cursor, limit: min(batchSize, users - done))
+            let next = try await timedAsync("1 read batch (users, devices, reads)") { () async throws -> UserBatch? in
+                try await history.nextBatch(week: week, after: cursor, limit: min(batchSize, users - done))
             }
-            guard let last = batch.last else { break }
+            guard let batch = next?.users, let last = batch.last else { break }
             let since = batch.map { user -> Int64 in
                 user.reader.optedOut || user.reader.devices.isEmpty
                     ? Int64.max : calendar.window(forZone: user.reader.timeZone).window.previousStart
             }
-            let reads = try timed("1 read batch (users, devices, reads)") { try history.reads(of: batch, since: since) }
+            let reads = try await timedAsync("1 read batch (users, devices, reads)") { try await history.reads(of: batch, since: since) }
             var messages: [OutboxMessage] = []
             var counters = RunCounters()
             for (stored, reads) in zip(batch, reads) {
@@ -96,8 +106,8 @@ struct Phases: ParsableCommand {
                 counters.messages += reader.devices.count
             }
             messagesTotal += messages.count
-            _ = try timed("8 commit batch to outbox") {
-                try ledger.commit(week: week, through: last.key, messages: messages, counters: counters, now: now)
+            _ = try await timedAsync("8 commit batch to outbox") {
+                try await ledger.commit(week: week, through: last.key, messages: messages, counters: counters, now: now)
             }
             cursor = last.key
             done += batch.count

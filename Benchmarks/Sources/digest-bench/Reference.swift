@@ -1,5 +1,6 @@
 import DigestCore
 import ArgumentParser
+import DigestSQLite
 import DigestStore
 import Foundation
 

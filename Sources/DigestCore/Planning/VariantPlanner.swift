@@ -83,7 +83,7 @@ public struct VariantPlanner: Sendable {
         case .ready(let value)?: renditions = value
         case .unavailable(let reason)?:
             renditions = nil
-            rules.set("image.unavailable", reason)
+            rules.set(.imageUnavailable, reason)
         case nil: renditions = nil
         }
         let canBigText = !digest.isReengagement && digest.picks.count >= 2
@@ -120,7 +120,7 @@ public struct VariantPlanner: Sendable {
         while true {
             var attempt = rules
             let title = TextRules.truncate(titleSource, to: limits.title)
-            if title.cut { attempt.set("title.truncated", String(limits.title)) }
+            if title.cut { attempt.set(.titleTruncated, String(limits.title)) }
             let body = composeBody(
                 variant, digest, model, templates, bullets: limits.bullets, bulletTitle: limits.bulletTitle,
                 bodyLimit: limits.body, rules: &attempt)
@@ -139,20 +139,20 @@ public struct VariantPlanner: Sendable {
             // Over budget: degrade one step, in DESIGN.md's order, and try again.
             if variant == .bigText && limits.bullets > 1 {
                 limits.bullets -= 1
-                rules.set("budget.bullets", String(limits.bullets))
+                rules.set(.budgetBullets, String(limits.bullets))
             } else if variant == .bigText && limits.bulletTitle > 20 {
                 limits.bulletTitle = max(20, limits.bulletTitle - 10)
-                rules.set("budget.bullet_title", String(limits.bulletTitle))
+                rules.set(.budgetBulletTitle, String(limits.bulletTitle))
             } else if limits.body > 20 {
                 limits.body = max(20, limits.body - 20)
-                rules.set("budget.body", String(limits.body))
+                rules.set(.budgetBody, String(limits.body))
             } else if variant != .defaultText {
                 variant = .defaultText
                 limits.body = bodyLimit(variant)
-                rules.set("budget.fallback", Variant.defaultText.rawValue)
+                rules.set(.budgetFallback, Variant.defaultText.rawValue)
             } else if limits.title > 10 {
                 limits.title -= 10
-                rules.set("budget.title", String(limits.title))
+                rules.set(.budgetTitle, String(limits.title))
             } else {
                 let sizes = plan.bytes.map { "\($0.key.rawValue) \($0.value)" }.sorted().joined(separator: ", ")
                 throw PlanningError(userID: digest.reader.id, message: "over the byte budget at the shortest text (\(sizes))")
@@ -179,12 +179,12 @@ public struct VariantPlanner: Sendable {
             // The image body is one line (Android cannot mix big picture and big text).
             let text = TextRules.clean(templates.render(piece, model), keepNewlines: variant == .defaultText)
             let cut = TextRules.truncate(text, to: bodyLimit)
-            if cut.cut { rules.set("body.truncated", String(bodyLimit)) }
+            if cut.cut { rules.set(.bodyTruncated, String(bodyLimit)) }
             return capUTF16(cut.text, rules: &rules)
         case .bigText:
             let header = TextRules.truncate(TextRules.clean(templates.render(.header, model)), to: bodyLimit)
-            if header.cut { rules.set("header.truncated", String(bodyLimit)) }
-            if digest.picks.count > configuration.maxBullets { rules.set("bigtext.max_bullets", String(configuration.maxBullets)) }
+            if header.cut { rules.set(.headerTruncated, String(bodyLimit)) }
+            if digest.picks.count > configuration.maxBullets { rules.set(.bigTextMaxBullets, String(configuration.maxBullets)) }
             var lines: [String] = []
             var cutTitles = 0
             for article in digest.picks.prefix(bullets) {
@@ -192,7 +192,7 @@ public struct VariantPlanner: Sendable {
                 if bullet.cut { cutTitles += 1 }
                 lines.append(bullet.line)
             }
-            if cutTitles > 0 { rules.set("bullet.truncated", "\(cutTitles)x\(bulletTitle)") }
+            if cutTitles > 0 { rules.set(.bulletTruncated, "\(cutTitles)x\(bulletTitle)") }
             var shown = lines.count
             func assemble() -> String {
                 var parts = [header.text]
@@ -209,7 +209,7 @@ public struct VariantPlanner: Sendable {
             while body.utf16.count >= configuration.androidUTF16Limit && shown > 1 {
                 shown -= 1
                 body = assemble()
-                rules.set("android.utf16.bullets", String(shown))
+                rules.set(.androidUTF16Bullets, String(shown))
             }
             return capUTF16(body, rules: &rules)
         }
@@ -218,7 +218,7 @@ public struct VariantPlanner: Sendable {
     /// Any body stays under Android's UTF-16 cap (combining-mark pile-ups can pass every other limit).
     private func capUTF16(_ body: String, rules: inout RuleLog) -> String {
         guard body.utf16.count >= configuration.androidUTF16Limit else { return body }
-        rules.set("android.utf16.truncated", String(configuration.androidUTF16Limit - 1))
+        rules.set(.androidUTF16Truncated, String(configuration.androidUTF16Limit - 1))
         return TextRules.truncate(body, toUTF16: configuration.androidUTF16Limit - 1).text
     }
 
@@ -290,12 +290,12 @@ public struct PlanningError: Error, CustomStringConvertible {
 
 /// Rules in the order they first fired; setting a rule again updates its value.
 struct RuleLog: Sendable {
-    private(set) var keys: [String] = []
-    private var values: [String: String] = [:]
+    private(set) var keys: [PlanRule] = []
+    private var values: [PlanRule: String] = [:]
 
-    mutating func set(_ key: String, _ value: String) {
-        if values.updateValue(value, forKey: key) == nil { keys.append(key) }
+    mutating func set(_ rule: PlanRule, _ value: String) {
+        if values.updateValue(value, forKey: rule) == nil { keys.append(rule) }
     }
 
-    var entries: [String] { keys.map { "\($0):\(values[$0]!)" } }
+    var entries: [String] { keys.map { "\($0.rawValue):\(values[$0] ?? "")" } }
 }

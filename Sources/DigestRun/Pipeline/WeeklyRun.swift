@@ -5,13 +5,14 @@ public import Logging
 
 /// The weekly run: every user's digest, planned and encoded, into the outbox.
 ///
-/// Users stream in batches in key order. A dedicated thread reads batches, digests are computed on
-/// the concurrency pool (bounded), and a second thread commits each batch's messages together with
-/// the run's cursor, in order. A rerun or a resumed run continues after the cursor; the outbox's
-/// dedupe key keeps any redone batch from doubling a message.
+/// Users stream in batches in key order. The store's reader reads batches, digests are computed on
+/// the concurrency pool (bounded), and the store's ledger commits each batch's messages together
+/// with the run's cursor, in order; ``WeeklyRunStateMachine`` decides what happens next and the task
+/// group only carries out its actions. A rerun or a resumed run continues after the cursor; the
+/// outbox's dedupe key keeps any redone batch from doubling a message.
 ///
 /// ```swift
-/// let run = WeeklyRun(database: .sqlite(path: "digest.sqlite"), templates: catalog,
+/// let run = WeeklyRun(database: SQLiteDatabase(path: "digest.sqlite"), templates: catalog,
 ///                     configuration: .init(week: week))
 /// let summary = try await run.run()
 /// ```
@@ -43,138 +44,117 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
     public func run(
         now: Date = Date(), progress: @escaping @Sendable (RunProgress) -> Void = { _ in }
     ) async throws -> RunSummary {
-        let started = ContinuousClock.now
         let week = configuration.week
         guard WeekCalendar.isComplete(week, now: now) else {
             throw RunError("week \(week) has not ended in every time zone yet; the latest complete week is \(WeekCalendar.latestCompleteWeek(now: now))")
         }
-        let lock = try database.acquireRunLock()
+        let lock = try await database.acquireRunLock()
         defer { withExtendedLifetime(lock) {} }
+        return try await database.withHistoryReader { history in
+            try await database.withLedger { ledger in
+                try await run(history: history, ledger: ledger, now: now, progress: progress)
+            }
+        }
+    }
+
+    private func run(
+        history: Database.History, ledger: Database.Ledger, now: Date, progress: @escaping @Sendable (RunProgress) -> Void
+    ) async throws -> RunSummary {
+        let started = ContinuousClock.now
+        let week = configuration.week
         let nowSeconds = Int64(now.timeIntervalSince1970)
-        let calendar = WeekCalendar(week: week, delivery: configuration.delivery)
-        let utc = calendar.utcWindow
+        let utc = WeekCalendar(week: week, delivery: configuration.delivery).utcWindow
 
-        let readerThread = IOThread(name: "digest-reader")
-        let writerThread = IOThread(name: "digest-writer")
-        defer {
-            readerThread.shutdown()
-            writerThread.shutdown()
-        }
-        let history = try await readerThread.run { ThreadConfined(try database.makeHistoryReader()) }
-        let ledger = try await writerThread.run { ThreadConfined(try database.makeLedger()) }
-
-        let checkpoint = try await writerThread.run { try ledger.value.begin(week: week, now: nowSeconds) }
+        let checkpoint = try await ledger.begin(week: week, now: nowSeconds)
+        let remaining = try await history.countUsers(week: week, after: checkpoint.cursor)
         // Every zone's week lies within 14 hours (ahead) or 12 hours (behind) of the UTC week.
-        let (remaining, hasReads, articles) = try await readerThread.run {
-            let remaining = try history.value.countUsers(week: week, after: checkpoint.cursor)
-            let hasReads = try history.value.hasReads(from: utc.start - 14 * 3600, until: utc.end + 12 * 3600)
-            let range = Self.articleRange(utc: utc, digest: configuration.digest)
-            let articles = try history.value.articles(publishedFrom: range.from, until: range.until)
-            return (remaining, hasReads, articles)
-        }
+        let hasReads = try await history.hasReads(from: utc.start - 14 * 3600, until: utc.end + 12 * 3600)
+        let range = configuration.compose.articleRange
+        let articles = try await history.articles(publishedFrom: range.from, until: range.until)
         guard hasReads || configuration.allowEmptyWeek || checkpoint.cursor > 0 else {
             throw RunError("no reads in week \(week) (\(Timestamp.format(utc.start)) to \(Timestamp.format(utc.end)), UTC): import that week's reads first, or pass --allow-empty-week")
         }
         logger.info(
             "run starting",
             metadata: ["digest.week": "\(week)", "digest.users": "\(remaining)", "digest.cursor": "\(checkpoint.cursor)"])
-        let composer = Self.composer(
-            configuration: configuration, calendar: calendar, articles: articles, templates: templates,
-            attachments: attachments, now: nowSeconds)
+        let composer = BatchComposer(
+            configuration: configuration.compose, articles: articles, templates: templates, attachments: attachments,
+            now: nowSeconds)
 
         var thisRun = RunCounters()
         var tracker = ProgressTracker(total: remaining, started: started)
         progress(tracker.snapshot(week: week, counters: thisRun))
         let batchSize = configuration.batchSize
-        let concurrency = max(1, configuration.concurrency)
 
         try await withThrowingTaskGroup(of: PipelineEvent.self) { group in
-            var cursor = checkpoint.cursor
-            var readSequence = 0
-            var nextToWrite = 0
-            var reading = false
-            var readingDone = false
-            var computing = 0
-            var writing = false
-            var pending: [Int: BatchResult] = [:]
-            var writesSinceMaintenance = 0
-            var maintenanceDue = false
-
-            func startRead() {
-                guard !reading, !readingDone, !maintenanceDue, computing + pending.count < concurrency * 2 else { return }
-                reading = true
-                let after = cursor
-                group.addTask {
-                    .read(try await readerThread.run { try ReadBatch.load(from: history.value, after: after, limit: batchSize, calendar: calendar) })
-                }
-            }
-            func startWrite() {
-                guard !writing else { return }
-                // Housekeeping runs on the writer while no read is going (the store asks for that).
-                if maintenanceDue && !reading {
-                    writing = true
-                    group.addTask {
-                        try await writerThread.run { try ledger.value.maintain() }
-                        return .maintained
+            var machine = WeeklyRunStateMachine<ReadBatch, BatchResult>(
+                cursor: checkpoint.cursor, concurrency: max(1, configuration.concurrency),
+                batchesPerMaintenance: Self.batchesPerMaintenance)
+            var finished = false
+            /// Carries out the machine's actions; a failure ends the run with its error.
+            func perform(_ actions: [WeeklyRunStateMachine<ReadBatch, BatchResult>.Action]) throws {
+                for action in actions {
+                    switch action {
+                    case .read(let after):
+                        group.addTask {
+                            await PipelineEvent.catching {
+                                .read(try await ReadBatch.load(from: history, after: after, limit: batchSize, composer: composer))
+                            }
+                        }
+                    case .compose(let sequence, let batch):
+                        group.addTask { .composed(sequence, await batch.compose(with: composer)) }
+                    case .write(let sequence, let result):
+                        group.addTask {
+                            await PipelineEvent.catching {
+                                let inserted = try await ledger.commit(
+                                    week: week, through: result.lastKey, messages: result.composed.messages,
+                                    counters: result.composed.counters, now: nowSeconds)
+                                return .written(sequence, result, inserted)
+                            }
+                        }
+                    case .maintain:
+                        group.addTask {
+                            await PipelineEvent.catching {
+                                try await ledger.maintain()
+                                return .maintained
+                            }
+                        }
+                    case .finish:
+                        finished = true
+                    case .fail(let error):
+                        throw error
                     }
-                    return
-                }
-                guard let result = pending.removeValue(forKey: nextToWrite) else { return }
-                writing = true
-                let sequence = nextToWrite
-                group.addTask {
-                    let inserted = try await writerThread.run {
-                        try ledger.value.commit(
-                            week: week, through: result.lastKey, messages: result.messages, counters: result.counters,
-                            now: nowSeconds)
-                    }
-                    return .written(sequence, result, inserted)
                 }
             }
 
-            startRead()
-            while let event = try await group.next() {
+            try perform(machine.start())
+            while !finished, let event = try await group.next() {
+                if Task.isCancelled {
+                    try perform(machine.cancelled())
+                    continue
+                }
                 switch event {
                 case .read(let batch?):
-                    reading = false
-                    startWrite()
-                    cursor = batch.lastKey
-                    let sequence = readSequence
-                    readSequence += 1
-                    computing += 1
-                    group.addTask { .computed(sequence, await composer.compose(batch)) }
-                    startRead()
+                    try perform(machine.readCompleted(batch, lastKey: batch.lastKey))
                 case .read(nil):
-                    reading = false
-                    readingDone = true
-                    startWrite()
-                case .computed(let sequence, let result):
-                    computing -= 1
-                    pending[sequence] = result
-                    startWrite()
-                    startRead()
-                case .written(_, let result, let inserted):
-                    writing = false
-                    nextToWrite += 1
-                    var counters = result.counters
+                    try perform(machine.readExhausted())
+                case .composed(let sequence, let result):
+                    try perform(machine.composed(sequence: sequence, result))
+                case .written(let sequence, let result, let inserted):
+                    var counters = result.composed.counters
                     counters.enqueued = inserted
                     thisRun.add(counters)
-                    tracker.advance(by: result.userCount)
+                    tracker.advance(by: result.composed.userCount)
                     progress(tracker.snapshot(week: week, counters: thisRun))
-                    writesSinceMaintenance += 1
-                    if writesSinceMaintenance >= Self.batchesPerMaintenance { maintenanceDue = true }
-                    startWrite()
-                    startRead()
+                    try perform(machine.written(sequence: sequence))
                 case .maintained:
-                    writing = false
-                    maintenanceDue = false
-                    writesSinceMaintenance = 0
-                    startWrite()
-                    startRead()
+                    try perform(machine.maintained())
+                case .failed(let error):
+                    try perform(machine.failed(error))
                 }
             }
         }
-        let totals = try await writerThread.run { try ledger.value.finish(week: week, now: nowSeconds) }
+        let totals = try await ledger.finish(week: week, now: nowSeconds)
         let elapsed = started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let images = await (attachments as? any AttachmentStatistics)?.statistics() ?? [:]
@@ -187,53 +167,47 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
     }
 }
 
-extension WeeklyRun {
-    /// Articles a week's digests can pick from: every zone's window lies within 14 hours (ahead) or 12
-    /// hours (behind) of the UTC week.
-    static func articleRange(utc: WeekWindow, digest: DigestBuilder.Configuration) -> (from: Int64, until: Int64) {
-        (utc.end - digest.freshnessSeconds - 14 * 3600, utc.end + 12 * 3600)
-    }
-
-    /// The composer the run uses; previews build theirs here too, so both take one code path.
-    static func composer(
-        configuration: Configuration, calendar: WeekCalendar, articles: [Article], templates: TemplateCatalog,
-        attachments: any AttachmentProvider, now: Int64
-    ) -> BatchComposer {
-        BatchComposer(
-            calendar: calendar,
-            builder: DigestBuilder(pool: CandidatePool(articles: articles), configuration: configuration.digest),
-            templates: templates,
-            planner: VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder)),
-            attachments: attachments,
-            sendNow: configuration.sendAt == .now ? now : nil)
-    }
-}
-
 /// When messages become due.
-public enum WeeklyRunSendAt: String, Sendable {
-    /// The Monday after the week, at the delivery time, in each user's zone.
-    case local
-    /// At once.
-    case now
-}
+public typealias WeeklyRunSendAt = BatchComposer.SendAt
 
-/// How the run works.
+/// How the run works: what shapes the messages (``compose``) and how the run goes about it.
 public struct WeeklyRunConfiguration: Sendable {
-    public var week: ISOWeek
-    public var sendAt: WeeklyRunSendAt = .local
-    public var delivery: WeekCalendar.DeliveryTime = .mondayMorning
+    /// The week, delivery and the builder's, planner's and encoder's settings.
+    public var compose: BatchComposer.Configuration
     /// Users per batch (one outbox transaction each).
     public var batchSize = 1000
     /// Batches computed at once.
     public var concurrency = max(1, ProcessInfo.processInfo.activeProcessorCount)
-    public var digest = DigestBuilder.Configuration()
-    public var planner = VariantPlanner.Configuration()
-    public var encoder = FCMEncoder.Configuration()
     /// Run even when the week has no reads at all (everyone gets the re-engagement digest).
     public var allowEmptyWeek = false
 
     public init(week: ISOWeek) {
-        self.week = week
+        compose = BatchComposer.Configuration(week: week)
+    }
+
+    public var week: ISOWeek {
+        get { compose.week }
+        set { compose.week = newValue }
+    }
+    public var sendAt: WeeklyRunSendAt {
+        get { compose.sendAt }
+        set { compose.sendAt = newValue }
+    }
+    public var delivery: WeekCalendar.DeliveryTime {
+        get { compose.delivery }
+        set { compose.delivery = newValue }
+    }
+    public var digest: DigestBuilder.Configuration {
+        get { compose.digest }
+        set { compose.digest = newValue }
+    }
+    public var planner: VariantPlanner.Configuration {
+        get { compose.planner }
+        set { compose.planner = newValue }
+    }
+    public var encoder: FCMEncoder.Configuration {
+        get { compose.encoder }
+        set { compose.encoder = newValue }
     }
 }
 
@@ -246,7 +220,13 @@ public struct RunError: Error, CustomStringConvertible {
 /// What finished in the run's task group.
 enum PipelineEvent: Sendable {
     case read(ReadBatch?)
-    case computed(Int, BatchResult)
+    case composed(Int, BatchResult)
     case written(Int, BatchResult, Int)
     case maintained
+    case failed(any Error)
+
+    /// The event `body` gives, or its error as ``failed(_:)``.
+    static func catching(_ body: () async throws -> PipelineEvent) async -> PipelineEvent {
+        do { return try await body() } catch { return .failed(error) }
+    }
 }

@@ -1,4 +1,4 @@
-public import DigestStore
+public import DigestCore
 import Foundation
 
 /// What a run did, printed at the end and written as JSON with `--report`.

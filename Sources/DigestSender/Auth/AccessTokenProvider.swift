@@ -54,11 +54,14 @@ public actor AccessTokenProvider {
     public func token() async throws -> String {
         let now = configuration.clock()
         if let cached, now < cached.refreshAt { return cached.token }
-        if refreshing == nil {
+        let task: Task<(String, Int64), any Error>
+        if let running = refreshing {
+            task = running
+        } else {
             let signer = signer, client = client, configuration = configuration, logger = logger
-            refreshing = Task { try await Self.fetch(signer: signer, client: client, configuration: configuration, logger: logger) }
+            task = Task { try await Self.fetch(signer: signer, client: client, configuration: configuration, logger: logger) }
+            refreshing = task
         }
-        let task = refreshing!
         do {
             let (token, lifetime) = try await task.value
             if refreshing == task {

@@ -1,9 +1,9 @@
 public import AsyncHTTPClient
-public import DigestStore
+import CoreMetrics
 import DigestNIO
+public import DigestStore
 import Foundation
 public import Logging
-import CoreMetrics
 public import NIOCore
 import NIOHTTP1
 public import ServiceLifecycle
@@ -89,42 +89,46 @@ public struct FCMSender<Database: DigestDatabase>: Service {
 
     /// Sends until `stop` is requested or the outbox is drained.
     ///
-    /// Three tasks share one outbox thread: the dispatcher leases and sends, the writer settles
-    /// outcomes in batches, the lease keeper extends every lease held every third of its length. A
-    /// message counts as in flight from its request until its outcome is written, so a sender killed
-    /// at any moment has delivered without recording at most what it had in flight.
+    /// Three tasks share the store's outbox consumer (its calls run one at a time, in order): the
+    /// dispatcher leases and sends, the writer settles outcomes in batches, the lease keeper extends
+    /// every lease held every third of its length. A message counts as in flight from its request
+    /// until its outcome is written, so a sender killed at any moment has delivered without
+    /// recording at most what it had in flight.
     func send(stop: StopFlag) async throws -> SendSummary {
         let started = ContinuousClock.now
-        let database = self.database
-        let store = OutboxThread(name: "digest-outbox") { try database.makeOutboxConsumer() }
-        defer { store.shutdown() }
         _ = try await tokens.token()  // bad credentials stop here, before anything is leased
+        return try await database.withOutboxConsumer { consumer in
+            let session = SendSession(consumer: consumer, stop: stop)
+            let fatal = try await run(session)
+            var result = session.summary.value.withLock { $0 }
+            result.seconds = (ContinuousClock.now - started).seconds
+            if let fatal { throw fatal }
+            return result
+        }
+    }
 
-        let settlements = SettlementQueue()
-        let book = LeaseBook()
-        let summary = SummaryBox()
-        let dispatched = StopFlag()
+    /// The writer, the lease keeper and the dispatcher of one call; returns the error that stopped
+    /// the sender, if one did.
+    private func run(_ session: SendSession<Database.Consumer>) async throws -> SenderError? {
         let owner = configuration.owner, maxAttempts = configuration.maxAttempts, leaseSeconds = configuration.leaseSeconds
         let logger = self.logger
+        let dispatched = StopFlag()
         // The writer and the dispatcher run on an event loop of the client too: the messages' tasks
         // they wake are on those loops, and a loop wakes them back without a hop through the
         // concurrency pool.
         let control = EventLoopExecutor(client.eventLoopGroup.next())
-        let fatal: SenderError? = try await withThrowingTaskGroup(of: SenderError?.self) { group in
+        return try await withThrowingTaskGroup(of: SenderError?.self) { group in
             group.addTask(executorPreference: control) {
                 while true {
-                    let items = await settlements.takeAll()
+                    let items = await session.settlements.takeAll()
                     if items.isEmpty { return nil }
                     let batch = items.map(\.settlement)
                     let applied: Int
                     do {
-                        applied = try await store.run { consumer in
-                            let applied = try consumer.settle(batch, owner: owner, now: Self.unixNow(), maxAttempts: maxAttempts)
-                            book.settled(batch.lazy.map(\.id))
-                            return applied
-                        }
+                        applied = try await session.consumer.settle(batch, owner: owner, now: Self.unixNow(), maxAttempts: maxAttempts)
+                        session.book.settled(batch.lazy.map(\.id))
                     } catch {
-                        settlements.fail(items, with: error)
+                        session.settlements.fail(items, with: error)
                         throw error
                     }
                     for item in items { item.waiter?.resume() }
@@ -140,14 +144,12 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     while !dispatched.isRequested {
                         try await dispatched.sleep(for: .seconds(Double(leaseSeconds) / 3))
                         if dispatched.isRequested { break }
-                        let (asked, lost) = try await store.run { consumer in
-                            let ids = book.held
-                            let kept = try consumer.extendLeases(ids: ids, owner: owner, until: Self.unixNow() + leaseSeconds)
-                            return (ids.count, book.extended(asked: ids, kept: kept))
-                        }
+                        let ids = session.book.held
+                        let kept = try await session.consumer.extendLeases(ids: ids, owner: owner, until: Self.unixNow() + leaseSeconds)
+                        let lost = session.book.extended(asked: ids, kept: kept)
                         if lost > 0 {
                             logger.warning("leases lapsed before they were extended: messages not sent yet are left to whoever holds them now",
-                                           metadata: ["lost": "\(lost)", "held": "\(asked)"])
+                                           metadata: ["lost": "\(lost)", "held": "\(ids.count)"])
                         }
                     }
                     return nil
@@ -156,30 +158,24 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             group.addTask(executorPreference: control) {
                 defer {
                     dispatched.request()
-                    settlements.close()
+                    session.settlements.close()
                 }
-                return try await self.dispatch(store: store, settlements: settlements, book: book, summary: summary, stop: stop)
+                return try await self.dispatch(session)
             }
             var fatal: SenderError?
             for try await result in group where result != nil { fatal = result }
             return fatal
         }
-        var result = summary.value.withLock { $0 }
-        result.seconds = (ContinuousClock.now - started).seconds
-        if let fatal { throw fatal }
-        return result
     }
 
     /// Leases (or, dry, reads) and starts one task per message: at most `concurrency` requests at
     /// once, and as many more answered and waiting for their outcome to be written.
-    private func dispatch(
-        store: OutboxThread<Database.Consumer>, settlements: SettlementQueue, book: LeaseBook, summary: SummaryBox, stop: StopFlag
-    ) async throws -> SenderError? {
+    private func dispatch(_ session: SendSession<Database.Consumer>) async throws -> SenderError? {
         let configuration = self.configuration
         let batchSize = configuration.leaseBatch ?? max(16, configuration.concurrency * 2)
         let open = configuration.validateOnly ? configuration.concurrency : 2 * configuration.concurrency
-        let fatal = FatalBox()
         let clock = ContinuousClock()
+        let stop = session.stop
         var buffer: [LeasedMessage] = []
         var head = 0
         var lastEmptyFetch: ContinuousClock.Instant?
@@ -190,20 +186,19 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         var lanes = RequestLanes(eventLoops: Array(client.eventLoopGroup.makeIterator()), concurrency: configuration.concurrency, open: open)
 
         return try await withThrowingTaskGroup(of: Int.self) { requests in
-            while fatal.value == nil && !stop.isRequested {
+            while session.fatal.value == nil && !stop.isRequested {
                 // Refill.
                 if buffer.count - head < configuration.concurrency, lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
                     let now = Self.unixNow()
                     let batch: [LeasedMessage]
                     if configuration.validateOnly {
-                        let after = scanCursor
-                        batch = try await store.run { try $0.peekDue(afterID: after, limit: batchSize, now: now) }
+                        batch = try await session.consumer.peekDue(afterID: scanCursor, limit: batchSize, now: now)
                         scanCursor = batch.last?.id ?? scanCursor
                     } else {
-                        let owner = configuration.owner, seconds = configuration.leaseSeconds, maxAttempts = configuration.maxAttempts
-                        batch = try await store.run { consumer in
-                            book.leased(try consumer.lease(owner: owner, limit: batchSize, now: now, leaseSeconds: seconds, maxAttempts: maxAttempts))
-                        }
+                        batch = session.book.leased(
+                            try await session.consumer.lease(
+                                owner: configuration.owner, limit: batchSize, now: now, leaseSeconds: configuration.leaseSeconds,
+                                maxAttempts: configuration.maxAttempts))
                     }
                     if head > 0 && head == buffer.count {
                         buffer.removeAll(keepingCapacity: true)
@@ -217,17 +212,17 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                 if head == buffer.count && lanes.running == 0 {
                     if configuration.validateOnly { break }
                     if configuration.drain {
-                        let now = Self.unixNow()
-                        let backlog = try await store.run { try $0.backlog(now: now) }
+                        let backlog = try await session.consumer.backlog(now: Self.unixNow())
                         if backlog.isEmpty { break }
                     }
                     try await stop.sleep(for: min(configuration.pollInterval, .milliseconds(100)))
                     continue
                 }
                 // Start while there is room.
-                while head < buffer.count && !stop.isRequested && fatal.value == nil, let lane = lanes.roomiest() {
-                    if pacer != nil {
-                        let wait = pacer!.reserve(now: clock.now)
+                while head < buffer.count && !stop.isRequested && session.fatal.value == nil, let lane = lanes.roomiest() {
+                    if var paced = pacer {
+                        let wait = paced.reserve(now: clock.now)
+                        pacer = paced
                         if wait > .zero { try await stop.sleep(for: wait) }
                         if stop.isRequested { break }
                     }
@@ -237,9 +232,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     metrics.inFlight.record(lanes.running)
                     let executor = lanes.lanes[lane].executor, gate = lanes.lanes[lane].gate
                     requests.addTask(executorPreference: executor) {
-                        try await self.handle(
-                            message, on: executor.eventLoop, gate: gate, settlements: settlements, book: book, summary: summary, stop: stop,
-                            fatal: fatal)
+                        try await self.handle(message, on: executor.eventLoop, gate: gate, session: session)
                         return lane
                     }
                 }
@@ -252,43 +245,42 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             // Stopping: let requests in flight finish and be settled; give back the rest.
             while let lane = try await requests.next() { lanes.finished(lane) }
             if !configuration.validateOnly && buffer.count > head {
-                for message in buffer[head...] { settlements.add(.release(id: message.id)) }
-                summary.value.withLock { $0.released += buffer.count - head }
+                for message in buffer[head...] { session.settlements.add(.release(id: message.id)) }
+                session.summary.value.withLock { $0.released += buffer.count - head }
                 metrics.released.increment(by: buffer.count - head)
                 logger.notice("released leases", metadata: ["count": "\(buffer.count - head)"])
             }
-            return fatal.value
+            return session.fatal.value
         }
     }
 
     /// One message: waits for a request slot, sends (unless stopping, or its lease was lost), and
     /// returns once its outcome is written.
     private func handle(
-        _ message: LeasedMessage, on eventLoop: any EventLoop, gate: AsyncGate, settlements: SettlementQueue, book: LeaseBook, summary: SummaryBox, stop: StopFlag,
-        fatal: FatalBox
+        _ message: LeasedMessage, on eventLoop: any EventLoop, gate: AsyncGate, session: SendSession<Database.Consumer>
     ) async throws {
         let validateOnly = configuration.validateOnly
         await gate.enter()
-        if stop.isRequested || fatal.value != nil || Task.isCancelled {
+        if session.stop.isRequested || session.fatal.value != nil || Task.isCancelled {
             gate.leave()
             guard !validateOnly else { return }
-            summary.value.withLock { $0.released += 1 }
+            session.summary.value.withLock { $0.released += 1 }
             metrics.released.increment()
-            try await settlements.submit(.release(id: message.id))
+            try await session.settlements.submit(.release(id: message.id))
             return
         }
-        if !validateOnly && book.forgetIfLost(message.id) {
+        if !validateOnly && session.book.forgetIfLost(message.id) {
             gate.leave()
             return
         }
         let verdict = await deliver(message, on: eventLoop)
         gate.leave()
         if case .stop(let code, let errorCode, let detail) = verdict {
-            fatal.set(Self.stopError(code, errorCode: errorCode, detail: detail, account: account))
-            if !validateOnly { try await settlements.submit(.release(id: message.id)) }
+            session.fatal.set(Self.stopError(code, errorCode: errorCode, detail: detail, account: account))
+            if !validateOnly { try await session.settlements.submit(.release(id: message.id)) }
             return
         }
-        if let settlement = record(verdict, for: message, summary: summary) { try await settlements.submit(settlement) }
+        if let settlement = record(verdict, for: message, summary: session.summary) { try await session.settlements.submit(settlement) }
     }
 
     /// Counts a verdict; returns the outbox change it makes (none in a dry run).
@@ -413,4 +405,16 @@ final class FatalBox: Sendable {
 /// The running counts, shared by the dispatcher's callbacks.
 final class SummaryBox: Sendable {
     let value = Mutex(SendSummary())
+}
+
+/// What one call of ``FCMSender/send()`` shares between its dispatcher, its writer, its lease keeper
+/// and each message's task: the outbox consumer, the outcomes waiting to be written, the leases held,
+/// the running counts, the stop request and the first error that stops the sender.
+struct SendSession<Consumer: OutboxConsumer>: Sendable {
+    let consumer: Consumer
+    let settlements = SettlementQueue()
+    let book = LeaseBook()
+    let summary = SummaryBox()
+    let stop: StopFlag
+    let fatal = FatalBox()
 }

@@ -13,51 +13,77 @@ public enum ImportKind: String, Sendable, CaseIterable, Codable {
     }
 }
 
-/// Where imported records go; each backend writes them idempotently.
-public protocol HistoryImportSink: AnyObject {
-    func beginBatch() throws
-    func commitBatch() throws
-    /// `true` when the user was new or changed.
-    func upsert(user: Reader) throws -> Bool
-    /// `true` when the article was new or changed.
-    func upsert(article: Article) throws -> Bool
-    func insertRead(userID: String, articleID: String, readAt: Int64, seconds: Int) throws -> ReadInsertOutcome
-    /// `true` when reads are queued (``queueRead(_:)``) and written in bulk by ``flushReads()``
-    /// before each commit, instead of one ``insertRead`` round trip a line.
-    var writesReadsInBulk: Bool { get }
-    func queueRead(_ read: QueuedRead) throws
-    /// Writes the queued reads; returns each one's outcome.
-    func flushReads() throws -> [(read: QueuedRead, outcome: ReadInsertOutcome)]
-    /// Queues a user (and their devices) for ``flushUsers()`` when the sink writes in bulk.
-    func queueUser(_ user: Reader) throws
-    /// Writes the queued users; returns how many were new or changed and how many were as stored.
-    func flushUsers() throws -> (written: Int, unchanged: Int)
+/// Where imported records go: each backend writes a batch idempotently, in one transaction, records
+/// in the order given (a later record of the same id wins).
+public protocol HistoryImportSink: Sendable {
+    /// Writes one batch and says what became of its records.
+    func write(_ batch: ImportBatch) async throws -> ImportBatchResult
 }
 
-extension HistoryImportSink {
-    public var writesReadsInBulk: Bool { false }
-    public func queueRead(_ read: QueuedRead) throws {
-        throw ImportError(file: "", line: read.line, reason: "this store writes reads one at a time")
+/// Validated records of one kind, as the importer hands them to a sink.
+public enum ImportBatch: Sendable {
+    case users([Reader])
+    case articles([Article])
+    case reads([ImportedRead])
+
+    /// How many records the batch holds.
+    public var count: Int {
+        switch self {
+        case .users(let users): users.count
+        case .articles(let articles): articles.count
+        case .reads(let reads): reads.count
+        }
     }
-    public func flushReads() throws -> [(read: QueuedRead, outcome: ReadInsertOutcome)] { [] }
-    public func queueUser(_ user: Reader) throws {
-        throw ImportError(file: "", line: nil, reason: "this store writes users one at a time")
-    }
-    public func flushUsers() throws -> (written: Int, unchanged: Int) { (0, 0) }
 }
 
-/// A read waiting for its batch's bulk write, with the line it came from.
-public struct QueuedRead: Sendable {
-    public var line: Int
+/// A read as imported: ids as the file names them.
+public struct ImportedRead: Sendable, Hashable {
     public var userID: String
     public var articleID: String
     public var readAt: Int64
     public var seconds: Int
+
+    public init(userID: String, articleID: String, readAt: Int64, seconds: Int) {
+        self.userID = userID
+        self.articleID = articleID
+        self.readAt = readAt
+        self.seconds = seconds
+    }
 }
 
-/// What became of one read.
-public enum ReadInsertOutcome: Sendable {
-    case inserted, duplicate, unknownUser, unknownArticle
+/// What a sink did with a batch.
+public struct ImportBatchResult: Sendable, Hashable {
+    /// A record the sink could not write.
+    public struct Rejection: Sendable, Hashable {
+        public enum Reason: String, Sendable, Hashable {
+            /// A read of a user the store does not have.
+            case unknownUser = "unknown_user"
+            /// A read of an article the store does not have.
+            case unknownArticle = "unknown_article"
+        }
+
+        /// The record's position in the batch.
+        public var index: Int
+        public var reason: Reason
+
+        public init(index: Int, reason: Reason) {
+            self.index = index
+            self.reason = reason
+        }
+    }
+
+    /// New or changed records.
+    public var written = 0
+    /// Records already stored as they are.
+    public var unchanged = 0
+    /// Records not written, in batch order.
+    public var rejected: [Rejection] = []
+
+    public init(written: Int = 0, unchanged: Int = 0, rejected: [Rejection] = []) {
+        self.written = written
+        self.unchanged = unchanged
+        self.rejected = rejected
+    }
 }
 
 /// One file's import result.
@@ -94,7 +120,15 @@ public struct ImportError: Error, CustomStringConvertible {
 }
 
 /// Streams JSON Lines files into a sink in batches: one line in memory at a time, one transaction
-/// per batch. Bad lines are reported and skipped, or stop the import when `strict`.
+/// per batch. Bad lines are reported and skipped, or stop the import when `strict` (the lines before
+/// the bad one are written first; a read of an unknown user or article stops it once its batch is
+/// written).
+///
+/// ```swift
+/// let summary = try await database.withImportSink { sink in
+///     try await HistoryImporter(sink: sink).importFile("users.jsonl", as: .users)
+/// }
+/// ```
 public struct HistoryImporter<Sink: HistoryImportSink> {
     public let sink: Sink
     public var batchSize = 5_000
@@ -108,67 +142,89 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
         self.sink = sink
     }
 
-    public func importFile(_ path: String, as kind: ImportKind) throws -> ImportFileSummary {
+    public func importFile(_ path: String, as kind: ImportKind) async throws -> ImportFileSummary {
         let reader = try LineReader(path: path)
         var summary = ImportFileSummary(file: path, kind: kind)
+        var pending = PendingBatch(kind: kind)
         let decoder = JSONDecoder()
         var inBatch = 0
-        try sink.beginBatch()
-        do {
-            while let bytes = reader.next() {
-                summary.lines += 1
-                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-                do {
-                    try importLine(bytes, kind: kind, decoder: decoder, summary: &summary)
-                } catch let problem as LineProblem {
-                    let error = ImportError(file: path, line: summary.lines, reason: problem.reason)
-                    if strict { throw error }
-                    onProblem(error)
+        while let bytes = reader.next() {
+            summary.lines += 1
+            if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+            do {
+                try parseLine(bytes, kind: kind, decoder: decoder, summary: &summary, into: &pending)
+            } catch {
+                let error = ImportError(file: path, line: summary.lines, reason: error.reason)
+                if strict {
+                    try await write(&pending, path, &summary)
+                    throw error
                 }
-                inBatch += 1
-                if inBatch >= batchSize {
-                    try flush(path, &summary)
-                    try sink.commitBatch()
-                    onProgress(path, summary.lines)
-                    try sink.beginBatch()
-                    inBatch = 0
-                }
+                onProblem(error)
             }
-            try flush(path, &summary)
-            try sink.commitBatch()
-        } catch {
-            try? sink.commitBatch()
-            throw error
+            inBatch += 1
+            if inBatch >= batchSize {
+                try await write(&pending, path, &summary)
+                onProgress(path, summary.lines)
+                inBatch = 0
+            }
         }
+        try await write(&pending, path, &summary)
         return summary
     }
 
-    /// Writes a bulk sink's queued reads and counts their outcomes; unknown users and articles are
-    /// reported with their lines (under `strict`, the first stops the import at the batch's end).
-    private func flush(_ path: String, _ summary: inout ImportFileSummary) throws {
-        guard sink.writesReadsInBulk else { return }
-        let users = try sink.flushUsers()
-        summary.written += users.written
-        summary.unchanged += users.unchanged
-        var firstProblem: ImportError?
-        for (read, outcome) in try sink.flushReads() {
-            let problem: (String, String)
-            switch outcome {
-            case .inserted: summary.written += 1; continue
-            case .duplicate: summary.unchanged += 1; continue
-            case .unknownUser: problem = ("unknown_user", "unknown user '\(read.userID)'")
-            case .unknownArticle: problem = ("unknown_article", "unknown article '\(read.articleID)'")
+    /// The records parsed since the last write, with the lines they came from.
+    private struct PendingBatch {
+        var users: [Reader] = []
+        var articles: [Article] = []
+        var reads: [ImportedRead] = []
+        var lines: [Int] = []
+        let kind: ImportKind
+
+        init(kind: ImportKind) { self.kind = kind }
+
+        var batch: ImportBatch {
+            switch kind {
+            case .users: .users(users)
+            case .articles: .articles(articles)
+            case .reads: .reads(reads)
             }
-            summary.skipped[problem.0, default: 0] += 1
-            let error = ImportError(file: path, line: read.line, reason: problem.1)
+        }
+
+        mutating func removeAll() {
+            users.removeAll(keepingCapacity: true)
+            articles.removeAll(keepingCapacity: true)
+            reads.removeAll(keepingCapacity: true)
+            lines.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Writes the pending records and counts their outcomes; rejected reads are reported with their
+    /// lines (under `strict`, the first stops the import once the batch is written).
+    private func write(_ pending: inout PendingBatch, _ path: String, _ summary: inout ImportFileSummary) async throws {
+        guard !pending.lines.isEmpty else { return }
+        let result = try await sink.write(pending.batch)
+        summary.written += result.written
+        summary.unchanged += result.unchanged
+        var firstProblem: ImportError?
+        for rejection in result.rejected {
+            let reason: String
+            switch (rejection.reason, pending.batch) {
+            case (.unknownUser, .reads(let reads)): reason = "unknown user '\(reads[rejection.index].userID)'"
+            case (.unknownArticle, .reads(let reads)): reason = "unknown article '\(reads[rejection.index].articleID)'"
+            default: reason = rejection.reason.rawValue
+            }
+            summary.skipped[rejection.reason.rawValue, default: 0] += 1
+            let error = ImportError(file: path, line: pending.lines[rejection.index], reason: reason)
             if strict { firstProblem = firstProblem ?? error } else { onProblem(error) }
         }
+        pending.removeAll()
         if let firstProblem { throw firstProblem }
     }
 
-    private func importLine(
-        _ bytes: [UInt8], kind: ImportKind, decoder: JSONDecoder, summary: inout ImportFileSummary
-    ) throws {
+    private func parseLine(
+        _ bytes: [UInt8], kind: ImportKind, decoder: JSONDecoder, summary: inout ImportFileSummary,
+        into pending: inout PendingBatch
+    ) throws(LineProblem) {
         func decode<T: Decodable>(_ type: T.Type) throws(LineProblem) -> T {
             guard String(validating: bytes, as: UTF8.self) != nil else { throw skip("invalid", "not valid UTF-8", &summary) }
             do {
@@ -191,31 +247,16 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
         switch kind {
         case .users:
             let record = try decode(UserRecord.self)
-            let user = try validated { () throws(LineProblem) in try record.validated() }
-            if sink.writesReadsInBulk {
-                try sink.queueUser(user)
-                return
-            }
-            if try sink.upsert(user: user) { summary.written += 1 } else { summary.unchanged += 1 }
+            pending.users.append(try validated { () throws(LineProblem) in try record.validated() })
         case .articles:
             let record = try decode(ArticleRecord.self)
-            let article = try validated { () throws(LineProblem) in try record.validated() }
-            if try sink.upsert(article: article) { summary.written += 1 } else { summary.unchanged += 1 }
+            pending.articles.append(try validated { () throws(LineProblem) in try record.validated() })
         case .reads:
             let record = try decode(ReadRecord.self)
             let read = try validated { () throws(LineProblem) in try record.validated() }
-            if sink.writesReadsInBulk {
-                try sink.queueRead(
-                    QueuedRead(line: summary.lines, userID: read.user, articleID: read.article, readAt: read.readAt, seconds: read.seconds))
-                return
-            }
-            switch try sink.insertRead(userID: read.user, articleID: read.article, readAt: read.readAt, seconds: read.seconds) {
-            case .inserted: summary.written += 1
-            case .duplicate: summary.unchanged += 1
-            case .unknownUser: throw skip("unknown_user", "unknown user '\(read.user)'", &summary)
-            case .unknownArticle: throw skip("unknown_article", "unknown article '\(read.article)'", &summary)
-            }
+            pending.reads.append(ImportedRead(userID: read.user, articleID: read.article, readAt: read.readAt, seconds: read.seconds))
         }
+        pending.lines.append(summary.lines)
     }
 
     private func skip(_ key: String, _ reason: String, _ summary: inout ImportFileSummary) -> LineProblem {

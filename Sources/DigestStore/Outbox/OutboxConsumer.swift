@@ -1,56 +1,57 @@
 /// The consumer side of the outbox: what a sender does to messages, as in
 /// `docs/003-outbox-consumers.md`. Every operation follows ``OutboxDelivery/apply(_:)``.
 ///
-/// A consumer is used by one thread at a time (SQLite connections are not shared); a sender keeps one
-/// on a dedicated thread. Times are Unix seconds.
+/// A consumer's calls run one at a time, in the order they were made, on the store's own
+/// connection (a sender's dispatcher, writer and lease keeper share one). Times are Unix seconds.
 ///
 /// ```swift
-/// let consumer = try SQLiteDatabase.sqlite(path: "digest.sqlite").makeOutboxConsumer()
-/// let batch = try consumer.lease(owner: "host-1:4711", limit: 128, now: now, leaseSeconds: 60, maxAttempts: 12)
-/// // … send each …
-/// try consumer.settle([.sent(id: batch[0].id, name: "projects/p/messages/1")], owner: "host-1:4711", now: now, maxAttempts: 12)
+/// try await database.withOutboxConsumer { consumer in
+///     let batch = try await consumer.lease(owner: "host-1:4711", limit: 128, now: now, leaseSeconds: 60, maxAttempts: 12)
+///     // … send each …
+///     try await consumer.settle([.sent(id: batch[0].id, name: "projects/p/messages/1")], owner: "host-1:4711", now: now, maxAttempts: 12)
+/// }
 /// ```
-public protocol OutboxConsumer {
+public protocol OutboxConsumer: Sendable {
     /// Returns expired leases to `ready` (or `dead` once their attempts are used up), then leases up to
     /// `limit` due messages, oldest `available_at` first, in one writer transaction.
-    func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) throws -> [LeasedMessage]
+    func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) async throws -> [LeasedMessage]
 
     /// Applies outcomes of messages `owner` holds, in one transaction; returns how many applied (a
     /// message whose lease was lost is left alone).
     @discardableResult
-    func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) throws -> Int
+    func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) async throws -> Int
 
     /// Moves the leases `owner` holds on `ids` to `until`; returns the ids it still holds (the others'
     /// leases lapsed, and another sender may hold them now).
     @discardableResult
-    func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Set<Int64>
+    func extendLeases(ids: [Int64], owner: String, until: Int64) async throws -> Set<Int64>
 
     /// Returns every dead message (optionally only those whose reason starts with `reasonPrefix`, or of
     /// one week) to `ready`, due now, with no attempts; returns how many.
-    func requeueDead(reasonPrefix: String?, week: String?, now: Int64) throws -> Int
+    func requeueDead(reasonPrefix: String?, week: String?, now: Int64) async throws -> Int
 
     /// Reads up to `limit` due `ready` messages with ids above `afterID`, in id order, without leasing
     /// them (a dry run's validation pass).
-    func peekDue(afterID: Int64, limit: Int, now: Int64) throws -> [LeasedMessage]
+    func peekDue(afterID: Int64, limit: Int, now: Int64) async throws -> [LeasedMessage]
 
     /// What is left for a draining sender.
-    func backlog(now: Int64) throws -> OutboxBacklog
+    func backlog(now: Int64) async throws -> OutboxBacklog
 }
 
 extension OutboxConsumer {
     /// FCM accepted the message.
-    public func ack(_ id: Int64, name: String, owner: String, now: Int64) throws -> Bool {
-        try settle([.sent(id: id, name: name)], owner: owner, now: now, maxAttempts: .max) == 1
+    public func ack(_ id: Int64, name: String, owner: String, now: Int64) async throws -> Bool {
+        try await settle([.sent(id: id, name: name)], owner: owner, now: now, maxAttempts: .max) == 1
     }
 
     /// The message failed for now; it becomes due again at `retryAt` (or dead after `maxAttempts`).
-    public func nack(_ id: Int64, retryAt: Int64, error: String, owner: String, now: Int64, maxAttempts: Int) throws -> Bool {
-        try settle([.retry(id: id, at: retryAt, error: error)], owner: owner, now: now, maxAttempts: maxAttempts) == 1
+    public func nack(_ id: Int64, retryAt: Int64, error: String, owner: String, now: Int64, maxAttempts: Int) async throws -> Bool {
+        try await settle([.retry(id: id, at: retryAt, error: error)], owner: owner, now: now, maxAttempts: maxAttempts) == 1
     }
 
     /// The message can never be delivered.
-    public func markDead(_ id: Int64, reason: String, owner: String, now: Int64) throws -> Bool {
-        try settle([.dead(id: id, reason: reason)], owner: owner, now: now, maxAttempts: .max) == 1
+    public func markDead(_ id: Int64, reason: String, owner: String, now: Int64) async throws -> Bool {
+        try await settle([.dead(id: id, reason: reason)], owner: owner, now: now, maxAttempts: .max) == 1
     }
 }
 

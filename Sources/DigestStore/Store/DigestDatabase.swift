@@ -1,33 +1,49 @@
-import DigestCore
+public import DigestCore
 
-/// A store the weekly run works on: history to read, an outbox to fill, run bookkeeping.
+/// A store the weekly run, the importer, the sender and the previews work on: history to read, an
+/// outbox to fill and consume, run bookkeeping.
 ///
-/// SQLite is the embedded default (``SQLiteDatabase``); each reading or writing thread gets its own
-/// reader or ledger.
+/// Every call is async and never blocks the caller's thread: SQLite (`DigestSQLite`) runs its
+/// synchronous statements on threads of its own, where its connections live; PostgreSQL
+/// (`DigestPostgres`) talks to the server through PostgresNIO's async API. Long-lived parts (a
+/// reader, a ledger, a consumer, an import sink) come scoped: they are opened for `body` and
+/// closed when it returns or throws.
+///
+/// ```swift
+/// let totals = try await database.withLedger { ledger in
+///     _ = try await ledger.begin(week: week, now: now)
+///     return try await ledger.finish(week: week, now: now)
+/// }
+/// ```
 public protocol DigestDatabase: Sendable {
     associatedtype History: HistoryReader
     associatedtype Ledger: RunLedger
     associatedtype Consumer: OutboxConsumer
+    associatedtype Importer: HistoryImportSink
 
     /// Creates or upgrades the schema; returns the versions before and after.
-    func migrate() throws -> (from: Int, to: Int)
-    /// A new reader of history (one per thread).
-    func makeHistoryReader() throws -> History
-    /// A new writer of the outbox and run bookkeeping (one per thread).
-    func makeLedger() throws -> Ledger
-    /// A new consumer of the outbox, for a sender (one per thread).
-    func makeOutboxConsumer() throws -> Consumer
+    func migrate() async throws -> (from: Int, to: Int)
+    /// Runs `body` with a reader of history (used by one task at a time), closed afterwards.
+    func withHistoryReader<T>(_ body: (History) async throws -> T) async throws -> T
+    /// Runs `body` with a writer of the outbox and run bookkeeping, closed afterwards.
+    func withLedger<T>(_ body: (Ledger) async throws -> T) async throws -> T
+    /// Runs `body` with a consumer of the outbox, for a sender, closed afterwards.
+    func withOutboxConsumer<T>(_ body: (Consumer) async throws -> T) async throws -> T
+    /// Runs `body` with a writer of imported records, closed afterwards.
+    func withImportSink<T>(_ body: (Importer) async throws -> T) async throws -> T
     /// Refuses a second run on the same database while one is going (`nil` where processes share a
     /// run instead).
-    func acquireRunLock() throws -> RunLock?
-    /// Messages in the outbox by state, platform, variant and week.
-    func outboxStats() throws -> OutboxStats
+    func acquireRunLock() async throws -> RunLock?
+    /// Where each week's run stands (the latest 20 weeks, or only `week`), newest first.
+    func runStatus(week: ISOWeek?) async throws -> [RunStatus]
+    /// Messages in the outbox by state, platform, variant and week; `due` counts those due at `now`.
+    func outboxStats(now: Int64) async throws -> OutboxStats
     /// The first `limit` messages (optionally of one state), oldest first.
-    func peek(limit: Int, state: String?) throws -> [OutboxRow]
+    func peek(limit: Int, state: String?) async throws -> [OutboxRow]
     /// A user's messages for a week (one per device), oldest first.
-    func outboxRows(week: String, userID: String) throws -> [OutboxRow]
+    func outboxRows(week: String, userID: String) async throws -> [OutboxRow]
     /// The weeks the outbox holds messages of this user for, newest first.
-    func outboxWeeks(userID: String) throws -> [String]
+    func outboxWeeks(userID: String) async throws -> [String]
 }
 
 /// Counts of outbox messages.

@@ -24,38 +24,21 @@ public struct UserBatch: Sendable {
     }
 }
 
-/// Reads the history the weekly run needs. One instance is used by one thread at a time.
-public protocol HistoryReader: AnyObject {
+/// Reads the history the weekly run and the previews need. Used by one task at a time.
+public protocol HistoryReader: Sendable {
     /// The next users of `week`'s run after `cursor` (at most `limit` where the store splits by
     /// count), or `nil` when none are left to do.
-    func nextBatch(week: ISOWeek, after cursor: Int64, limit: Int) throws -> UserBatch?
+    func nextBatch(week: ISOWeek, after cursor: Int64, limit: Int) async throws -> UserBatch?
     /// How many of the week's users are left after `cursor`.
-    func countUsers(week: ISOWeek, after key: Int64) throws -> Int
-    /// Up to `limit` users with keys above `key`, in key order, with their devices.
-    func users(after key: Int64, limit: Int) throws -> [StoredReader]
+    func countUsers(week: ISOWeek, after key: Int64) async throws -> Int
     /// For each user, their reads at or after the matching `since` instant, oldest first.
-    func reads(of users: [StoredReader], since: [Int64]) throws -> [[ReadEvent]]
+    func reads(of users: [StoredReader], since: [Int64]) async throws -> [[ReadEvent]]
     /// Articles published in `[from, until)`.
-    func articles(publishedFrom from: Int64, until: Int64) throws -> [Article]
-    /// How many users have keys above `key`.
-    func countUsers(after key: Int64) throws -> Int
+    func articles(publishedFrom from: Int64, until: Int64) async throws -> [Article]
     /// Whether any read falls in `[from, until)`.
-    func hasReads(from: Int64, until: Int64) throws -> Bool
+    func hasReads(from: Int64, until: Int64) async throws -> Bool
     /// The user with this id, with their devices; `nil` when there is none.
-    func user(id: String) throws -> StoredReader?
+    func user(id: String) async throws -> StoredReader?
     /// Up to `limit` users whose id starts with `prefix`, in id order, with their devices.
-    func users(idPrefix prefix: String, limit: Int) throws -> [StoredReader]
-}
-
-extension HistoryReader {
-    /// Users in key order: the next batch is the `limit` users after the cursor.
-    public func nextBatch(week: ISOWeek, after cursor: Int64, limit: Int) throws -> UserBatch? {
-        let users = try users(after: cursor, limit: limit)
-        guard let last = users.last else { return nil }
-        return UserBatch(users: users, position: last.key)
-    }
-
-    public func countUsers(week: ISOWeek, after key: Int64) throws -> Int {
-        try countUsers(after: key)
-    }
+    func users(idPrefix prefix: String, limit: Int) async throws -> [StoredReader]
 }

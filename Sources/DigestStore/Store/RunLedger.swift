@@ -19,17 +19,18 @@ public struct RunCheckpoint: Sendable {
 }
 
 /// The outbox as the run writes it, with the run's bookkeeping. A batch's messages and its
-/// completion commit in one transaction, so a crash loses or doubles nothing.
-public protocol RunLedger: AnyObject {
+/// completion commit in one transaction, so a crash loses or doubles nothing. Used by one task at a
+/// time.
+public protocol RunLedger: Sendable {
     /// Starts or resumes the week's run and returns where it stands.
-    func begin(week: ISOWeek, now: Int64) throws -> RunCheckpoint
+    func begin(week: ISOWeek, now: Int64) async throws -> RunCheckpoint
     /// Enqueues messages idempotently (by dedupe key) and moves the cursor to `through`, atomically.
     /// Returns how many messages were new.
     func commit(week: ISOWeek, through key: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64)
-        throws -> Int
+        async throws -> Int
     /// Housekeeping between batches, called while nothing reads (SQLite: checkpoint and restart the
     /// WAL, which concurrent reading would otherwise keep growing).
-    func maintain() throws
+    func maintain() async throws
     /// Marks the week's run done and returns the week's totals over every run of it.
-    func finish(week: ISOWeek, now: Int64) throws -> RunCounters
+    func finish(week: ISOWeek, now: Int64) async throws -> RunCounters
 }

@@ -1,4 +1,6 @@
 import DigestCore
+import DigestPostgres
+import DigestSQLite
 import DigestStore
 import Foundation
 
@@ -78,17 +80,18 @@ public enum OutboxFixture {
 extension OutboxFixture {
     /// Adds messages `1...count` to a migrated PostgreSQL outbox, through the run's own ledger (one
     /// multi-row insert per thousand).
-    public static func fill(postgres url: String, count: Int, availableAt: Int64 = 0, week: String = "2026-W46") throws {
-        let ledger = try PostgresDatabase.postgres(url: url).makeLedger()
+    public static func fill(postgres url: String, count: Int, availableAt: Int64 = 0, week: String = "2026-W46") async throws {
         let isoWeek = try ISOWeek(parsing: week)
-        _ = try ledger.begin(week: isoWeek, now: 0)
-        for start in stride(from: 1, through: count, by: 1000) {
-            let messages = (start...min(count, start + 999)).map { i in
-                OutboxMessage(
-                    dedupeKey: "\(week):u\(i):\(i)", week: week, userID: "u\(i)", platform: Platform(rawValue: platform(i))!,
-                    variant: .defaultText, message: Array(message(i, week: week).utf8), report: "{}", availableAt: availableAt)
+        try await PostgresDatabase.postgres(url: url).withLedger { ledger in
+            _ = try await ledger.begin(week: isoWeek, now: 0)
+            for start in stride(from: 1, through: count, by: 1000) {
+                let messages = (start...min(count, start + 999)).map { i in
+                    OutboxMessage(
+                        dedupeKey: "\(week):u\(i):\(i)", week: week, userID: "u\(i)", platform: Platform(rawValue: platform(i)) ?? .android,
+                        variant: .defaultText, message: Array(message(i, week: week).utf8), report: "{}", availableAt: availableAt)
+                }
+                _ = try await ledger.commit(week: isoWeek, through: 0, messages: messages, counters: RunCounters(), now: 0)
             }
-            _ = try ledger.commit(week: isoWeek, through: 0, messages: messages, counters: RunCounters(), now: 0)
         }
     }
 }

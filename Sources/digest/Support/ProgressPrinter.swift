@@ -1,3 +1,4 @@
+import DigestCore
 import DigestRun
 import DigestStore
 import Foundation

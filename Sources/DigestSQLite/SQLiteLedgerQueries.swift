@@ -1,8 +1,10 @@
-public import DigestCore
+import DigestCore
+import DigestStore
 import Foundation
 
-/// ``RunLedger`` on SQLite: `digest_outbox` and `digest_runs` in one database.
-public final class SQLiteRunLedger: RunLedger {
+/// The statements behind ``SQLiteRunLedger`` (`digest_outbox` and `digest_runs` in one database):
+/// synchronous, on the ledger's own thread, where its connection lives.
+final class SQLiteLedgerQueries {
     let connection: SQLiteConnection
     private var totals = RunCounters()
 
@@ -10,7 +12,7 @@ public final class SQLiteRunLedger: RunLedger {
         self.connection = connection
     }
 
-    public func begin(week: ISOWeek, now: Int64) throws -> RunCheckpoint {
+    func begin(week: ISOWeek, now: Int64) throws -> RunCheckpoint {
         try connection.transaction {
             let insert = try connection.statement(
                 "INSERT INTO digest_runs (week, cursor, state, started_at) VALUES (?, 0, 'running', ?) ON CONFLICT (week) DO NOTHING")
@@ -31,7 +33,7 @@ public final class SQLiteRunLedger: RunLedger {
         }
     }
 
-    public func commit(
+    func commit(
         week: ISOWeek, through key: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64
     ) throws -> Int {
         try connection.transaction {
@@ -69,24 +71,15 @@ public final class SQLiteRunLedger: RunLedger {
         }
     }
 
-    public func maintain() throws {
+    func maintain() throws {
         try connection.restartWAL()
     }
 
-    public func finish(week: ISOWeek, now: Int64) throws -> RunCounters {
+    func finish(week: ISOWeek, now: Int64) throws -> RunCounters {
         let update = try connection.statement("UPDATE digest_runs SET state = 'done', finished_at = ? WHERE week = ?")
         update.bind(now, at: 1)
         update.bind(week.description, at: 2)
         try update.run()
         return totals
-    }
-}
-
-extension JSONEncoder {
-    /// Sorted keys, so stored JSON is stable.
-    static var sorted: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
     }
 }

@@ -1,10 +1,8 @@
 import CSQLite
 
-/// An open SQLite database. Not thread-safe: one connection belongs to one thread at a time.
-///
-/// `@unchecked Sendable` because it wraps a C handle: the run hands each connection to exactly one
-/// I/O thread, which is the only one that uses it from then on.
-public final class SQLiteConnection: @unchecked Sendable {
+/// An open SQLite database. Not thread-safe and not `Sendable`: a connection is made, used and
+/// closed on one thread (a ``SQLiteDatabase`` keeps each on a `DedicatedThread` of its own).
+public final class SQLiteConnection {
     let handle: OpaquePointer
     public let path: String
     private var statements: [String: SQLiteStatement] = [:]

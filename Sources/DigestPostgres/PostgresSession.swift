@@ -1,66 +1,71 @@
-import Foundation
 import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
 import Synchronization
 
-/// One PostgreSQL connection used from one thread at a time, with blocking calls (the run's and the
-/// sender's database threads block; the NIO event loops do the I/O).
+/// One PostgreSQL connection, driven through PostgresNIO's async API, that runs units of work (a
+/// statement, or a transaction of several) one at a time.
+///
+/// Several tasks may share a session (a sender's dispatcher, outcome writer and lease keeper share
+/// one): their units queue in the order they arrive and each runs alone on the connection, so a
+/// `BEGIN … COMMIT` never interleaves with another unit's statements. An actor alone would not
+/// ensure that (it lets another call in at every `await`), so each unit holds the session's FIFO
+/// lock from its first statement to its last.
 ///
 /// A lost connection (server restart, network cut, administrator shutdown) is reopened with
 /// exponential backoff and jitter, and the interrupted unit of work is run again from its start:
 /// every unit the store runs is safe to repeat (idempotent inserts, state-checked updates, and
 /// leases that expire). The first connection of a session fails fast instead, so a wrong host or
 /// password gives one clear line at once.
-final class PostgresSession {
+///
+/// Whoever opens a session closes it (``close()``): PostgresNIO requires a connection to be closed
+/// before it is released.
+actor PostgresSession {
     let location: PostgresLocation
     /// How long a lost connection is retried before the error is thrown.
     let reconnectWindow: Duration
     private let configuration: PostgresConnection.Configuration
     private var connection: PostgresConnection?
     private var connected = false
-    private let logger: Logger
+    private var closed = false
+    /// Whether a unit of work holds the connection.
+    private var busy = false
+    /// Units waiting for the connection, first come first served.
+    private var waiting: [CheckedContinuation<Void, Never>] = []
     private static let connectionIDs = Mutex(0)
 
     init(location: PostgresLocation, reconnectWindow: Duration = .seconds(60)) throws(PostgresStoreError) {
         self.location = location
         self.reconnectWindow = reconnectWindow
         self.configuration = try location.configuration()
-        var logger = Logger(label: "digest.postgres")
-        logger.logLevel = .critical
-        self.logger = logger
     }
 
-    deinit {
-        if let connection {
-            let closing: EventLoopFuture<Void> = connection.close()
-            try? closing.wait()
-        }
-    }
-
-    /// Runs `body` on the connection, reopening it and running `body` again after a connection loss.
-    func perform<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+    /// Runs `body` on the connection, alone, reopening the connection and running `body` again after
+    /// a connection loss. Cancelling the calling task ends the wait between attempts (and a statement
+    /// whose rows are still being read) with `CancellationError`.
+    func perform<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        await acquire()
+        defer { release() }
+        guard !closed else { throw PostgresStoreError("\(location): the session is closed") }
         let started = ContinuousClock.now
         var delay = Duration.milliseconds(100)
-        var attempt = 0
         while true {
-            attempt += 1
             do {
-                let connection = try open()
-                return try body(connection)
+                let connection = try await open()
+                return try await body(connection)
             } catch {
+                if error is CancellationError { throw error }
                 let retryable = Self.isConnectionLoss(error)
                 if retryable {
-                    dropConnection()
+                    await dropConnection()
                 }
                 // Before the first success, give up quickly: the address or the server is wrong.
                 let window = connected ? reconnectWindow : .seconds(2)
                 guard retryable, started.duration(to: .now) + delay < window else {
                     throw describe(error)
                 }
-                let jitter = Double.random(in: 0.5...1.5)
-                Thread.sleep(forTimeInterval: Double(delay.components.seconds) * jitter + Double(delay.components.attoseconds) / 1e18 * jitter)
+                try await Task.sleep(for: delay * Double.random(in: 0.5...1.5))
                 delay = min(delay * 2, .seconds(5))
             }
         }
@@ -68,52 +73,76 @@ final class PostgresSession {
 
     /// Runs `body` inside `BEGIN … COMMIT` (rolled back when `body` throws), again from the start
     /// after a connection loss.
-    func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try perform { connection in
-            try connection.run("BEGIN")
+    func transaction<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        try await perform { connection in
+            try await connection.run("BEGIN")
             do {
-                let value = try body(connection)
-                try connection.run("COMMIT")
+                let value = try await body(connection)
+                try await connection.run("COMMIT")
                 return value
             } catch {
-                if !Self.isConnectionLoss(error) { _ = try? connection.run("ROLLBACK") }
+                if !Self.isConnectionLoss(error) { _ = try? await connection.run("ROLLBACK") }
                 throw error
             }
         }
     }
 
     /// Rows of one statement.
-    func rows(_ query: PostgresQuery) throws -> [PostgresRow] {
-        try perform { try $0.rows(query) }
+    func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await perform { try await $0.rows(query) }
     }
 
-    /// Runs one statement; returns the rows it changed.
-    @discardableResult
-    func run(_ query: PostgresQuery) throws -> Int {
-        try perform { try $0.run(query) }
+    /// Runs one statement.
+    func run(_ query: PostgresQuery) async throws {
+        try await perform { try await $0.run(query) }
     }
 
-    private func open() throws -> PostgresConnection {
+    /// Waits for the unit of work in progress (and those queued before this call), then closes the
+    /// connection; later units fail.
+    func close() async {
+        await acquire()
+        defer { release() }
+        closed = true
+        await dropConnection()
+    }
+
+    /// Takes the connection, or waits behind the units that asked for it first.
+    private func acquire() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    /// Hands the connection to the next waiting unit, if any (it stays busy), or frees it.
+    private func release() {
+        if waiting.isEmpty {
+            busy = false
+        } else {
+            waiting.removeFirst().resume()
+        }
+    }
+
+    private func open() async throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
-        dropConnection()
+        await dropConnection()
         let id = Self.connectionIDs.withLock { value -> Int in
             value += 1
             return value
         }
-        let opened = try PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: id, logger: logger
-        ).wait()
+        let opened = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: id, logger: PostgresConnection.quiet)
         connection = opened
         connected = true
         return opened
     }
 
-    /// Closes the lost connection and waits until its channel is closed: postgres-nio asserts that a
+    /// Closes the connection and waits until its channel is closed: postgres-nio asserts that a
     /// connection is closed before it is released (a debug build crashed here on a server restart).
-    private func dropConnection() {
+    private func dropConnection() async {
         if let connection {
-            let closing: EventLoopFuture<Void> = connection.close()
-            try? closing.wait()
+            try? await connection.close()
         }
         connection = nil
     }
@@ -138,7 +167,7 @@ final class PostgresSession {
     }
 
     /// One line naming the database and what went wrong, never the password.
-    func describe(_ error: any Error) -> PostgresStoreError {
+    nonisolated func describe(_ error: any Error) -> PostgresStoreError {
         if let error = error as? PostgresStoreError { return error }
         let place = location.description
         if let error = error as? PSQLError {
@@ -180,16 +209,40 @@ final class PostgresSession {
     }
 }
 
+extension PostgresSession {
+    /// Opens a session for `body` and closes it afterwards, also when `body` throws.
+    static func with<T>(
+        location: PostgresLocation, reconnectWindow: Duration, _ body: (PostgresSession) async throws -> T
+    ) async throws -> T {
+        let session = try PostgresSession(location: location, reconnectWindow: reconnectWindow)
+        let value: T
+        do {
+            value = try await body(session)
+        } catch {
+            await session.close()
+            throw error
+        }
+        await session.close()
+        return value
+    }
+}
+
 extension PostgresConnection {
-    /// Rows of one statement, waiting for them (never call on an event loop).
-    func rows(_ query: PostgresQuery) throws -> [PostgresRow] {
-        try self.query(query, logger: Self.quiet).wait().rows
+    /// Rows of one statement, all of them read before this returns.
+    func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await self.query(query, logger: Self.quiet).collect()
     }
 
-    /// Runs one statement, waiting for it; returns the rows it changed.
-    @discardableResult
-    func run(_ query: PostgresQuery) throws -> Int {
-        try self.query(query, logger: Self.quiet).wait().metadata.rows ?? 0
+    /// Runs one statement to its end (its error, if any, surfaces here rather than being dropped
+    /// with an unread result).
+    func run(_ query: PostgresQuery) async throws {
+        _ = try await self.query(query, logger: Self.quiet).collect()
+    }
+
+    /// Runs a statement that returns a row for each row it changed (`RETURNING 1`); returns how
+    /// many it changed.
+    func changed(_ query: PostgresQuery) async throws -> Int {
+        try await rows(query).count
     }
 
     static let quiet: Logger = {

@@ -2,12 +2,12 @@ public import DigestCore
 public import DigestStore
 public import Foundation
 
-/// Composes one user's messages for a week exactly as ``WeeklyRun`` would enqueue them (the same
-/// article window, digest builder, templates, planner and encoder), without writing anything. The
-/// previews use it to show what a run would send.
+/// Composes one user's messages for a week exactly as the weekly run would enqueue them (the same
+/// article window and ``BatchComposer``: digest builder, templates, planner and encoder), without
+/// writing anything. The previews use it to show what a run would send.
 ///
 /// ```swift
-/// let composer = SingleUserComposer(database: .sqlite(path: "digest.sqlite"), templates: catalog,
+/// let composer = SingleUserComposer(database: SQLiteDatabase(path: "digest.sqlite"), templates: catalog,
 ///                                   configuration: .init(week: week))
 /// let user = try await composer.compose(userID: "u42")
 /// ```
@@ -15,11 +15,11 @@ public struct SingleUserComposer<Database: DigestDatabase>: Sendable {
     public let database: Database
     public let templates: TemplateCatalog
     public let attachments: any AttachmentProvider
-    public let configuration: WeeklyRun<Database>.Configuration
+    public let configuration: BatchComposer.Configuration
 
     public init(
         database: Database, templates: TemplateCatalog, attachments: any AttachmentProvider = NoAttachments(),
-        configuration: WeeklyRun<Database>.Configuration
+        configuration: BatchComposer.Configuration
     ) {
         self.database = database
         self.templates = templates
@@ -29,16 +29,18 @@ public struct SingleUserComposer<Database: DigestDatabase>: Sendable {
 
     /// The user's composition, or `nil` when there is no user with that id.
     public func compose(userID: String, now: Date = Date()) async throws -> ComposedUser? {
-        let calendar = WeekCalendar(week: configuration.week, delivery: configuration.delivery)
-        let history = try database.makeHistoryReader()
-        guard let stored = try history.user(id: userID) else { return nil }
-        let range = WeeklyRun<Database>.articleRange(utc: calendar.utcWindow, digest: configuration.digest)
-        let articles = try history.articles(publishedFrom: range.from, until: range.until)
-        let since = ReadBatch.readsSince(stored.reader, calendar: calendar)
-        let reads = try history.reads(of: [stored], since: [since]).first ?? []
-        let composer = WeeklyRun<Database>.composer(
-            configuration: configuration, calendar: calendar, articles: articles, templates: templates,
-            attachments: attachments, now: Int64(now.timeIntervalSince1970))
+        let configuration = self.configuration, templates = self.templates, attachments = self.attachments
+        let found: (StoredReader, [ReadEvent], BatchComposer)? = try await database.withHistoryReader { history in
+            guard let stored = try await history.user(id: userID) else { return nil }
+            let range = configuration.articleRange
+            let articles = try await history.articles(publishedFrom: range.from, until: range.until)
+            let composer = BatchComposer(
+                configuration: configuration, articles: articles, templates: templates, attachments: attachments,
+                now: Int64(now.timeIntervalSince1970))
+            let reads = try await history.reads(of: [stored], since: [composer.readsSince(stored.reader)]).first ?? []
+            return (stored, reads, composer)
+        }
+        guard let (stored, reads, composer) = found else { return nil }
         return await composer.composeUser(stored.reader, reads: reads)
     }
 }
@@ -63,7 +65,7 @@ public struct UserMessages: Sendable {
     public var bytes: [Platform: Int]
     /// One FCM v1 request body per platform the user has a device on.
     public var messages: [Platform: [UInt8]]
-    /// Why the run skips this user (`opted_out`, `no_devices`, `over_budget`), if it does.
+    /// Why the run skips this user (a ``SkipReason``'s name, or `not_in_outbox`), if it does.
     public var skipped: String?
 }
 
@@ -73,10 +75,10 @@ extension SingleUserComposer {
     public func messages(userID: String, source: UserMessages.Source? = nil, now: Date = Date()) async throws -> UserMessages? {
         let week = configuration.week.description
         if source != .computed {
-            let rows = try database.outboxRows(week: week, userID: userID)
+            let rows = try await database.outboxRows(week: week, userID: userID)
             if !rows.isEmpty || source == .outbox {
                 if rows.isEmpty {
-                    guard try database.makeHistoryReader().user(id: userID) != nil else { return nil }
+                    guard try await database.withHistoryReader({ try await $0.user(id: userID) }) != nil else { return nil }
                 }
                 var result = UserMessages(
                     source: .outbox, userID: userID, week: week, variant: rows.first?.variant, rules: [], bytes: [:],
@@ -94,7 +96,7 @@ extension SingleUserComposer {
         guard let user = try await compose(userID: userID, now: now) else { return nil }
         var result = UserMessages(
             source: .computed, userID: userID, week: user.week?.description ?? week, variant: user.plan?.variant.rawValue,
-            rules: user.plan?.rules ?? [], bytes: user.plan?.bytes ?? [:], messages: [:], skipped: user.skipped)
+            rules: user.plan?.rules ?? [], bytes: user.plan?.bytes ?? [:], messages: [:], skipped: user.skipped?.rawValue)
         for message in user.messages where result.messages[message.platform] == nil {
             result.messages[message.platform] = message.message
         }

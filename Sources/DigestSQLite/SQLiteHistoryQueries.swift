@@ -1,8 +1,10 @@
-public import DigestCore
+import DigestCore
+import DigestStore
 import Foundation
 
-/// ``HistoryReader`` over the SQLite tables `users`, `devices`, `articles` and `reads`.
-public final class SQLiteHistoryReader: HistoryReader {
+/// The queries behind ``SQLiteHistoryReader`` over the tables `users`, `devices`, `articles` and
+/// `reads`: synchronous, on the reader's own thread, where its connection lives.
+final class SQLiteHistoryQueries {
     let connection: SQLiteConnection
     /// Article id and topics by key, for resolving reads without a join per row.
     private var articleCache: [Int64: (id: String, topics: [String])] = [:]
@@ -12,7 +14,7 @@ public final class SQLiteHistoryReader: HistoryReader {
         self.connection = connection
     }
 
-    public func users(after key: Int64, limit: Int) throws -> [StoredReader] {
+    func users(after key: Int64, limit: Int) throws -> [StoredReader] {
         let statement = try connection.statement(
             "SELECT pk, id, locale, time_zone, opted_out FROM users WHERE pk > ? ORDER BY pk LIMIT ?")
         statement.bind(key, at: 1)
@@ -44,7 +46,7 @@ public final class SQLiteHistoryReader: HistoryReader {
         return users
     }
 
-    public func reads(of users: [StoredReader], since: [Int64]) throws -> [[ReadEvent]] {
+    func reads(of users: [StoredReader], since: [Int64]) throws -> [[ReadEvent]] {
         let statement = try connection.statement(
             "SELECT read_at, article_pk, seconds FROM reads WHERE user_pk = ? AND read_at >= ? ORDER BY read_at")
         var result: [[ReadEvent]] = []
@@ -82,7 +84,7 @@ public final class SQLiteHistoryReader: HistoryReader {
         return value
     }
 
-    public func articles(publishedFrom from: Int64, until: Int64) throws -> [Article] {
+    func articles(publishedFrom from: Int64, until: Int64) throws -> [Article] {
         let statement = try connection.statement(
             """
             SELECT id, title, url, image_url, topics, published_at, reading_minutes
@@ -101,14 +103,14 @@ public final class SQLiteHistoryReader: HistoryReader {
         return articles
     }
 
-    public func countUsers(after key: Int64) throws -> Int {
+    func countUsers(after key: Int64) throws -> Int {
         let statement = try connection.statement("SELECT count(*) FROM users WHERE pk > ?")
         statement.bind(key, at: 1)
         defer { statement.reset() }
         return try statement.step() ? statement.int(0) : 0
     }
 
-    public func hasReads(from: Int64, until: Int64) throws -> Bool {
+    func hasReads(from: Int64, until: Int64) throws -> Bool {
         // reads is keyed by user first; an index-free scan stops at the first hit.
         let statement = try connection.statement("SELECT 1 FROM reads WHERE read_at >= ? AND read_at < ? LIMIT 1")
         statement.bind(from, at: 1)
@@ -118,11 +120,11 @@ public final class SQLiteHistoryReader: HistoryReader {
         return found
     }
 
-    public func user(id: String) throws -> StoredReader? {
+    func user(id: String) throws -> StoredReader? {
         try users(where: "id = ?1", bind: id, limit: 1).first
     }
 
-    public func users(idPrefix prefix: String, limit: Int) throws -> [StoredReader] {
+    func users(idPrefix prefix: String, limit: Int) throws -> [StoredReader] {
         // A range on the unique index instead of LIKE, which would not use it.
         try users(where: "id >= ?1 AND id < ?1 || char(1114111)", bind: prefix, limit: limit)
     }

@@ -7,7 +7,7 @@ public struct RunCounters: Codable, Sendable, Hashable {
     public var digested = 0
     /// Users who read nothing and got the re-engagement template.
     public var reengaged = 0
-    /// Users skipped, by reason (`opted_out`, `no_devices`, `over_budget`).
+    /// Users skipped, by reason (``SkipReason``'s names).
     public var skipped: [String: Int] = [:]
     /// Users per variant.
     public var variants: [String: Int] = [:]
@@ -21,7 +21,7 @@ public struct RunCounters: Codable, Sendable, Hashable {
     public var timeZoneFallbacks = 0
     /// Top-pick images by outcome: `ready`, or the reason they were unavailable.
     public var images: [String: Int] = [:]
-    /// How often each text or budget rule fired (by rule name).
+    /// How often each text or budget rule fired (by ``PlanRule``'s names).
     public var rules: [String: Int] = [:]
 
     public init() {}

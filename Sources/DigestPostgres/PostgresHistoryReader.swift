@@ -1,10 +1,11 @@
 public import DigestCore
-import Foundation
+public import DigestStore
 import PostgresNIO
 
 /// ``HistoryReader`` over the views `digest_users`, `digest_devices`, `digest_articles` and
-/// `digest_reads`; its batches are chunks claimed from the week's shared run.
-public final class PostgresHistoryReader: HistoryReader {
+/// `digest_reads`; its batches are chunks claimed from the week's shared run, whose leases the run
+/// coordination renews on a connection of its own while this reader's queries run.
+public actor PostgresHistoryReader: HistoryReader {
     let session: PostgresSession
     let coordination: PostgresRunCoordination
     /// Topics by article id: the run's candidate articles, then any older article a read names,
@@ -20,11 +21,11 @@ public final class PostgresHistoryReader: HistoryReader {
     /// Claims the next chunk of the week (a ready one, or one whose lease ended) and reads its users.
     /// When every other chunk is held by live workers, waits for them to finish or for a lease to end,
     /// so that a process returns `nil` only once every chunk is done.
-    public func nextBatch(week: ISOWeek, after cursor: Int64, limit: Int) throws -> UserBatch? {
+    public func nextBatch(week: ISOWeek, after cursor: Int64, limit: Int) async throws -> UserBatch? {
         let worker = coordination.settings.worker
         let lease = coordination.leaseSeconds
         while true {
-            let claimed = try session.rows(
+            let claimed = try await session.rows(
                 """
                 UPDATE digest_run_chunks c
                 SET state = 'claimed', lease_owner = \(worker), claims = c.claims + 1,
@@ -38,11 +39,11 @@ public final class PostgresHistoryReader: HistoryReader {
             if let row = claimed.first {
                 let (chunk, after, through) = try row.decode((Int, String?, String?).self)
                 coordination.holding(chunk, week: week.description)
-                let users = try self.users(after: after, through: through)
+                let users = try await self.users(after: after, through: through)
                 return UserBatch(users: users, position: Int64(chunk))
             }
             // Nothing to claim: done, or others hold the rest (wait for them or for their leases).
-            let open = try session.rows(
+            let open = try await session.rows(
                 """
                 SELECT count(*), coalesce(extract(epoch FROM min(leased_until) - now()), 0)::float8
                 FROM digest_run_chunks WHERE week = \(week.description) AND state <> 'done'
@@ -50,17 +51,17 @@ public final class PostgresHistoryReader: HistoryReader {
             guard let first = open.first else { return nil }
             let (left, soonest) = try first.decode((Int, Double).self)
             guard left > 0 else { return nil }
-            Thread.sleep(forTimeInterval: min(1.0, max(0.05, soonest)))
+            try await Task.sleep(for: .seconds(min(1.0, max(0.05, soonest))))
         }
     }
 
-    private func users(after: String?, through: String?) throws -> [StoredReader] {
+    private func users(after: String?, through: String?) async throws -> [StoredReader] {
         let range = Self.range("id", after: after, through: through)
         let query = PostgresQuery(
             unsafeSQL: "SELECT id, locale, time_zone, opted_out FROM digest_users WHERE \(range.sql) ORDER BY id COLLATE \"C\"",
             binds: range.binds)
         var users: [StoredReader] = []
-        for (index, row) in try session.rows(query).enumerated() {
+        for (index, row) in try await session.rows(query).enumerated() {
             let (id, locale, zone, optedOut) = try row.decode((String, String, String, Bool).self)
             users.append(
                 StoredReader(
@@ -75,7 +76,7 @@ public final class PostgresHistoryReader: HistoryReader {
             ORDER BY d.user_id COLLATE "C", d.token
             """
         var index = 0
-        for row in try session.rows(devices) {
+        for row in try await session.rows(devices) {
             let (owner, token, platformName) = try row.decode((String, String, String).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
             guard index < users.count, users[index].reader.id == owner, let platform = Platform(rawValue: platformName)
@@ -100,20 +101,16 @@ public final class PostgresHistoryReader: HistoryReader {
         return (conditions.isEmpty ? "true" : conditions.joined(separator: " AND "), binds)
     }
 
-    public func users(after key: Int64, limit: Int) throws -> [StoredReader] {
-        throw PostgresStoreError("\(session.location): PostgreSQL runs read users by claimed chunk (nextBatch)")
-    }
-
     /// The chunk's reads in one query (its users are consecutive ids), split per user; the topics
     /// come from this reader's cache (one more query for the articles it has not seen yet), not from
     /// a join per chunk.
-    public func reads(of users: [StoredReader], since: [Int64]) throws -> [[ReadEvent]] {
+    public func reads(of users: [StoredReader], since: [Int64]) async throws -> [[ReadEvent]] {
         guard let first = users.first?.reader.id, let last = users.last?.reader.id,
             let earliest = since.min(), earliest != Int64.max
         else { return users.map { _ in [] } }
         // One row per user with their reads as arrays: rows, more than values, cost to move and decode.
         // The arrays follow the sorted subquery (the digest does not depend on the order of reads).
-        let rows = try session.rows(
+        let rows = try await session.rows(
             """
             SELECT user_id, array_agg(extract(epoch FROM read_at)::bigint), array_agg(article_id), array_agg(seconds::bigint)
             FROM (SELECT user_id, read_at, article_id, seconds FROM digest_reads
@@ -144,7 +141,7 @@ public final class PostgresHistoryReader: HistoryReader {
         }
         if !missing.isEmpty {
             if topics.count + missing.count > topicsLimit { topics.removeAll(keepingCapacity: true) }
-            for row in try session.rows("SELECT id, topics FROM digest_articles WHERE id = ANY(\(Array(missing)))") {
+            for row in try await session.rows("SELECT id, topics FROM digest_articles WHERE id = ANY(\(Array(missing)))") {
                 let (id, articleTopics) = try row.decode((String, [String]).self)
                 topics[id] = articleTopics
             }
@@ -159,26 +156,31 @@ public final class PostgresHistoryReader: HistoryReader {
         return result
     }
 
-    public func articles(publishedFrom from: Int64, until: Int64) throws -> [Article] {
-        try session.rows(
+    public func articles(publishedFrom from: Int64, until: Int64) async throws -> [Article] {
+        let rows = try await session.rows(
             """
             SELECT id, title, url, image_url, topics, extract(epoch FROM published_at)::bigint, reading_minutes
             FROM digest_articles WHERE published_at >= to_timestamp(\(from)) AND published_at < to_timestamp(\(until))
             ORDER BY published_at DESC, id
-            """
-        ).map { row in
+            """)
+        var articles: [Article] = []
+        articles.reserveCapacity(rows.count)
+        for row in rows {
             let (id, title, url, image, topics, published, minutes) =
                 try row.decode((String, String, String, String?, [String], Int64, Int).self)
-            if self.topics.count < self.topicsLimit { self.topics[id] = topics }
-            return Article(
-                id: id, title: title, url: url, imageURL: image, topics: topics, publishedAt: published, readingMinutes: minutes)
+            if self.topics.count < topicsLimit { self.topics[id] = topics }
+            articles.append(
+                Article(
+                    id: id, title: title, url: url, imageURL: image, topics: topics, publishedAt: published,
+                    readingMinutes: minutes))
         }
+        return articles
     }
 
     /// Users in the week's chunks that are not done yet (all users before the week is split).
-    public func countUsers(week: ISOWeek, after key: Int64) throws -> Int {
-        let total = try session.rows("SELECT count(*) FROM digest_users").first?.decode(Int.self) ?? 0
-        let done = try session.rows(
+    public func countUsers(week: ISOWeek, after key: Int64) async throws -> Int {
+        let total = try await session.rows("SELECT count(*) FROM digest_users").first?.decode(Int.self) ?? 0
+        let done = try await session.rows(
             """
             SELECT coalesce(sum((counters->>'users')::bigint), 0)::bigint FROM digest_run_chunks
             WHERE week = \(week.description) AND state = 'done'
@@ -187,29 +189,25 @@ public final class PostgresHistoryReader: HistoryReader {
         return max(0, total - done)
     }
 
-    public func countUsers(after key: Int64) throws -> Int {
-        try session.rows("SELECT count(*) FROM digest_users").first?.decode(Int.self) ?? 0
-    }
-
-    public func hasReads(from: Int64, until: Int64) throws -> Bool {
-        try !session.rows(
+    public func hasReads(from: Int64, until: Int64) async throws -> Bool {
+        try await !session.rows(
             "SELECT 1 FROM digest_reads WHERE read_at >= to_timestamp(\(from)) AND read_at < to_timestamp(\(until)) LIMIT 1"
         ).isEmpty
     }
 
-    public func user(id: String) throws -> StoredReader? {
-        try users(matching: "id = $1", id, limit: 1).first
+    public func user(id: String) async throws -> StoredReader? {
+        try await users(matching: "id = $1", id, limit: 1).first
     }
 
-    public func users(idPrefix prefix: String, limit: Int) throws -> [StoredReader] {
-        try users(matching: "starts_with(id, $1)", prefix, limit: limit)
+    public func users(idPrefix prefix: String, limit: Int) async throws -> [StoredReader] {
+        try await users(matching: "starts_with(id, $1)", prefix, limit: limit)
     }
 
-    private func users(matching condition: String, _ value: String, limit: Int) throws -> [StoredReader] {
+    private func users(matching condition: String, _ value: String, limit: Int) async throws -> [StoredReader] {
         var binds = PostgresBindings()
         binds.append(value)
         binds.append(limit)
-        let rows = try session.rows(
+        let rows = try await session.rows(
             PostgresQuery(
                 unsafeSQL: "SELECT id, locale, time_zone, opted_out FROM digest_users WHERE \(condition) ORDER BY id COLLATE \"C\" LIMIT $2",
                 binds: binds))
@@ -217,15 +215,15 @@ public final class PostgresHistoryReader: HistoryReader {
         for (index, row) in rows.enumerated() {
             let (id, locale, zone, optedOut) = try row.decode((String, String, String, Bool).self)
             var reader = Reader(id: id, locale: locale, timeZone: zone, optedOut: optedOut, devices: [])
-            reader.devices = try session.rows(
+            let devices = try await session.rows(
                 """
                 SELECT d.token, d.platform FROM digest_devices d WHERE d.user_id = \(id)
                   AND NOT EXISTS (SELECT 1 FROM digest_unregistered_tokens u WHERE u.user_id = d.user_id AND u.token = d.token)
                 ORDER BY d.token
-                """
-            ).compactMap { row in
+                """)
+            for row in devices {
                 let (token, platform) = try row.decode((String, String).self)
-                return Platform(rawValue: platform).map { Device(token: token, platform: $0) }
+                if let platform = Platform(rawValue: platform) { reader.devices.append(Device(token: token, platform: platform)) }
             }
             users.append(StoredReader(key: Int64(index + 1), reader: reader))
         }

@@ -112,39 +112,40 @@ enum PostgresSchema {
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.
-    static func migrate(_ session: PostgresSession) throws -> (from: Int, to: Int) {
-        try session.transaction { connection in
+    static func migrate(_ session: PostgresSession) async throws -> (from: Int, to: Int) {
+        let location = session.location
+        return try await session.transaction { connection -> (from: Int, to: Int) in
             // One migrator at a time; the lock ends with the transaction.
-            try connection.run("SELECT pg_advisory_xact_lock(7438061)")
-            try connection.run("CREATE TABLE IF NOT EXISTS digest_schema (version integer NOT NULL)")
-            let current = try version(connection) ?? 0
+            try await connection.run("SELECT pg_advisory_xact_lock(7438061)")
+            try await connection.run("CREATE TABLE IF NOT EXISTS digest_schema (version integer NOT NULL)")
+            let current = try await version(connection) ?? 0
             guard current <= migrations.count else {
                 throw PostgresStoreError(
-                    "\(session.location): schema version \(current) is newer than this digest (\(migrations.count)): upgrade digest")
+                    "\(location): schema version \(current) is newer than this digest (\(migrations.count)): upgrade digest")
             }
             for index in current..<migrations.count {
                 // The extended protocol takes one statement at a time; no statement here holds ";\n".
                 for statement in migrations[index].components(separatedBy: ";\n") {
                     let trimmed = statement.trimmingCharacters(in: .whitespacesAndNewlines)
-                    if !trimmed.isEmpty { try connection.run(PostgresQuery(unsafeSQL: trimmed)) }
+                    if !trimmed.isEmpty { try await connection.run(PostgresQuery(unsafeSQL: trimmed)) }
                 }
-                try connection.run("DELETE FROM digest_schema")
-                try connection.run("INSERT INTO digest_schema VALUES (\(index + 1))")
+                try await connection.run("DELETE FROM digest_schema")
+                try await connection.run("INSERT INTO digest_schema VALUES (\(index + 1))")
             }
             return (current, migrations.count)
         }
     }
 
     /// The schema version, or `nil` when the database has no digest schema.
-    static func version(_ connection: PostgresConnection) throws -> Int? {
-        let exists = try connection.rows("SELECT to_regclass('digest_schema') IS NOT NULL")
+    static func version(_ connection: PostgresConnection) async throws -> Int? {
+        let exists = try await connection.rows("SELECT to_regclass('digest_schema') IS NOT NULL")
         guard try exists.first?.decode(Bool.self) == true else { return nil }
-        return try connection.rows("SELECT coalesce(max(version), 0) FROM digest_schema").first?.decode(Int.self)
+        return try await connection.rows("SELECT coalesce(max(version), 0) FROM digest_schema").first?.decode(Int.self)
     }
 
     /// Fails with one line telling what to run unless the schema is current.
-    static func requireCurrent(_ session: PostgresSession) throws {
-        let version = try session.perform { try Self.version($0) }
+    static func requireCurrent(_ session: PostgresSession) async throws {
+        let version = try await session.perform { try await Self.version($0) }
         guard let version, version >= migrations.count else {
             throw PostgresStoreError(
                 "\(session.location): the digest schema is missing or old (version \(version ?? 0) of \(migrations.count)): run `digest migrate --db <url>` first")

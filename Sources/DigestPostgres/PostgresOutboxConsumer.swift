@@ -1,9 +1,12 @@
-import Foundation
+public import DigestStore
 import PostgresNIO
 
 /// ``OutboxConsumer`` on PostgreSQL: many senders lease at once with `FOR UPDATE SKIP LOCKED`, so no
 /// two lease the same message and none waits for another. Times are bound as Unix seconds and kept
 /// as `timestamptz`.
+///
+/// Its calls share one session, which runs them one at a time in the order they arrive (a lease's
+/// transaction never interleaves with a settlement's).
 public final class PostgresOutboxConsumer: OutboxConsumer {
     let session: PostgresSession
 
@@ -11,9 +14,9 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
         self.session = session
     }
 
-    public func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) throws -> [LeasedMessage] {
-        try session.transaction { connection in
-            try connection.run(
+    public func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) async throws -> [LeasedMessage] {
+        try await session.transaction { connection in
+            try await connection.run(
                 """
                 WITH expired AS (
                     SELECT id FROM digest_outbox WHERE state = 'leased' AND leased_until <= to_timestamp(\(now))
@@ -26,7 +29,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                     lease_owner = NULL, leased_until = NULL
                 FROM expired WHERE o.id = expired.id
                 """)
-            let rows = try connection.rows(
+            let rows = try await connection.rows(
                 """
                 WITH due AS (
                     SELECT id FROM digest_outbox
@@ -45,7 +48,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
 
     /// One statement per kind of outcome (not per message), all in one transaction.
     @discardableResult
-    public func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) throws -> Int {
+    public func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) async throws -> Int {
         guard !settlements.isEmpty else { return 0 }
         var sent: (ids: [Int64], names: [String]) = ([], [])
         var retries: (ids: [Int64], at: [Int64], errors: [String]) = ([], [], [])
@@ -61,19 +64,20 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
             case .release(let id): released.append(id)
             }
         }
-        return try session.transaction { connection in
+        return try await session.transaction { [sent, retries, dead, unregistered, released] connection in
             var applied = 0
             if !sent.ids.isEmpty {
-                applied += try connection.run(
+                applied += try await connection.changed(
                     """
                     UPDATE digest_outbox o SET state = 'sent', sent_at = to_timestamp(\(now)), fcm_name = t.name,
                         lease_owner = NULL, leased_until = NULL
                     FROM unnest(\(sent.ids)::int8[], \(sent.names)::text[]) AS t(id, name)
                     WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
+                    RETURNING 1
                     """)
             }
             if !retries.ids.isEmpty {
-                applied += try connection.run(
+                applied += try await connection.changed(
                     """
                     UPDATE digest_outbox o
                     SET state = CASE WHEN o.attempts >= \(maxAttempts) THEN 'dead' ELSE 'ready' END,
@@ -83,12 +87,13 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                         lease_owner = NULL, leased_until = NULL
                     FROM unnest(\(retries.ids)::int8[], \(retries.at)::int8[], \(retries.errors)::text[]) AS t(id, at, error)
                     WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
+                    RETURNING 1
                     """)
             }
             if !unregistered.isEmpty {
                 // Remembered beside the adopter's devices (which may be a read-only view); the
                 // history reader leaves these tokens out from the next run on.
-                try connection.run(
+                try await connection.run(
                     """
                     INSERT INTO digest_unregistered_tokens (user_id, token)
                     SELECT user_id, message #>> '{message,token}' FROM digest_outbox
@@ -98,19 +103,21 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                     """)
             }
             if !dead.ids.isEmpty {
-                applied += try connection.run(
+                applied += try await connection.changed(
                     """
                     UPDATE digest_outbox o SET state = 'dead', last_error = t.reason, lease_owner = NULL, leased_until = NULL
                     FROM unnest(\(dead.ids)::int8[], \(dead.reasons)::text[]) AS t(id, reason)
                     WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
+                    RETURNING 1
                     """)
             }
             if !released.isEmpty {
-                applied += try connection.run(
+                applied += try await connection.changed(
                     """
                     UPDATE digest_outbox
                     SET state = 'ready', attempts = greatest(attempts - 1, 0), lease_owner = NULL, leased_until = NULL
                     WHERE id = ANY(\(released)) AND state = 'leased' AND lease_owner = \(owner)
+                    RETURNING 1
                     """)
             }
             return applied
@@ -118,9 +125,9 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
     }
 
     @discardableResult
-    public func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Set<Int64> {
+    public func extendLeases(ids: [Int64], owner: String, until: Int64) async throws -> Set<Int64> {
         guard !ids.isEmpty else { return [] }
-        let rows = try session.rows(
+        let rows = try await session.rows(
             """
             UPDATE digest_outbox SET leased_until = to_timestamp(\(until))
             WHERE id = ANY(\(ids)) AND state = 'leased' AND lease_owner = \(owner)
@@ -129,29 +136,33 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
         return Set(try rows.map { try $0.decode(Int64.self) })
     }
 
-    public func requeueDead(reasonPrefix: String?, week: String?, now: Int64) throws -> Int {
-        try session.run(
+    public func requeueDead(reasonPrefix: String?, week: String?, now: Int64) async throws -> Int {
+        let rows = try await session.rows(
             """
-            UPDATE digest_outbox
-            SET state = 'ready', attempts = 0, available_at = to_timestamp(\(now)), lease_owner = NULL, leased_until = NULL
-            WHERE state = 'dead'
-              AND (\(reasonPrefix)::text IS NULL OR starts_with(last_error, \(reasonPrefix)))
-              AND (\(week)::text IS NULL OR week = \(week))
+            WITH requeued AS (
+                UPDATE digest_outbox
+                SET state = 'ready', attempts = 0, available_at = to_timestamp(\(now)), lease_owner = NULL, leased_until = NULL
+                WHERE state = 'dead'
+                  AND (\(reasonPrefix)::text IS NULL OR starts_with(last_error, \(reasonPrefix)))
+                  AND (\(week)::text IS NULL OR week = \(week))
+                RETURNING 1)
+            SELECT count(*) FROM requeued
             """)
+        return try rows.first?.decode(Int.self) ?? 0
     }
 
-    public func peekDue(afterID: Int64, limit: Int, now: Int64) throws -> [LeasedMessage] {
+    public func peekDue(afterID: Int64, limit: Int, now: Int64) async throws -> [LeasedMessage] {
         try Self.messages(
-            session.rows(
+            await session.rows(
                 """
                 SELECT id, dedupe_key, user_id, platform, message::text, attempts FROM digest_outbox
                 WHERE id > \(afterID) AND state = 'ready' AND available_at <= to_timestamp(\(now)) ORDER BY id LIMIT \(limit)
                 """))
     }
 
-    public func backlog(now: Int64) throws -> OutboxBacklog {
+    public func backlog(now: Int64) async throws -> OutboxBacklog {
         guard
-            let row = try session.rows(
+            let row = try await session.rows(
                 """
                 SELECT
                     (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= to_timestamp(\(now))),
@@ -165,9 +176,12 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
     }
 
     static func messages(_ rows: [PostgresRow]) throws -> [LeasedMessage] {
-        try rows.map { row in
+        var messages: [LeasedMessage] = []
+        messages.reserveCapacity(rows.count)
+        for row in rows {
             let (id, key, user, platform, message, attempts) = try row.decode((Int64, String, String, String, String, Int).self)
-            return LeasedMessage(id: id, dedupeKey: key, userID: user, platform: platform, message: message, attempts: attempts)
+            messages.append(LeasedMessage(id: id, dedupeKey: key, userID: user, platform: platform, message: message, attempts: attempts))
         }
+        return messages
     }
 }

@@ -1,15 +1,16 @@
-/// ``OutboxConsumer`` on SQLite: every operation is one `BEGIN IMMEDIATE` transaction, so concurrent
-/// senders on one file take turns as writers and never lease the same message twice.
-///
-/// Not thread-safe (one connection): use it from one thread at a time.
-public final class SQLiteOutboxConsumer: OutboxConsumer {
+import DigestStore
+
+/// The statements behind ``SQLiteOutboxConsumer``: every operation is one `BEGIN IMMEDIATE`
+/// transaction, so concurrent senders on one file take turns as writers and never lease the same
+/// message twice. Synchronous, on the consumer's own thread, where its connection lives.
+final class SQLiteOutboxQueries {
     let connection: SQLiteConnection
 
     init(connection: SQLiteConnection) {
         self.connection = connection
     }
 
-    public func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) throws -> [LeasedMessage] {
+    func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) throws -> [LeasedMessage] {
         try connection.transaction {
             let sweep = try connection.statement(SQL.expire)
             sweep.bind(now, at: 1)
@@ -35,7 +36,7 @@ public final class SQLiteOutboxConsumer: OutboxConsumer {
     }
 
     @discardableResult
-    public func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) throws -> Int {
+    func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) throws -> Int {
         guard !settlements.isEmpty else { return 0 }
         return try connection.transaction {
             var applied = 0
@@ -82,7 +83,7 @@ public final class SQLiteOutboxConsumer: OutboxConsumer {
     }
 
     @discardableResult
-    public func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Set<Int64> {
+    func extendLeases(ids: [Int64], owner: String, until: Int64) throws -> Set<Int64> {
         guard !ids.isEmpty else { return [] }
         return try connection.transaction {
             let statement = try connection.statement(SQL.extend)
@@ -99,7 +100,7 @@ public final class SQLiteOutboxConsumer: OutboxConsumer {
         }
     }
 
-    public func requeueDead(reasonPrefix: String?, week: String?, now: Int64) throws -> Int {
+    func requeueDead(reasonPrefix: String?, week: String?, now: Int64) throws -> Int {
         try connection.transaction {
             let statement = try connection.statement(SQL.requeue)
             statement.bind(now, at: 1)
@@ -110,7 +111,7 @@ public final class SQLiteOutboxConsumer: OutboxConsumer {
         }
     }
 
-    public func peekDue(afterID: Int64, limit: Int, now: Int64) throws -> [LeasedMessage] {
+    func peekDue(afterID: Int64, limit: Int, now: Int64) throws -> [LeasedMessage] {
         let statement = try connection.statement(SQL.peekDue)
         statement.bind(afterID, at: 1)
         statement.bind(now, at: 2)
@@ -125,7 +126,7 @@ public final class SQLiteOutboxConsumer: OutboxConsumer {
         return messages
     }
 
-    public func backlog(now: Int64) throws -> OutboxBacklog {
+    func backlog(now: Int64) throws -> OutboxBacklog {
         let statement = try connection.statement(SQL.backlog)
         statement.bind(now, at: 1)
         guard try statement.step() else { return OutboxBacklog() }

@@ -1,21 +1,51 @@
-public import DigestCore
+import DigestCore
+import DigestStore
 
-/// Writes imported records into the SQLite tables; re-importing the same records changes nothing.
-public final class SQLiteImportSink: HistoryImportSink {
+/// The statements behind ``SQLiteImportSink``: writes imported records into the SQLite tables, a
+/// batch in one transaction; re-importing the same records changes nothing. Synchronous, on the
+/// sink's own thread, where its connection lives.
+final class SQLiteImportQueries {
     let connection: SQLiteConnection
     private var userKeys: [String: Int64] = [:]
     private var articleKeys: [String: Int64] = [:]
     private let cacheLimit = 1_000_000
 
-    public init(database: SQLiteDatabase) throws {
-        self.connection = try database.connect()
+    init(connection: SQLiteConnection) {
+        self.connection = connection
     }
 
-    public func beginBatch() throws { try connection.execute("BEGIN IMMEDIATE") }
+    /// Writes a batch in one transaction, records in order.
+    func write(_ batch: ImportBatch) throws -> ImportBatchResult {
+        try connection.transaction {
+            var result = ImportBatchResult()
+            func count(_ changed: Bool) {
+                if changed { result.written += 1 } else { result.unchanged += 1 }
+            }
+            switch batch {
+            case .users(let users):
+                for user in users { count(try upsert(user: user)) }
+            case .articles(let articles):
+                for article in articles { count(try upsert(article: article)) }
+            case .reads(let reads):
+                for (index, read) in reads.enumerated() {
+                    switch try insertRead(read) {
+                    case .inserted: result.written += 1
+                    case .duplicate: result.unchanged += 1
+                    case .rejected(let reason): result.rejected.append(.init(index: index, reason: reason))
+                    }
+                }
+            }
+            return result
+        }
+    }
 
-    public func commitBatch() throws { try connection.execute("COMMIT") }
+    /// What became of one read.
+    private enum ReadOutcome {
+        case inserted, duplicate
+        case rejected(ImportBatchResult.Rejection.Reason)
+    }
 
-    public func upsert(user: Reader) throws -> Bool {
+    private func upsert(user: Reader) throws -> Bool {
         let upsert = try connection.statement(
             """
             INSERT INTO users (id, locale, time_zone, opted_out) VALUES (?1, ?2, ?3, ?4)
@@ -27,7 +57,7 @@ public final class SQLiteImportSink: HistoryImportSink {
         var changed = connection.changes > 0
         guard let key = try userKey(user.id) else { return changed }
         // Devices: remove the ones no longer listed, add the new ones.
-        let tokens = SQLiteHistoryReader.encodeTopics(user.devices.map(\.token))
+        let tokens = SQLiteHistoryQueries.encodeTopics(user.devices.map(\.token))
         let remove = try connection.statement(
             "DELETE FROM devices WHERE user_pk = ? AND token NOT IN (SELECT value FROM json_each(?))")
         remove.bind(key, at: 1)
@@ -48,7 +78,7 @@ public final class SQLiteImportSink: HistoryImportSink {
         return changed
     }
 
-    public func upsert(article: Article) throws -> Bool {
+    private func upsert(article: Article) throws -> Bool {
         let upsert = try connection.statement(
             """
             INSERT INTO articles (id, title, url, image_url, topics, published_at, reading_minutes)
@@ -60,18 +90,18 @@ public final class SQLiteImportSink: HistoryImportSink {
             """)
         upsert.bind([
             article.id, article.title, article.url, article.imageURL,
-            SQLiteHistoryReader.encodeTopics(article.topics), article.publishedAt, article.readingMinutes,
+            SQLiteHistoryQueries.encodeTopics(article.topics), article.publishedAt, article.readingMinutes,
         ])
         try upsert.run()
         return connection.changes > 0
     }
 
-    public func insertRead(userID: String, articleID: String, readAt: Int64, seconds: Int) throws -> ReadInsertOutcome {
-        guard let user = try userKey(userID) else { return .unknownUser }
-        guard let article = try articleKey(articleID) else { return .unknownArticle }
+    private func insertRead(_ read: ImportedRead) throws -> ReadOutcome {
+        guard let user = try userKey(read.userID) else { return .rejected(.unknownUser) }
+        guard let article = try articleKey(read.articleID) else { return .rejected(.unknownArticle) }
         let insert = try connection.statement(
             "INSERT INTO reads (user_pk, read_at, article_pk, seconds) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING")
-        insert.bind([user, readAt, article, seconds])
+        insert.bind([user, read.readAt, article, read.seconds])
         try insert.run()
         return connection.changes > 0 ? .inserted : .duplicate
     }

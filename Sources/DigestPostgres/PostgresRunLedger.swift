@@ -1,4 +1,5 @@
 public import DigestCore
+public import DigestStore
 import Foundation
 import PostgresNIO
 
@@ -14,12 +15,12 @@ public final class PostgresRunLedger: RunLedger {
     }
 
     /// Joins the week's shared run, splitting its users into chunks when this process is the first.
-    public func begin(week: ISOWeek, now: Int64) throws -> RunCheckpoint {
+    public func begin(week: ISOWeek, now: Int64) async throws -> RunCheckpoint {
         let size = max(1, coordination.settings.chunkSize)
         let name = week.description
-        try session.transaction { connection in
+        try await session.transaction { connection in
             // A second process starting at the same moment waits here for the first one's split.
-            let created = try connection.rows(
+            let created = try await connection.rows(
                 """
                 INSERT INTO digest_runs (week, state, chunk_size, chunks, users)
                 VALUES (\(name), 'running', \(size), 0, 0) ON CONFLICT (week) DO NOTHING RETURNING week
@@ -27,7 +28,7 @@ public final class PostgresRunLedger: RunLedger {
             guard !created.isEmpty else { return }
             // Chunk k holds the users in (after_user, through_user] in byte order; the last one is
             // open-ended, so users added later still belong to a chunk.
-            try connection.run(
+            try await connection.run(
                 """
                 INSERT INTO digest_run_chunks (week, chunk, after_user, through_user)
                 SELECT \(name), (row_number() OVER (ORDER BY through COLLATE "C" NULLS LAST))::int - 1,
@@ -38,7 +39,7 @@ public final class PostgresRunLedger: RunLedger {
                     WHERE n % \(size) = 0
                     UNION ALL SELECT NULL) bounds
                 """)
-            try connection.run(
+            try await connection.run(
                 """
                 UPDATE digest_runs SET
                     chunks = (SELECT count(*) FROM digest_run_chunks WHERE week = \(name)),
@@ -46,7 +47,7 @@ public final class PostgresRunLedger: RunLedger {
                 WHERE week = \(name)
                 """)
         }
-        let run = try session.rows(
+        let run = try await session.rows(
             """
             SELECT r.state, count(c.chunk), r.chunks FROM digest_runs r
             LEFT JOIN digest_run_chunks c ON c.week = r.week AND c.state = 'done'
@@ -55,7 +56,7 @@ public final class PostgresRunLedger: RunLedger {
         guard let row = run.first else { throw PostgresStoreError("\(session.location): the run row of \(name) vanished") }
         let (state, done, chunks) = try row.decode((String, Int, Int).self)
         return RunCheckpoint(
-            cursor: Int64(done), finished: state == "done", counters: try totals(week: name),
+            cursor: Int64(done), finished: state == "done", counters: try await totals(week: name),
             resumed: done > 0 ? "joined the shared run with \(done) of \(chunks) chunks done" : nil)
     }
 
@@ -63,7 +64,7 @@ public final class PostgresRunLedger: RunLedger {
     /// statement. A chunk another worker finished first keeps that worker's counters.
     public func commit(
         week: ISOWeek, through chunk: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64
-    ) throws -> Int {
+    ) async throws -> Int {
         var keys: [String] = [], weeks: [String] = [], users: [String] = [], platforms: [String] = [], variants: [String] = []
         var bodies: [PostgresUTF8Text] = [], reports: [String] = [], due: [Int64] = []
         for message in messages {
@@ -76,10 +77,10 @@ public final class PostgresRunLedger: RunLedger {
             reports.append(message.report)
             due.append(message.availableAt)
         }
-        let countersJSON = String(decoding: try JSONEncoder.sorted.encode(counters), as: UTF8.self)
+        let countersJSON = String(decoding: try Self.encoder.encode(counters), as: UTF8.self)
         let name = week.description
         let worker = coordination.settings.worker
-        let rows = try session.rows(
+        let rows = try await session.rows(
             """
             WITH inserted AS (
                 INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at)
@@ -102,28 +103,37 @@ public final class PostgresRunLedger: RunLedger {
         return inserted
     }
 
-    public func maintain() throws {}
+    public func maintain() async throws {}
 
     /// Marks the week done once every chunk is, and returns the week's totals over its done chunks.
-    public func finish(week: ISOWeek, now: Int64) throws -> RunCounters {
+    public func finish(week: ISOWeek, now: Int64) async throws -> RunCounters {
         let name = week.description
-        try session.run(
+        try await session.run(
             """
             UPDATE digest_runs SET state = 'done', finished_at = now()
             WHERE week = \(name) AND state = 'running'
               AND NOT EXISTS (SELECT 1 FROM digest_run_chunks WHERE week = \(name) AND state <> 'done')
             """)
-        return try totals(week: name)
+        return try await totals(week: name)
     }
 
-    private func totals(week: String) throws -> RunCounters {
+    private func totals(week: String) async throws -> RunCounters {
         var totals = RunCounters()
         let decoder = JSONDecoder()
-        for row in try session.rows(
+        for row in try await session.rows(
             "SELECT counters::text FROM digest_run_chunks WHERE week = \(week) AND state = 'done' AND counters IS NOT NULL")
         {
             totals.add(try decoder.decode(RunCounters.self, from: Data(try row.decode(String.self).utf8)))
         }
         return totals
+    }
+}
+
+extension PostgresRunLedger {
+    /// Sorted keys, so stored JSON is stable.
+    private static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
     }
 }

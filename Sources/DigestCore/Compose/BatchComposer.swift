@@ -1,0 +1,180 @@
+/// Composes readers' digests, plans and messages for a week: the one code path behind the weekly run
+/// and the previews. Pure but for the attachment provider (the top picks' images).
+///
+/// ```swift
+/// let composer = BatchComposer(configuration: .init(week: week), articles: articles, templates: catalog,
+///                              attachments: NoAttachments(), now: now)
+/// let batch = await composer.compose(readers, reads: reads)
+/// ```
+public struct BatchComposer: Sendable {
+    /// When messages become due.
+    public enum SendAt: String, Sendable {
+        /// The Monday after the week, at the delivery time, in each user's zone.
+        case local
+        /// At once.
+        case now
+    }
+
+    /// What shapes a week's messages: the week, delivery, and the builder's, planner's and encoder's
+    /// settings.
+    public struct Configuration: Sendable {
+        public var week: ISOWeek
+        public var sendAt: SendAt = .local
+        public var delivery: WeekCalendar.DeliveryTime = .mondayMorning
+        public var digest = DigestBuilder.Configuration()
+        public var planner = VariantPlanner.Configuration()
+        public var encoder = FCMEncoder.Configuration()
+
+        public init(week: ISOWeek) {
+            self.week = week
+        }
+
+        /// Articles a week's digests can pick from: every zone's window lies within 14 hours (ahead)
+        /// or 12 hours (behind) of the UTC week.
+        public var articleRange: (from: Int64, until: Int64) {
+            let utc = WeekCalendar(week: week, delivery: delivery).utcWindow
+            return (utc.end - digest.freshnessSeconds - 14 * 3600, utc.end + 12 * 3600)
+        }
+    }
+
+    public let calendar: WeekCalendar
+    let builder: DigestBuilder
+    let templates: TemplateCatalog
+    let planner: VariantPlanner
+    let attachments: any AttachmentProvider
+    /// When set, every message is due at this instant.
+    let sendNow: Int64?
+
+    /// A composer over the week's candidate `articles` (those in ``Configuration/articleRange``).
+    public init(
+        configuration: Configuration, articles: [Article], templates: TemplateCatalog, attachments: any AttachmentProvider,
+        now: Int64
+    ) {
+        calendar = WeekCalendar(week: configuration.week, delivery: configuration.delivery)
+        builder = DigestBuilder(pool: CandidatePool(articles: articles), configuration: configuration.digest)
+        self.templates = templates
+        planner = VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder))
+        self.attachments = attachments
+        sendNow = configuration.sendAt == .now ? now : nil
+    }
+
+    /// Where a reader's reads start: their previous-week Monday in their own zone. Skipped readers
+    /// need no reads: `Int64.max`, so a store returns none.
+    public func readsSince(_ reader: Reader) -> Int64 {
+        reader.optedOut || reader.devices.isEmpty ? Int64.max : calendar.window(forZone: reader.timeZone).window.previousStart
+    }
+
+    /// Composes a batch: first the digests, then every distinct top-pick image of the batch asked for
+    /// at once (the provider bounds its own downloads and fetches each URL once), then the plans; the
+    /// messages come in reader order.
+    public func compose(_ readers: [Reader], reads: [[ReadEvent]]) async -> ComposedBatch {
+        var counters = RunCounters()
+        var messages: [OutboxMessage] = []
+        messages.reserveCapacity(readers.count * 2)
+        var finished: [(Int, ComposedUser)] = []
+        var digested: [(order: Int, user: ComposedUser, window: WeekWindow, digest: WeeklyDigest)] = []
+        digested.reserveCapacity(readers.count)
+        for (reader, reads) in zip(readers, reads) {
+            switch prepare(reader, reads: reads) {
+            case .finished(let user): finished.append((finished.count + digested.count, user))
+            case .digested(let user, let window, let digest): digested.append((finished.count + digested.count, user, window, digest))
+            }
+        }
+        let outcomes = await imageOutcomes(Set(digested.compactMap { $0.digest.picks.first?.imageURL }))
+        var users = finished
+        for (order, user, window, digest) in digested {
+            let image = digest.picks.first?.imageURL.map { outcomes[$0] ?? .unavailable(reason: "not_requested") }
+            users.append((order, finish(user, window: window, digest: digest, image: image)))
+        }
+        for (_, user) in users.sorted(by: { $0.0 < $1.0 }) {
+            user.count(into: &counters)
+            messages.append(contentsOf: user.messages)
+        }
+        return ComposedBatch(userCount: readers.count, messages: messages, counters: counters)
+    }
+
+    /// One reader's digest, plan and messages.
+    public func composeUser(_ reader: Reader, reads: [ReadEvent]) async -> ComposedUser {
+        switch prepare(reader, reads: reads) {
+        case .finished(let user):
+            return user
+        case .digested(let user, let window, let digest):
+            var image: ImageOutcome?
+            if let url = digest.picks.first?.imageURL { image = await attachments.renditions(forImageAt: url) }
+            return finish(user, window: window, digest: digest, image: image)
+        }
+    }
+
+    /// A reader skipped before any digest, or their digest, ready for the image and the plan.
+    enum PreparedUser {
+        case finished(ComposedUser)
+        case digested(ComposedUser, WeekWindow, WeeklyDigest)
+    }
+
+    /// The first half of ``composeUser(_:reads:)``: skips, the week window and the digest.
+    func prepare(_ reader: Reader, reads: [ReadEvent]) -> PreparedUser {
+        var user = ComposedUser(reader: reader)
+        if reader.optedOut {
+            user.skipped = .optedOut
+            return .finished(user)
+        }
+        if reader.devices.isEmpty {
+            user.skipped = .noDevices
+            return .finished(user)
+        }
+        let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)
+        user.week = window.week
+        user.timeZoneFellBack = zoneFellBack
+        let digest = builder.build(reader: reader, window: window, reads: reads)
+        user.isReengagement = digest.isReengagement
+        return .digested(user, window, digest)
+    }
+
+    /// The second half: the plan with the top pick's image outcome, and one message per device.
+    func finish(_ prepared: ComposedUser, window: WeekWindow, digest: WeeklyDigest, image: ImageOutcome?) -> ComposedUser {
+        var user = prepared
+        let reader = user.reader
+        let localized = templates.localized(for: reader.locale)
+        user.localeFellBack = localized.fellBackToRoot
+        user.image = image
+        let platforms = Set(reader.devices.map(\.platform))
+        let encoded: EncodedPlan
+        do {
+            encoded = try planner.planAndEncode(
+                digest, templates: localized, image: image, platforms: platforms, deliverAt: sendNow)
+        } catch {
+            user.skipped = .overBudget
+            return user
+        }
+        let plan = encoded.plan
+        user.plan = plan
+        let report = plan.reportJSON()
+        let bodies = planner.encoder.messages(for: encoded, devices: reader.devices)
+        user.messages = zip(reader.devices, bodies).map { device, body in
+            OutboxMessage(
+                dedupeKey: OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: device.token),
+                week: window.week.description, userID: reader.id, platform: device.platform,
+                variant: plan.variant, message: body, report: report, availableAt: plan.deliverAt)
+        }
+        return user
+    }
+
+    /// The provider's outcome for each URL, asked concurrently (the provider bounds its downloads).
+    private func imageOutcomes(_ urls: Set<String>) async -> [String: ImageOutcome] {
+        await withTaskGroup(of: (String, ImageOutcome).self) { group in
+            for url in urls {
+                group.addTask { (url, await attachments.renditions(forImageAt: url)) }
+            }
+            var outcomes: [String: ImageOutcome] = [:]
+            for await (url, outcome) in group { outcomes[url] = outcome }
+            return outcomes
+        }
+    }
+}
+
+/// What composing a batch gave: its messages in reader order and what it did.
+public struct ComposedBatch: Sendable {
+    public var userCount: Int
+    public var messages: [OutboxMessage]
+    public var counters: RunCounters
+}

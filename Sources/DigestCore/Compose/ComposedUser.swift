@@ -1,0 +1,46 @@
+/// What composing one reader gave: the plan and one message per device, or why they were skipped.
+public struct ComposedUser: Sendable {
+    public var reader: Reader
+    /// Why the reader gets no message; `nil` when they were planned.
+    public var skipped: SkipReason?
+    /// The plan (rules fired, bytes per budget), when not skipped.
+    public var plan: NotificationPlan?
+    /// One message per device, as the run enqueues them.
+    public var messages: [OutboxMessage] = []
+    /// The week in the reader's zone (set once they are not skipped for opt-out or devices).
+    public var week: ISOWeek?
+    public var timeZoneFellBack = false
+    public var localeFellBack = false
+    public var isReengagement = false
+    /// What the attachment provider gave for the top pick's image, if it had one.
+    public var image: ImageOutcome?
+
+    init(reader: Reader) {
+        self.reader = reader
+    }
+
+    /// Adds this reader to a batch's counters.
+    func count(into counters: inout RunCounters) {
+        counters.users += 1
+        if timeZoneFellBack { counters.timeZoneFallbacks += 1 }
+        if localeFellBack { counters.localeFallbacks += 1 }
+        switch image {
+        case .ready?: counters.images["ready", default: 0] += 1
+        case .unavailable(let reason)?: counters.images[reason, default: 0] += 1
+        case nil: break
+        }
+        if let skipped {
+            counters.skipped[skipped.rawValue, default: 0] += 1
+            return
+        }
+        guard let plan else { return }
+        counters.digested += 1
+        if isReengagement { counters.reengaged += 1 }
+        counters.variants[plan.variant.rawValue, default: 0] += 1
+        for rule in plan.rules {
+            let name = PlanRule(entry: rule)?.rawValue ?? String(rule.prefix { $0 != ":" })
+            counters.rules[name, default: 0] += 1
+        }
+        counters.messages += messages.count
+    }
+}

@@ -1,0 +1,10 @@
+/// Why a reader gets no message this week, by its stable name: the name run summaries, reports and
+/// previews show.
+public enum SkipReason: String, Sendable, CaseIterable, Codable {
+    /// The reader opted out of the digest.
+    case optedOut = "opted_out"
+    /// The reader has no device to send to.
+    case noDevices = "no_devices"
+    /// No variant fitted the byte budget.
+    case overBudget = "over_budget"
+}

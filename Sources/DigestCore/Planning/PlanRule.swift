@@ -1,0 +1,35 @@
+/// A text or budget rule the planner applies, by its stable name: the name that plans, outbox
+/// reports and run summaries count it under.
+public enum PlanRule: String, Sendable, CaseIterable, Codable {
+    /// The top pick's image could not be used (detail: the reason); the plan has no picture.
+    case imageUnavailable = "image.unavailable"
+    /// The byte budget took bullets away (detail: how many are left).
+    case budgetBullets = "budget.bullets"
+    /// The byte budget shortened bullet titles (detail: the limit).
+    case budgetBulletTitle = "budget.bullet_title"
+    /// The byte budget shortened the body (detail: the limit).
+    case budgetBody = "budget.body"
+    /// Nothing fitted: the plan fell back to the default variant.
+    case budgetFallback = "budget.fallback"
+    /// The byte budget shortened the title (detail: the limit).
+    case budgetTitle = "budget.title"
+    /// The title was cut at a word boundary (detail: the limit).
+    case titleTruncated = "title.truncated"
+    /// The body was cut at a word boundary (detail: the limit).
+    case bodyTruncated = "body.truncated"
+    /// The header line was cut (detail: the limit).
+    case headerTruncated = "header.truncated"
+    /// More picks than a BigText shows (detail: the most it shows).
+    case bigTextMaxBullets = "bigtext.max_bullets"
+    /// Bullet titles were cut (detail: `<count>x<limit>`).
+    case bulletTruncated = "bullet.truncated"
+    /// Android's UTF-16 limit took bullets away (detail: how many are shown).
+    case androidUTF16Bullets = "android.utf16.bullets"
+    /// Android's UTF-16 limit cut the body (detail: the limit).
+    case androidUTF16Truncated = "android.utf16.truncated"
+
+    /// The rule an entry of ``NotificationPlan/rules`` (`name:detail`) names, if it is one.
+    public init?(entry: String) {
+        self.init(rawValue: String(entry.prefix { $0 != ":" }))
+    }
+}

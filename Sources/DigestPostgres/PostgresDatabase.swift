@@ -1,0 +1,184 @@
+public import DigestCore
+public import DigestStore
+import PostgresNIO
+
+/// PostgreSQL as the store: history read through the `digest_*` views, the outbox, and a run table
+/// that lets any number of `digest run` processes on any number of machines share one week.
+///
+/// Every call is async and talks to the server through PostgresNIO's async API, on a connection of
+/// its own: each scoped part (a reader, a ledger, a consumer, an import sink) opens one for its body
+/// and closes it when the body returns or throws; the one-off calls (`migrate`, `runStatus`, the
+/// outbox views) open and close one each.
+public struct PostgresDatabase: DigestDatabase {
+    public let location: PostgresLocation
+    /// How this process takes part in a shared run.
+    public let coordination: PostgresRunCoordination
+
+    public init(location: PostgresLocation, run: PostgresRunCoordination.Settings = .init()) {
+        self.location = location
+        self.coordination = PostgresRunCoordination(location: location, settings: run)
+    }
+
+    /// Runs `body` with a session on a database whose schema is current (or fails with what to run),
+    /// and closes the session afterwards.
+    func withSession<T>(
+        reconnectWindow: Duration? = nil, _ body: (PostgresSession) async throws -> T
+    ) async throws -> T {
+        try await PostgresSession.with(
+            location: location, reconnectWindow: reconnectWindow ?? coordination.settings.reconnectWindow
+        ) { session in
+            try await PostgresSchema.requireCurrent(session)
+            return try await body(session)
+        }
+    }
+
+    public func migrate() async throws -> (from: Int, to: Int) {
+        try await PostgresSession.with(location: location, reconnectWindow: .seconds(60)) { session in
+            try await PostgresSchema.migrate(session)
+        }
+    }
+
+    /// Runs `body` with a reader whose batches are chunks claimed from the week's shared run; once
+    /// the reader is closed, the leases of any chunk it still holds are no longer renewed.
+    public func withHistoryReader<T>(_ body: (PostgresHistoryReader) async throws -> T) async throws -> T {
+        try await withSession { session in
+            coordination.readerOpened()
+            let value: T
+            do {
+                value = try await body(PostgresHistoryReader(session: session, coordination: coordination))
+            } catch {
+                await coordination.readerClosed()
+                throw error
+            }
+            await coordination.readerClosed()
+            return value
+        }
+    }
+
+    public func withLedger<T>(_ body: (PostgresRunLedger) async throws -> T) async throws -> T {
+        try await withSession { session in
+            try await body(PostgresRunLedger(session: session, coordination: coordination))
+        }
+    }
+
+    public func withOutboxConsumer<T>(_ body: (PostgresOutboxConsumer) async throws -> T) async throws -> T {
+        try await withSession { session in
+            try await body(PostgresOutboxConsumer(session: session))
+        }
+    }
+
+    /// Runs `body` with an import sink whose lost connection fails the import instead of being
+    /// retried.
+    public func withImportSink<T>(_ body: (PostgresImportSink) async throws -> T) async throws -> T {
+        try await withSession(reconnectWindow: .zero) { session in
+            try await body(PostgresImportSink(session: session))
+        }
+    }
+
+    /// No file lock: processes coordinate through the run table's chunk leases.
+    public func acquireRunLock() async throws -> RunLock? { nil }
+
+    public func outboxStats(now: Int64) async throws -> OutboxStats {
+        try await withSession { session in
+            var stats = OutboxStats()
+            let groups: [(String, WritableKeyPath<OutboxStats, [String: Int]>)] = [
+                ("state", \.byState), ("platform", \.byPlatform), ("variant", \.byVariant), ("week", \.byWeek),
+            ]
+            for (column, keyPath) in groups {
+                let rows = try await session.rows(
+                    PostgresQuery(unsafeSQL: "SELECT \(column), count(*) FROM digest_outbox GROUP BY \(column)"))
+                for row in rows {
+                    let (key, count) = try row.decode((String, Int).self)
+                    stats[keyPath: keyPath][key] = count
+                    if column == "state" { stats.total += count }
+                }
+            }
+            stats.due = try await session.rows(
+                "SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= to_timestamp(\(now))"
+            ).first?.decode(Int.self) ?? 0
+            return stats
+        }
+    }
+
+    public func peek(limit: Int, state: String?) async throws -> [OutboxRow] {
+        try await withSession { session in
+            try Self.rows(
+                await session.rows(
+                    "SELECT \(unescaped: Self.rowColumns) FROM digest_outbox WHERE (\(state)::text IS NULL OR state = \(state)) ORDER BY id LIMIT \(limit)"))
+        }
+    }
+
+    public func outboxRows(week: String, userID: String) async throws -> [OutboxRow] {
+        try await withSession { session in
+            try Self.rows(
+                await session.rows(
+                    "SELECT \(unescaped: Self.rowColumns) FROM digest_outbox WHERE user_id = \(userID) AND week = \(week) ORDER BY id"))
+        }
+    }
+
+    public func outboxWeeks(userID: String) async throws -> [String] {
+        try await withSession { session in
+            let rows = try await session.rows(
+                "SELECT DISTINCT week FROM digest_outbox WHERE user_id = \(userID) ORDER BY week DESC LIMIT 60")
+            var weeks: [String] = []
+            for row in rows { weeks.append(try row.decode(String.self)) }
+            return weeks
+        }
+    }
+
+    /// Where each week's shared run stands, with its chunks. The run row keeps no counters (each
+    /// done chunk keeps its own), so `counters` is empty.
+    public func runStatus(week: ISOWeek?) async throws -> [RunStatus] {
+        try await withSession { session in
+            let rows = try await session.rows(
+                """
+                SELECT r.week, r.state, r.chunks, r.users, extract(epoch FROM r.started_at)::bigint,
+                       count(*) FILTER (WHERE c.state = 'done'),
+                       count(*) FILTER (WHERE c.state = 'claimed' AND c.leased_until > now()),
+                       count(*) FILTER (WHERE c.state = 'claimed' AND c.leased_until <= now()),
+                       count(DISTINCT c.lease_owner) FILTER (WHERE c.state = 'claimed' AND c.leased_until > now()),
+                       coalesce(sum(c.claims), 0)
+                FROM digest_runs r LEFT JOIN digest_run_chunks c ON c.week = r.week
+                WHERE (\(week?.description)::text IS NULL OR r.week = \(week?.description))
+                GROUP BY r.week ORDER BY r.week DESC LIMIT 20
+                """)
+            var runs: [RunStatus] = []
+            for row in rows {
+                let (week, state, chunks, users, started, done, claimed, expired, workers, claims) =
+                    try row.decode((String, String, Int, Int, Int64, Int, Int, Int, Int, Int).self)
+                runs.append(
+                    RunStatus(
+                        week: week, state: state, users: users, startedAt: started, counters: RunCounters(),
+                        chunks: RunStatus.Chunks(
+                            total: chunks, done: done, claimed: claimed, expired: expired, workers: workers, claims: claims)))
+            }
+            return runs
+        }
+    }
+
+    static let rowColumns = """
+        id, dedupe_key, week, user_id, platform, variant, message::text, report::text,
+        extract(epoch FROM available_at)::bigint, state, attempts, last_error
+        """
+
+    static func rows(_ rows: [PostgresRow]) throws -> [OutboxRow] {
+        var result: [OutboxRow] = []
+        result.reserveCapacity(rows.count)
+        for row in rows {
+            let (id, key, week, user, platform, variant, message, report, available, state, attempts, error) =
+                try row.decode((Int64, String, String, String, String, String, String, String, Int64, String, Int, String?).self)
+            result.append(
+                OutboxRow(
+                    id: id, dedupeKey: key, week: week, userID: user, platform: platform, variant: variant, message: message,
+                    report: report, availableAt: available, state: state, attempts: attempts, lastError: error))
+        }
+        return result
+    }
+}
+
+extension DigestDatabase where Self == PostgresDatabase {
+    /// The PostgreSQL database at `url` (`postgres://…`).
+    public static func postgres(url: String, run: PostgresRunCoordination.Settings = .init()) throws -> PostgresDatabase {
+        PostgresDatabase(location: try PostgresLocation(url: url), run: run)
+    }
+}

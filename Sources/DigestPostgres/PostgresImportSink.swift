@@ -1,0 +1,133 @@
+import DigestCore
+public import DigestStore
+import PostgresNIO
+
+/// Writes imported records into the `digest_import_*` tables behind the history views; re-importing
+/// the same records changes nothing. Each batch is one transaction. A lost connection fails the
+/// import (run it again: it is idempotent) rather than being retried.
+public final class PostgresImportSink: HistoryImportSink {
+    let session: PostgresSession
+
+    init(session: PostgresSession) {
+        self.session = session
+    }
+
+    public func write(_ batch: ImportBatch) async throws -> ImportBatchResult {
+        guard batch.count > 0 else { return ImportBatchResult() }
+        return try await session.transaction { connection in
+            switch batch {
+            case .users(let users): try await Self.write(users: users, on: connection)
+            case .articles(let articles): try await Self.write(articles: articles, on: connection)
+            case .reads(let reads): try await Self.write(reads: reads, on: connection)
+            }
+        }
+    }
+
+    /// One statement for the batch's users and devices: upserts that change only what differs, and
+    /// devices no longer listed removed. A user listed twice in a batch counts once, as last listed.
+    static func write(users records: [Reader], on connection: PostgresConnection) async throws -> ImportBatchResult {
+        var latest: [String: Int] = [:]
+        for (index, user) in records.enumerated() { latest[user.id] = index }
+        let users = records.indices.filter { latest[records[$0].id] == $0 }.map { records[$0] }
+        var owners: [String] = [], tokens: [String] = [], platforms: [String] = []
+        for user in users {
+            var seen = Set<String>()
+            for device in user.devices.reversed() where seen.insert(device.token).inserted {
+                owners.append(user.id)
+                tokens.append(device.token)
+                platforms.append(device.platform.rawValue)
+            }
+        }
+        let rows = try await connection.rows(
+            """
+            WITH upserted AS (
+                INSERT INTO digest_import_users (id, locale, time_zone, opted_out)
+                SELECT * FROM unnest(\(users.map(\.id))::text[], \(users.map(\.locale))::text[],
+                                     \(users.map(\.timeZone))::text[], \(users.map(\.optedOut))::bool[])
+                ON CONFLICT (id) DO UPDATE SET locale = excluded.locale, time_zone = excluded.time_zone, opted_out = excluded.opted_out
+                WHERE (digest_import_users.locale, digest_import_users.time_zone, digest_import_users.opted_out)
+                    IS DISTINCT FROM (excluded.locale, excluded.time_zone, excluded.opted_out)
+                RETURNING id),
+            listed AS (
+                SELECT * FROM unnest(\(owners)::text[], \(tokens)::text[], \(platforms)::text[]) AS t(user_id, token, platform)),
+            removed AS (
+                DELETE FROM digest_import_devices d
+                WHERE d.user_id = ANY(\(users.map(\.id))::text[])
+                  AND NOT EXISTS (SELECT 1 FROM listed l WHERE l.user_id = d.user_id AND l.token = d.token)
+                RETURNING d.user_id),
+            added AS (
+                INSERT INTO digest_import_devices (user_id, token, platform)
+                SELECT user_id, token, platform FROM listed
+                ON CONFLICT (user_id, token) DO UPDATE SET platform = excluded.platform
+                WHERE digest_import_devices.platform IS DISTINCT FROM excluded.platform
+                RETURNING user_id)
+            SELECT count(*) FROM (SELECT id FROM upserted UNION SELECT user_id FROM removed UNION SELECT user_id FROM added) changed
+            """)
+        let changed = try rows.first?.decode(Int.self) ?? 0
+        return ImportBatchResult(written: changed, unchanged: records.count - changed)
+    }
+
+    /// One upsert per article, in batch order (so a later record of the same id wins); an article
+    /// counts as written when the upsert changed it.
+    static func write(articles: [Article], on connection: PostgresConnection) async throws -> ImportBatchResult {
+        var result = ImportBatchResult()
+        for article in articles {
+            let changed = try await connection.changed(
+                """
+                INSERT INTO digest_import_articles (id, title, url, image_url, topics, published_at, reading_minutes)
+                VALUES (\(article.id), \(article.title), \(article.url), \(article.imageURL), \(article.topics)::text[],
+                        to_timestamp(\(article.publishedAt)), \(article.readingMinutes))
+                ON CONFLICT (id) DO UPDATE SET title = excluded.title, url = excluded.url, image_url = excluded.image_url,
+                    topics = excluded.topics, published_at = excluded.published_at, reading_minutes = excluded.reading_minutes
+                WHERE (digest_import_articles.title, digest_import_articles.url, digest_import_articles.image_url,
+                       digest_import_articles.topics, digest_import_articles.published_at, digest_import_articles.reading_minutes)
+                    IS DISTINCT FROM (excluded.title, excluded.url, excluded.image_url, excluded.topics, excluded.published_at,
+                       excluded.reading_minutes)
+                RETURNING 1
+                """)
+            if changed > 0 { result.written += 1 } else { result.unchanged += 1 }
+        }
+        return result
+    }
+
+    /// One statement for the batch's reads: existence checks, the insert, and each read's outcome
+    /// (the first of identical reads counts as written, the rest as unchanged; reads of unknown
+    /// users or articles are rejected, a user's absence named first).
+    static func write(reads: [ImportedRead], on connection: PostgresConnection) async throws -> ImportBatchResult {
+        let rows = try await connection.rows(
+            """
+            WITH input AS (
+                SELECT * FROM unnest(\(reads.indices.map { $0 })::int8[], \(reads.map(\.userID))::text[],
+                                     \(reads.map(\.articleID))::text[], \(reads.map(\.readAt))::int8[],
+                                     \(reads.map(\.seconds))::int8[]) AS t(i, u, a, at, s)),
+            checked AS (
+                SELECT i, u, a, to_timestamp(at) AS at, s,
+                       EXISTS (SELECT 1 FROM digest_import_users x WHERE x.id = u) AS known_user,
+                       EXISTS (SELECT 1 FROM digest_import_articles x WHERE x.id = a) AS known_article,
+                       row_number() OVER (PARTITION BY u, a, at ORDER BY i) = 1 AS first
+                FROM input),
+            inserted AS (
+                INSERT INTO digest_import_reads (user_id, read_at, article_id, seconds)
+                SELECT u, at, a, s FROM checked WHERE known_user AND known_article AND first
+                ON CONFLICT DO NOTHING
+                RETURNING user_id, read_at, article_id)
+            SELECT c.i, c.known_user, c.known_article,
+                   c.first AND EXISTS (SELECT 1 FROM inserted x WHERE x.user_id = c.u AND x.article_id = c.a AND x.read_at = c.at)
+            FROM checked c ORDER BY c.i
+            """)
+        var result = ImportBatchResult()
+        for row in rows {
+            let (index, knownUser, knownArticle, inserted) = try row.decode((Int, Bool, Bool, Bool).self)
+            if !knownUser {
+                result.rejected.append(.init(index: index, reason: .unknownUser))
+            } else if !knownArticle {
+                result.rejected.append(.init(index: index, reason: .unknownArticle))
+            } else if inserted {
+                result.written += 1
+            } else {
+                result.unchanged += 1
+            }
+        }
+        return result
+    }
+}

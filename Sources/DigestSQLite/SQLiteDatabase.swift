@@ -1,0 +1,183 @@
+public import DigestCore
+public import DigestStore
+import DigestThreads
+import Foundation
+
+/// The embedded store: one SQLite file (WAL mode) holding history, outbox and run bookkeeping.
+///
+/// A value naming the file: each reader, ledger, consumer or import sink it opens has a connection
+/// of its own on a thread of its own (``DedicatedThread``), for as long as its scope lasts; one-off
+/// questions (stats, a user's rows) open a connection on a short-lived thread.
+public struct SQLiteDatabase: DigestDatabase {
+    public let path: String
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// Opens a connection, creating and migrating the schema on first use of a new file. Blocks: call
+    /// it on a thread of its own.
+    public func connect() throws -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: path)
+        let version = try SQLiteSchema.version(connectionAfterEnsuringTable: connection)
+        if version < SQLiteSchema.migrations.count { _ = try SQLiteSchema.migrate(connection) }
+        return connection
+    }
+
+    /// Runs `body` with a new connection on a short-lived thread of its own.
+    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        let database = self
+        return try await DedicatedThread.run(name: "digest-sqlite") { try body(try database.connect()) }
+    }
+
+    public func migrate() async throws -> (from: Int, to: Int) {
+        let path = self.path
+        return try await DedicatedThread.run(name: "digest-sqlite-migrate") {
+            try SQLiteSchema.migrate(SQLiteConnection(path: path))
+        }
+    }
+
+    public func withHistoryReader<T>(_ body: (SQLiteHistoryReader) async throws -> T) async throws -> T {
+        try await scoped("digest-sqlite-reader", SQLiteHistoryQueries.init(connection:)) { try await body(SQLiteHistoryReader(thread: $0)) }
+    }
+
+    public func withLedger<T>(_ body: (SQLiteRunLedger) async throws -> T) async throws -> T {
+        try await scoped("digest-sqlite-writer", SQLiteLedgerQueries.init(connection:)) { try await body(SQLiteRunLedger(thread: $0)) }
+    }
+
+    public func withOutboxConsumer<T>(_ body: (SQLiteOutboxConsumer) async throws -> T) async throws -> T {
+        try await scoped("digest-sqlite-outbox", SQLiteOutboxQueries.init(connection:)) { try await body(SQLiteOutboxConsumer(thread: $0)) }
+    }
+
+    public func withImportSink<T>(_ body: (SQLiteImportSink) async throws -> T) async throws -> T {
+        try await scoped("digest-sqlite-import", SQLiteImportQueries.init(connection:)) { try await body(SQLiteImportSink(thread: $0)) }
+    }
+
+    /// A thread holding `make`'s value over a new connection for `body`, shut down afterwards.
+    private func scoped<Queries, T>(
+        _ name: String, _ make: @escaping @Sendable (SQLiteConnection) -> Queries,
+        _ body: (DedicatedThread<Queries>) async throws -> T
+    ) async throws -> T {
+        let database = self
+        let thread = try await DedicatedThread(opening: name) { make(try database.connect()) }
+        let value: T
+        do {
+            value = try await body(thread)
+        } catch {
+            await thread.shutdown()
+            throw error
+        }
+        await thread.shutdown()
+        return value
+    }
+
+    public func acquireRunLock() async throws -> RunLock? {
+        try RunLock(path: path + ".lock")
+    }
+
+    public func runStatus(week: ISOWeek?) async throws -> [RunStatus] {
+        try await withConnection { connection in
+            let statement = try connection.statement(
+                """
+                SELECT week, state, started_at, counters FROM digest_runs WHERE (?1 IS NULL OR week = ?1)
+                ORDER BY week DESC LIMIT 20
+                """)
+            statement.bind(week?.description, at: 1)
+            var runs: [RunStatus] = []
+            while try statement.step() {
+                let counters = (try? JSONDecoder().decode(RunCounters.self, from: Data(statement.string(3).utf8))) ?? RunCounters()
+                runs.append(
+                    RunStatus(
+                        week: statement.string(0), state: statement.string(1), users: counters.users,
+                        startedAt: statement.int64(2), counters: counters, chunks: nil))
+            }
+            return runs
+        }
+    }
+
+    public func outboxStats(now: Int64) async throws -> OutboxStats {
+        try await withConnection { connection in
+            var stats = OutboxStats()
+            let groups: [(String, WritableKeyPath<OutboxStats, [String: Int]>)] = [
+                ("state", \.byState), ("platform", \.byPlatform), ("variant", \.byVariant), ("week", \.byWeek),
+            ]
+            for (column, keyPath) in groups {
+                let statement = try connection.statement("SELECT \(column), count(*) FROM digest_outbox GROUP BY \(column)")
+                while try statement.step() {
+                    stats[keyPath: keyPath][statement.string(0)] = statement.int(1)
+                    if column == "state" { stats.total += statement.int(1) }
+                }
+            }
+            let due = try connection.statement("SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= ?")
+            due.bind(now, at: 1)
+            if try due.step() { stats.due = due.int(0) }
+            return stats
+        }
+    }
+
+    public func peek(limit: Int, state: String?) async throws -> [OutboxRow] {
+        try await withConnection { connection in
+            let statement = try connection.statement(
+                """
+                SELECT \(Self.rowColumns) FROM digest_outbox WHERE (?1 IS NULL OR state = ?1) ORDER BY id LIMIT ?2
+                """)
+            statement.bind(state, at: 1)
+            statement.bind(limit, at: 2)
+            return try Self.rows(statement)
+        }
+    }
+
+    public func outboxRows(week: String, userID: String) async throws -> [OutboxRow] {
+        try await withConnection { connection in
+            // The dedupe key starts with `<week>:<user id>:`, so its unique index finds the rows.
+            let statement = try connection.statement(
+                """
+                SELECT \(Self.rowColumns) FROM digest_outbox
+                WHERE dedupe_key >= ?1 AND dedupe_key < ?1 || char(1114111) AND week = ?2 AND user_id = ?3 ORDER BY id
+                """)
+            statement.bind("\(week):\(userID):", at: 1)
+            statement.bind(week, at: 2)
+            statement.bind(userID, at: 3)
+            return try Self.rows(statement)
+        }
+    }
+
+    public func outboxWeeks(userID: String) async throws -> [String] {
+        try await withConnection { connection in
+            let statement = try connection.statement(
+                "SELECT DISTINCT week FROM digest_outbox WHERE user_id = ? ORDER BY week DESC LIMIT 60")
+            statement.bind(userID, at: 1)
+            var weeks: [String] = []
+            while try statement.step() { weeks.append(statement.string(0)) }
+            return weeks
+        }
+    }
+
+    static let rowColumns =
+        "id, dedupe_key, week, user_id, platform, variant, message, report, available_at, state, attempts, last_error"
+
+    static func rows(_ statement: SQLiteStatement) throws -> [OutboxRow] {
+        var rows: [OutboxRow] = []
+        while try statement.step() {
+            rows.append(
+                OutboxRow(
+                    id: statement.int64(0), dedupeKey: statement.string(1), week: statement.string(2),
+                    userID: statement.string(3), platform: statement.string(4), variant: statement.string(5),
+                    message: statement.string(6), report: statement.string(7), availableAt: statement.int64(8),
+                    state: statement.string(9), attempts: statement.int(10), lastError: statement.optionalString(11)))
+        }
+        return rows
+    }
+}
+
+extension DigestDatabase where Self == SQLiteDatabase {
+    /// The embedded SQLite store at `path`.
+    public static func sqlite(path: String) -> SQLiteDatabase { SQLiteDatabase(path: path) }
+}
+
+extension SQLiteSchema {
+    static func version(connectionAfterEnsuringTable connection: SQLiteConnection) throws -> Int {
+        try connection.execute("CREATE TABLE IF NOT EXISTS digest_schema (version INTEGER NOT NULL)")
+        return try version(connection)
+    }
+}
