@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "DigestServer", targets: ["DigestServer"]),
         .library(name: "DigestImageCodecs", targets: ["DigestImageCodecs"]),
         .library(name: "DigestImages", targets: ["DigestImages"]),
+        .library(name: "DigestDemo", targets: ["DigestDemo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -95,7 +96,7 @@ let package = Package(
         .target(
             name: "DigestImages",
             dependencies: [
-                "DigestCore", "DigestImageCodecs", "DigestNIO",
+                "DigestCore", "DigestImageCodecs",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -127,12 +128,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The weekly run: batching, concurrency, bookkeeping, progress, summary; the demo data set.
+        // The weekly run: batching, concurrency, bookkeeping, progress, summary.
         .target(
             name: "DigestRun",
             dependencies: [
                 "DigestCore", "DigestStore",
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What `digest demo` brings along: the sample data set and the loopback server of its pictures
+        // (the tests serve their faults with it too).
+        .target(
+            name: "DigestDemo",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestNIO",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -220,6 +233,7 @@ let package = Package(
             dependencies: [
                 "DigestCore", "DigestStore", "DigestRun", "DigestPreview", "DigestServer", "DigestSender",
                 "DigestImageCodecs", "DigestImages",
+                "DigestDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -251,7 +265,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestImagesTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestImageCodecs", "DigestImages", "DigestTesting"],
+            dependencies: ["DigestCore", "DigestStore", "DigestImageCodecs", "DigestImages", "DigestDemo", "DigestTesting"],
             exclude: ["Corpus"],
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DigestCore
+import DigestDemo
 import DigestPreview
 import DigestImageCodecs
 import DigestImages

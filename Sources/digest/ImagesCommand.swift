@@ -1,5 +1,6 @@
 import ArgumentParser
 import DigestCore
+import DigestDemo
 import DigestImageCodecs
 import DigestImages
 import Foundation
