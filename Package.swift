@@ -137,8 +137,9 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What `digest demo` brings along: the sample data set and the loopback server of its pictures
-        // (the tests serve their faults with it too).
+        // What `digest demo` brings along: the sample data set, from the generated history that
+        // digest-bench writes into SQLite too, and the loopback server of its pictures (the tests serve
+        // their faults with it too).
         .target(
             name: "DigestDemo",
             dependencies: [

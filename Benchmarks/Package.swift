@@ -26,6 +26,7 @@ let package = Package(
             dependencies: [
                 .product(name: "DigestCore", package: "digest"),
                 .product(name: "DigestStore", package: "digest"),
+                .product(name: "DigestDemo", package: "digest"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
