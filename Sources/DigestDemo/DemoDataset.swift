@@ -4,21 +4,25 @@ public import Foundation
 
 /// A realistic sample, the same for the same seed and week: the ``DemoHistory`` of `users` and
 /// `articles` as the JSON Lines files `digest import` reads. Users across four languages and many
-/// time zones, 1–3 devices each, articles with long, emoji and CJK titles, reads over the week and
-/// the week before.
+/// time zones, 1–3 devices each (2% with none), articles with long, emoji and CJK titles, four weeks
+/// of reads.
 public struct DemoDataset: Sendable {
     public var seed: UInt64 = 2026
     public var users = 2400
     public var articles = 360
     /// Reads in all: this many times `users`.
-    public var readsPerUser = 12
+    public var readsPerUser = 14
     /// Where article images live.
     public var imageBase = "https://images.digest.example"
     /// File names under `imageBase`, shared round-robin by the articles that have an image; nil: one
     /// `<article id>.jpg` per article.
     public var imageNames: [String]?
-    /// The last week of reads; reads cover it and the week before.
+    /// The last week of reads; reads cover it and the three before.
     public var week: ISOWeek
+    /// Weeks of reads, up to `week`.
+    public var weeks = 4
+    /// Users with no device (the run skips them: `no_devices`).
+    public var percentWithoutDevices = 2
 
     public init(week: ISOWeek) {
         self.week = week
@@ -28,8 +32,8 @@ public struct DemoDataset: Sendable {
     public func write(to directory: URL) throws -> [ImportKind: String] {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var history = DemoHistory(
-            week: week, users: users, reads: users * readsPerUser, articles: articles, seed: seed, imageBase: imageBase,
-            imageNames: imageNames)
+            week: week, weeks: weeks, users: users, reads: users * readsPerUser, articles: articles, seed: seed,
+            percentWithoutDevices: percentWithoutDevices, imageBase: imageBase, imageNames: imageNames)
 
         var articleLines: [String] = []
         for article in history.articles {

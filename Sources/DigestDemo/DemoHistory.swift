@@ -1,7 +1,7 @@
 public import DigestCore
 import Foundation
 
-/// A deterministic reading history over a week and the week before: the demo writes it as JSON
+/// A deterministic reading history over the last weeks (two by default): the demo writes it as JSON
 /// Lines (``DemoDataset``), the benchmark (`digest-bench generate`) as rows of a SQLite file. The
 /// same parameters give the same history, draw for draw.
 ///
@@ -33,14 +33,15 @@ public struct DemoHistory: Sendable {
     }
 
     /// The catalogue: ids `a1`, `a2`, … in four languages round robin, 1–3 distinct topics, 70% with
-    /// an image, published over the 14 days before the week's end (the first eight within the first
-    /// hour, so that every read has something published before it).
+    /// an image, published over the weeks of reads (the first eight within the first hour, so that
+    /// every read has something published before it).
     public let articles: [Article]
 
     private var random: SplitMix64
     private let locales: [String]
     /// `fr-FR` (no templates) is added only to the default locales.
     private let addsUnknownLocale: Bool
+    private let percentWithoutDevices: Int
     private let readCounts: [Int32]
     /// The articles' publication times (sorted) and reading minutes, by index.
     private let published: [Int64]
@@ -51,8 +52,11 @@ public struct DemoHistory: Sendable {
     private let lastWeekStart: Int64
 
     /// - Parameters:
-    ///   - week: the last week of reads; reads cover it and the week before.
+    ///   - week: the last week of reads.
+    ///   - weeks: how many weeks of reads, up to `week` (at least 2).
     ///   - users: users `u1`…; each has 1–3 devices (android 60%, ios 30%, web 10%), 2% opted out.
+    ///   - percentWithoutDevices: users with no device at all (0: none, and no draw for it, so the
+    ///     default history stays what the benchmark's figures were measured on).
     ///   - reads: reads in all, exactly; per user exponential around the mean, a user in ten reading
     ///     only in the week before.
     ///   - articles: at least 1.
@@ -62,13 +66,16 @@ public struct DemoHistory: Sendable {
     ///   - imageNames: file names under `imageBase`, shared round robin by the articles that have an
     ///     image; nil: one `<article id>.jpg` per article.
     public init(
-        week: ISOWeek, users: Int, reads: Int, articles: Int = 400, seed: UInt64 = 2026, locales: [String]? = nil,
-        imageBase: String = "https://images.digest.example", imageNames: [String]? = nil
+        week: ISOWeek, weeks: Int = 2, users: Int, reads: Int, articles: Int = 400, seed: UInt64 = 2026,
+        locales: [String]? = nil, percentWithoutDevices: Int = 0, imageBase: String = "https://images.digest.example",
+        imageNames: [String]? = nil
     ) {
         precondition(users > 0 && reads >= 0 && articles > 0, "a history needs users and articles")
+        precondition(weeks >= 2 && (0...100).contains(percentWithoutDevices), "at least two weeks; a percentage")
         var random = SplitMix64(seed: seed)
         weekEnd = Int64(week.next.monday.daysSinceEpoch) * 86_400
-        windowStart = weekEnd - 14 * 86_400
+        windowStart = weekEnd - Int64(weeks) * 7 * 86_400
+        self.percentWithoutDevices = percentWithoutDevices
         lastWeekStart = weekEnd - 7 * 86_400
         self.locales = locales ?? DemoVocabulary.locales
         addsUnknownLocale = locales == nil
@@ -79,7 +86,7 @@ public struct DemoHistory: Sendable {
             published.append(
                 index < 8
                     ? windowStart + Int64(random.below(3600))
-                    : windowStart + 3600 + Int64(random.below(14 * 86_400 - 2 * 3600)))
+                    : windowStart + 3600 + Int64(random.below(Int(weekEnd - windowStart) - 2 * 3600)))
         }
         published.sort()
         var catalogue: [Article] = []
@@ -147,7 +154,8 @@ public struct DemoHistory: Sendable {
         var zone = DemoVocabulary.zones[random.below(DemoVocabulary.zones.count)]
         if random.below(500) == 0 { zone = "Mars/Olympus" }  // unknown: UTC
         let optedOut = random.chance(2)
-        let deviceCount = random.below(100) < 55 ? 1 : (random.below(100) < 65 ? 2 : 3)
+        var deviceCount = random.below(100) < 55 ? 1 : (random.below(100) < 65 ? 2 : 3)
+        if percentWithoutDevices > 0 && random.chance(percentWithoutDevices) { deviceCount = 0 }
         var devices: [Device] = []
         for _ in 0..<deviceCount {
             let token = DemoVocabulary.token(random: &random)
@@ -156,7 +164,7 @@ public struct DemoHistory: Sendable {
         }
         let reader = Reader(id: "u\(index + 1)", locale: locale, timeZone: zone, optedOut: optedOut, devices: devices)
 
-        // Reads: over both weeks, or (one user in ten) only the week before: re-engagement.
+        // Reads: over every week, or (one user in ten) only before the last one: re-engagement.
         let count = Int(readCounts[index])
         guard count > 0 else { return User(index: index, reader: reader, reads: []) }
         let from = windowStart + 3600

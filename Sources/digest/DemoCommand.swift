@@ -62,7 +62,7 @@ struct DemoCommand: AsyncParsableCommand {
                 dataset.imageNames = pictures.map(\.name) + (brokenImage ? ["missing.jpg"] : [])
             }
             let dataDirectory = outURL.appendingPathComponent("data")
-            print("sample:    \(users) users, \(dataset.articles) articles, \(users * dataset.readsPerUser) reads over \(week) and the week before, seed \(seed)")
+            print("sample:    \(users) users, \(dataset.articles) articles, \(users * dataset.readsPerUser) reads over \(dataset.weeks) weeks up to \(week), seed \(seed)")
             let files = try dataset.write(to: dataDirectory)
 
             // A new database each time, so the demo always shows a whole run.
