@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "DigestServer", targets: ["DigestServer"]),
         .library(name: "DigestImageCodecs", targets: ["DigestImageCodecs"]),
         .library(name: "DigestImages", targets: ["DigestImages"]),
+        .library(name: "DigestDemo", targets: ["DigestDemo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -97,7 +98,7 @@ let package = Package(
         .target(
             name: "DigestImages",
             dependencies: [
-                "DigestCore", "DigestImageCodecs", "DigestNIO",
+                "DigestCore", "DigestImageCodecs",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -148,12 +149,25 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The weekly run: batching, concurrency, bookkeeping, progress, summary; the demo data set.
+        // The weekly run: batching, concurrency, bookkeeping, progress, summary.
         .target(
             name: "DigestRun",
             dependencies: [
                 "DigestCore", "DigestStore",
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What `digest demo` brings along: the sample data set, from the generated history that
+        // digest-bench writes into SQLite too, and the loopback server of its pictures (the tests serve
+        // their faults with it too).
+        .target(
+            name: "DigestDemo",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestNIO",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -240,7 +254,7 @@ let package = Package(
             name: "digest",
             dependencies: [
                 "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestPreview",
-                "DigestServer", "DigestSender", "DigestImageCodecs", "DigestImages",
+                "DigestServer", "DigestSender", "DigestImageCodecs", "DigestImages", "DigestDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -272,7 +286,9 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestImagesTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestSQLite", "DigestImageCodecs", "DigestImages", "DigestTesting"],
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestSQLite", "DigestImageCodecs", "DigestImages", "DigestDemo", "DigestTesting",
+            ],
             exclude: ["Corpus"],
             swiftSettings: swiftSettings
         ),

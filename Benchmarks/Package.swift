@@ -27,6 +27,7 @@ let package = Package(
                 .product(name: "DigestCore", package: "digest"),
                 .product(name: "DigestStore", package: "digest"),
                 .product(name: "DigestSQLite", package: "digest"),
+                .product(name: "DigestDemo", package: "digest"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

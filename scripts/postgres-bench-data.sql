@@ -1,6 +1,6 @@
 -- The PostgreSQL benchmark's history, generated in the server (scripts/bench-postgres.sh runs it
--- with psql after `digest migrate`). Shaped like the demo data set (Sources/DigestRun/Demo/
--- DemoDataset.swift), at scale:
+-- with psql after `digest migrate`). Shaped like the demo's and digest-bench's history
+-- (Sources/DigestDemo/DemoHistory.swift), at scale:
 --   users     ids u1…uN; locales as in Templates/ (en, pl, ru, zh-Hans and regional variants, 1% fr-FR
 --             that falls back to English); 13 time zones, 0.5% an unknown one (Mars/Olympus);
 --             3% opted out; 2% without devices, the others 1–3 devices on android/ios/web with

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DigestCore
+import DigestDemo
 import DigestImageCodecs
 import DigestImages
 import DigestPreview
@@ -63,7 +64,7 @@ struct DemoCommand: AsyncParsableCommand {
                 dataset.imageNames = pictures.map(\.name) + (brokenImage ? ["missing.jpg"] : [])
             }
             let dataDirectory = outURL.appendingPathComponent("data")
-            print("sample:    \(users) users, \(dataset.articles) articles, four weeks of reads up to \(week), seed \(seed)")
+            print("sample:    \(users) users, \(dataset.articles) articles, \(users * dataset.readsPerUser) reads over \(dataset.weeks) weeks up to \(week), seed \(seed)")
             let files = try dataset.write(to: dataDirectory)
 
             // A new database each time, so the demo always shows a whole run.

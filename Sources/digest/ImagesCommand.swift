@@ -1,5 +1,6 @@
 import ArgumentParser
 import DigestCore
+import DigestDemo
 import DigestImageCodecs
 import DigestImages
 import Foundation
@@ -62,7 +63,7 @@ struct ImagesCommand: ParsableCommand {
         }
     }
 
-    struct Render: ParsableCommand {
+    struct Render: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make the hero (and icon) renditions of local files; prints the time per file.",
             discussion: "Files are named <source file name>.<rendition>.<ext> in --out. Exit status 1 if any file failed.")
@@ -73,7 +74,7 @@ struct ImagesCommand: ParsableCommand {
         @Option(help: "Renditions to make: hero, icon or hero,icon.")
         var renditions: String = "hero,icon"
 
-        @Option(help: "Files rendered at once.")
+        @Option(help: "Files rendered at once (on Swift's concurrency pool, so at most one per core).")
         var threads: Int = 1
 
         @Option(help: "Render the whole list this many times (timings are medians over the passes).")
@@ -92,56 +93,77 @@ struct ImagesCommand: ParsableCommand {
             else { throw ValidationError("--renditions takes hero, icon or hero,icon") }
         }
 
-        func run() throws {
+        /// One render of one file: how long it took and what it made.
+        struct Rendered: Sendable {
+            var index: Int
+            var ms: Double
+            var outcome: String
+            var failed: Bool
+        }
+
+        func run() async throws {
             let specs = renditions.split(separator: ",").map { $0 == "hero" ? RenditionSpec.hero : RenditionSpec.icon }
             var configuration = RenditionMaker.Configuration()
             configuration.shrinkOnLoad = !noShrinkOnLoad
             let maker = RenditionMaker(configuration: configuration)
+            let files = files
+            let out = out
             let sources = try files.map { [UInt8](try Data(contentsOf: URL(fileURLWithPath: $0))) }
             if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
-            let results = Results(count: files.count)
-            // One queue of files × passes shared by the threads: no barrier between passes, so two
-            // threads stay busy even when a pass has an odd number of files.
-            let items = files.count * passes
-            let next = Counter()
-            let started = DispatchTime.now().uptimeNanoseconds
-            // Threads of our own, so how many run at once never depends on Dispatch's or the
-            // concurrency pool's idea of free width (this is called from an async context).
-            let done = DispatchSemaphore(value: 0)
-            let work: @Sendable () -> Void = {
-                while let item = next.take(below: items) {
-                    let index = item % files.count
-                    let begin = DispatchTime.now().uptimeNanoseconds
-                    do {
-                        let made = try maker.render(sources[index], specs: specs)
-                        let ms = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
-                        results.record(index, ms: ms, outcome: made.map { "\($0.spec.name) \($0.width)x\($0.height) \($0.mimeType) \($0.data.count) B" }.joined(separator: ", "))
-                        if let out, item < files.count {
-                            let base = URL(fileURLWithPath: files[index]).lastPathComponent
-                            for file in made {
-                                let name = "\(base).\(file.spec.name).\(fileExtension(forMIMEType: file.mimeType))"
-                                try? Data(file.data).write(to: URL(fileURLWithPath: out).appendingPathComponent(name))
-                            }
+            @Sendable func render(_ item: Int) -> Rendered {
+                let index = item % files.count
+                let begin = DispatchTime.now().uptimeNanoseconds
+                do {
+                    let made = try maker.render(sources[index], specs: specs)
+                    let ms = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
+                    if let out, item < files.count {
+                        let base = URL(fileURLWithPath: files[index]).lastPathComponent
+                        for file in made {
+                            let name = "\(base).\(file.spec.name).\(fileExtension(forMIMEType: file.mimeType))"
+                            try? Data(file.data).write(to: URL(fileURLWithPath: out).appendingPathComponent(name))
                         }
-                    } catch {
-                        results.record(index, ms: Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6, outcome: "failed: \(error)")
-                        results.fail()
+                    }
+                    let outcome = made.map { "\($0.spec.name) \($0.width)x\($0.height) \($0.mimeType) \($0.data.count) B" }.joined(separator: ", ")
+                    return Rendered(index: index, ms: ms, outcome: outcome, failed: false)
+                } catch {
+                    return Rendered(index: index, ms: Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6, outcome: "failed: \(error)", failed: true)
+                }
+            }
+            // One queue of files × passes, `threads` renders at a time: a render starts as soon as one
+            // ends, with no barrier between passes, so all of them stay busy even when a pass has an
+            // odd number of files.
+            let items = files.count * passes
+            var times = [[Double]](repeating: [], count: files.count)
+            var outcomes = [String](repeating: "", count: files.count)
+            var failed = false
+            let started = DispatchTime.now().uptimeNanoseconds
+            await withTaskGroup(of: Rendered.self) { group in
+                var next = 0
+                while next < min(threads, items) {
+                    let item = next
+                    group.addTask { render(item) }
+                    next += 1
+                }
+                while let rendered = await group.next() {
+                    times[rendered.index].append(rendered.ms)
+                    outcomes[rendered.index] = rendered.outcome
+                    failed = failed || rendered.failed
+                    if next < items {
+                        let item = next
+                        group.addTask { render(item) }
+                        next += 1
                     }
                 }
-                done.signal()
             }
-            for _ in 0..<threads { Thread.detachNewThread(work) }
-            for _ in 0..<threads { done.wait() }
             let wall = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
             var all: [Double] = []
             for (index, file) in files.enumerated() {
-                let (times, outcome) = results.entry(index)
-                all += times
-                print(String(format: "%@: median %.1f ms — %@", file, median(times), outcome))
+                all += times[index]
+                print(String(format: "%@: median %.1f ms — %@", file, median(times[index]), outcomes[index]))
             }
             print(String(format: "total: %d files × %d passes, %d threads: %.0f ms wall, %.2f ms per image (wall ÷ images), median %.2f ms each, %.1f images/s",
                          files.count, passes, threads, wall, wall / Double(items), median(all), Double(items) * 1000 / wall))
-            if results.failed { throw ExitCode(1) }
+            if failed { throw ExitCode(1) }
         }
 
         private func median(_ values: [Double]) -> Double {
@@ -206,55 +228,5 @@ struct ImagesCommand: ParsableCommand {
             }
             print("wrote \(written.count) files to \(out)")
         }
-    }
-}
-
-/// Hands out indexes to worker threads.
-private final class Counter: @unchecked Sendable {
-    // Guarded by `lock`.
-    private var value = 0
-    private let lock = NSLock()
-
-    func take(below limit: Int) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard value < limit else { return nil }
-        value += 1
-        return value - 1
-    }
-}
-
-/// Per-file timings and outcomes, written from worker threads.
-private final class Results: @unchecked Sendable {
-    // Guarded by `lock`.
-    private var times: [[Double]]
-    private var outcomes: [String]
-    private var anyFailed = false
-    private let lock = NSLock()
-
-    init(count: Int) {
-        times = Array(repeating: [], count: count)
-        outcomes = Array(repeating: "", count: count)
-    }
-
-    func record(_ index: Int, ms: Double, outcome: String) {
-        lock.lock()
-        times[index].append(ms)
-        outcomes[index] = outcome
-        lock.unlock()
-    }
-
-    func fail() {
-        lock.lock()
-        anyFailed = true
-        lock.unlock()
-    }
-
-    var failed: Bool { lock.lock(); defer { lock.unlock() }; return anyFailed }
-
-    func entry(_ index: Int) -> ([Double], String) {
-        lock.lock()
-        defer { lock.unlock() }
-        return (times[index], outcomes[index])
     }
 }

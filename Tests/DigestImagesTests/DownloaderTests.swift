@@ -1,3 +1,4 @@
+import DigestDemo
 import DigestImageCodecs
 @testable import DigestImages
 import Testing

@@ -1,4 +1,5 @@
 import DigestCore
+import DigestDemo
 import DigestImageCodecs
 @testable import DigestImages
 import DigestTesting

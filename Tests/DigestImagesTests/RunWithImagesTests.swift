@@ -1,3 +1,4 @@
+import DigestDemo
 import DigestImageCodecs
 import DigestImages
 import DigestSQLite

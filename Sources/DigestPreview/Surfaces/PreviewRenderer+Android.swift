@@ -20,21 +20,11 @@ extension PreviewRenderer {
     func androidScene(_ content: NotificationContent, state: PreviewState, limits: TextLimits) -> Scene {
         var notes: [String] = []
         let card = Android.card
-        let left = card.x + card.padding
-        let contentWidth = card.width - 2 * card.padding
-        let expanded = state == .expanded
-        let showsPicture = content.style == .bigPicture && expanded && content.imageURL != nil
-
         // Large icon on the right: the icon rendition, or (collapsed BigPicture) the picture itself.
-        var iconURL = content.iconURL
-        if iconURL == nil, content.style == .bigPicture, !expanded { iconURL = content.imageURL }
-        if showsPicture { iconURL = content.iconURL }
-        let icon = iconURL.map { url -> (String, Bitmap?, String?) in
-            let (bitmap, problem) = bitmap(for: url)
-            if let problem { notes.append(Self.imageNote(url, problem)) }
-            return (url, bitmap, problem)
-        }
-        let textWidth = contentWidth - (icon != nil ? Android.largeIcon + 12 : 0)
+        let collapsedPicture = content.style == .bigPicture && state == .collapsed ? content.imageURL : nil
+        let (left, contentWidth, expanded, icon, textWidth) = openCard(
+            card, state: state, iconURL: content.iconURL ?? collapsedPicture, iconSize: Android.largeIcon, notes: &notes)
+        let showsPicture = content.style == .bigPicture && expanded && content.imageURL != nil
 
         let header = block("\(configuration.appName) · now", Android.header, width: contentWidth - 60, lines: 1, role: "header")
         var y = 8 + 12.0
@@ -53,14 +43,12 @@ extension PreviewRenderer {
         if icon != nil { y = max(y, textTop + Android.largeIcon) }
 
         var pictureRect: Rect?
-        var picture: (Bitmap?, String?)?
+        var picture: LoadedPicture?
         if showsPicture, let url = content.imageURL {
             y += 10
             let rect = Rect(x: left, y: y, width: contentWidth, height: contentWidth / Android.pictureAspect)
             pictureRect = rect
-            let loaded = bitmap(for: url)
-            if let problem = loaded.1 { notes.append(Self.imageNote(url, problem)) }
-            picture = loaded
+            picture = loadPicture(url, notes: &notes)
             y = rect.maxY
         }
         let actions = expanded ? content.actions.prefix(3).map { block($0, Android.action, width: 110, lines: 1, role: "action") } : []
@@ -93,8 +81,8 @@ extension PreviewRenderer {
                 let rect = Rect(x: cardRect.maxX - card.padding - Android.largeIcon, y: textTop, width: Android.largeIcon, height: Android.largeIcon)
                 self.drawPicture(url, bitmap, problem: problem, on: canvas, in: rect, radius: 8, cover: true)
             }
-            if let rect = pictureRect, let picture, let url = content.imageURL {
-                self.drawPicture(url, picture.0, problem: picture.1, on: canvas, in: rect, radius: 12, cover: true)
+            if let rect = pictureRect, let (url, bitmap, problem) = picture {
+                self.drawPicture(url, bitmap, problem: problem, on: canvas, in: rect, radius: 12, cover: true)
             }
             var x = left
             for action in actions {

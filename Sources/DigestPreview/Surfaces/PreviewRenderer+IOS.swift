@@ -19,17 +19,13 @@ extension PreviewRenderer {
         var notes: [String] = []
         let card = IOS.card
         let expanded = state == .expanded
-        let picture = content.imageURL.map { url -> (String, Bitmap?, String?) in
-            let (bitmap, problem) = bitmap(for: url)
-            if let problem { notes.append(Self.imageNote(url, problem)) }
-            return (url, bitmap, problem)
-        }
+        let picture = content.imageURL.map { loadPicture($0, notes: &notes) }
         var y = 8.0
         let cardTop = y
         // Expanded: the attachment across the card at its own aspect (kept within 1:3 … 3:2).
         var attachmentRect: Rect?
         if expanded, let picture {
-            let aspect = picture.1.map { Double($0.height) / Double($0.width) } ?? 0.5
+            let aspect = picture.bitmap.map { Double($0.height) / Double($0.width) } ?? 0.5
             attachmentRect = Rect(x: card.x, y: y, width: card.width, height: (card.width * min(1.5, max(0.33, aspect))).rounded())
             y = attachmentRect!.maxY
         }

@@ -20,15 +20,8 @@ extension PreviewRenderer {
     func webScene(_ content: NotificationContent, state: PreviewState, limits: TextLimits) -> Scene {
         var notes: [String] = []
         let card = Web.card
-        let left = card.x + card.padding
-        let contentWidth = card.width - 2 * card.padding
-        let expanded = state == .expanded
-        let icon = content.iconURL.map { url -> (String, Bitmap?, String?) in
-            let (bitmap, problem) = bitmap(for: url)
-            if let problem { notes.append(Self.imageNote(url, problem)) }
-            return (url, bitmap, problem)
-        }
-        let textWidth = contentWidth - (icon != nil ? Web.icon + 12 : 0)
+        let (left, contentWidth, expanded, icon, textWidth) = openCard(
+            card, state: state, iconURL: content.iconURL, iconSize: Web.icon, notes: &notes)
         var y = 8 + 12.0
         let headerY = y
         let header = block("Chrome · \(configuration.origin) · now", Web.header, width: contentWidth - 50, lines: 1, role: "header")
@@ -45,12 +38,11 @@ extension PreviewRenderer {
         if icon != nil { y = max(y, textTop + Web.icon) }
 
         var imageRect: Rect?
-        var image: (Bitmap?, String?)?
+        var image: LoadedPicture?
         if expanded, let url = content.imageURL {
-            let loaded = bitmap(for: url)
-            if let problem = loaded.1 { notes.append(Self.imageNote(url, problem)) }
+            let loaded = loadPicture(url, notes: &notes)
             image = loaded
-            let aspect = loaded.0.map { Double($0.height) / Double($0.width) } ?? 0.5
+            let aspect = loaded.bitmap.map { Double($0.height) / Double($0.width) } ?? 0.5
             y += 12
             imageRect = Rect(x: left, y: y, width: contentWidth, height: min(Web.maxImageHeight, (contentWidth * aspect).rounded()))
             y = imageRect!.maxY
@@ -82,8 +74,8 @@ extension PreviewRenderer {
                 let rect = Rect(x: cardRect.maxX - card.padding - Web.icon, y: textTop, width: Web.icon, height: Web.icon)
                 self.drawPicture(url, bitmap, problem: problem, on: canvas, in: rect, radius: 4, cover: true)
             }
-            if let rect = imageRect, let image, let url = content.imageURL {
-                self.drawPicture(url, image.0, problem: image.1, on: canvas, in: rect, radius: 4, cover: true)
+            if let rect = imageRect, let (url, bitmap, problem) = image {
+                self.drawPicture(url, bitmap, problem: problem, on: canvas, in: rect, radius: 4, cover: true)
             }
             var x = left
             for action in actions {

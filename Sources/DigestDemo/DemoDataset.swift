@@ -1,0 +1,99 @@
+public import DigestCore
+public import DigestStore
+public import Foundation
+
+/// A realistic sample, the same for the same seed and week: the ``DemoHistory`` of `users` and
+/// `articles` as the JSON Lines files `digest import` reads. Users across four languages and many
+/// time zones, 1–3 devices each (2% with none), articles with long, emoji and CJK titles, four weeks
+/// of reads.
+public struct DemoDataset: Sendable {
+    public var seed: UInt64 = 2026
+    public var users = 2400
+    public var articles = 360
+    /// Reads in all: this many times `users`.
+    public var readsPerUser = 14
+    /// Where article images live.
+    public var imageBase = "https://images.digest.example"
+    /// File names under `imageBase`, shared round-robin by the articles that have an image; nil: one
+    /// `<article id>.jpg` per article.
+    public var imageNames: [String]?
+    /// The last week of reads; reads cover it and the three before.
+    public var week: ISOWeek
+    /// Weeks of reads, up to `week`.
+    public var weeks = 4
+    /// Users with no device (the run skips them: `no_devices`).
+    public var percentWithoutDevices = 2
+
+    public init(week: ISOWeek) {
+        self.week = week
+    }
+
+    /// Writes `users.jsonl`, `articles.jsonl` and `reads.jsonl` into `directory`; returns their paths.
+    public func write(to directory: URL) throws -> [ImportKind: String] {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var history = DemoHistory(
+            week: week, weeks: weeks, users: users, reads: users * readsPerUser, articles: articles, seed: seed,
+            percentWithoutDevices: percentWithoutDevices, imageBase: imageBase, imageNames: imageNames)
+
+        var articleLines: [String] = []
+        for article in history.articles {
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("id", article.id)
+            writer.field("title", article.title)
+            writer.field("url", article.url)
+            writer.key("imageUrl")
+            if let imageURL = article.imageURL { writer.value(imageURL) } else { writer.raw(Array("null".utf8)) }
+            writer.key("topics")
+            writer.beginArray()
+            for topic in article.topics { writer.value(topic) }
+            writer.endArray()
+            writer.field("publishedAt", Timestamp.format(article.publishedAt))
+            writer.field("readingMinutes", article.readingMinutes)
+            writer.endObject()
+            articleLines.append(writer.string)
+        }
+
+        var userLines: [String] = []
+        var readLines: [String] = []
+        while let user = history.nextUser() {
+            let reader = user.reader
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("id", reader.id)
+            writer.field("locale", reader.locale)
+            writer.field("timeZone", reader.timeZone)
+            writer.key("optedOut")
+            writer.value(reader.optedOut)
+            writer.key("devices")
+            writer.beginArray()
+            for device in reader.devices {
+                writer.beginObject()
+                writer.field("token", device.token)
+                writer.field("platform", device.platform.rawValue)
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.endObject()
+            userLines.append(writer.string)
+
+            for read in user.reads {
+                var writer = JSONWriter()
+                writer.beginObject()
+                writer.field("userId", reader.id)
+                writer.field("articleId", history.articles[read.article].id)
+                writer.field("readAt", Timestamp.format(read.readAt))
+                writer.field("seconds", read.seconds)
+                writer.endObject()
+                readLines.append(writer.string)
+            }
+        }
+        var paths: [ImportKind: String] = [:]
+        for (kind, lines) in [(ImportKind.users, userLines), (.articles, articleLines), (.reads, readLines)] {
+            let url = directory.appendingPathComponent("\(kind.rawValue).jsonl")
+            try (lines.joined(separator: "\n") + "\n").write(to: url, atomically: true, encoding: .utf8)
+            paths[kind] = url.path
+        }
+        return paths
+    }
+}
