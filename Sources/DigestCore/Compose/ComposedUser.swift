@@ -38,8 +38,8 @@ public struct ComposedUser: Sendable {
         if isReengagement { counters.reengaged += 1 }
         counters.variants[plan.variant.rawValue, default: 0] += 1
         for rule in plan.rules {
-            let name = PlanRule(entry: rule)?.rawValue ?? String(rule.prefix { $0 != ":" })
-            counters.rules[name, default: 0] += 1
+            // An entry is `<PlanRule name>:<detail>`; counted by the name.
+            counters.rules[String(rule.prefix { $0 != ":" }), default: 0] += 1
         }
         counters.messages += messages.count
     }

@@ -27,9 +27,4 @@ public enum PlanRule: String, Sendable, CaseIterable, Codable {
     case androidUTF16Bullets = "android.utf16.bullets"
     /// Android's UTF-16 limit cut the body (detail: the limit).
     case androidUTF16Truncated = "android.utf16.truncated"
-
-    /// The rule an entry of ``NotificationPlan/rules`` (`name:detail`) names, if it is one.
-    public init?(entry: String) {
-        self.init(rawValue: String(entry.prefix { $0 != ":" }))
-    }
 }
