@@ -125,8 +125,11 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     let batch = items.map(\.settlement)
                     let applied: Int
                     do {
-                        applied = try await session.consumer.settle(batch, owner: owner, now: Self.unixNow(), maxAttempts: maxAttempts)
-                        session.book.settled(batch.lazy.map(\.id))
+                        applied = try await session.inStoreOrder {
+                            let applied = try await session.consumer.settle(batch, owner: owner, now: Self.unixNow(), maxAttempts: maxAttempts)
+                            session.book.settled(batch.lazy.map(\.id))
+                            return applied
+                        }
                     } catch {
                         session.settlements.fail(items, with: error)
                         throw error
@@ -144,9 +147,11 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     while !dispatched.isRequested {
                         try await dispatched.sleep(for: .seconds(Double(leaseSeconds) / 3))
                         if dispatched.isRequested { break }
-                        let ids = session.book.held
-                        let kept = try await session.consumer.extendLeases(ids: ids, owner: owner, until: Self.unixNow() + leaseSeconds)
-                        let lost = session.book.extended(asked: ids, kept: kept)
+                        let (ids, lost) = try await session.inStoreOrder {
+                            let ids = session.book.held
+                            let kept = try await session.consumer.extendLeases(ids: ids, owner: owner, until: Self.unixNow() + leaseSeconds)
+                            return (ids, session.book.extended(asked: ids, kept: kept))
+                        }
                         if lost > 0 {
                             logger.warning("leases lapsed before they were extended: messages not sent yet are left to whoever holds them now",
                                            metadata: ["lost": "\(lost)", "held": "\(ids.count)"])
@@ -195,10 +200,12 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                         batch = try await session.consumer.peekDue(afterID: scanCursor, limit: batchSize, now: now)
                         scanCursor = batch.last?.id ?? scanCursor
                     } else {
-                        batch = session.book.leased(
-                            try await session.consumer.lease(
-                                owner: configuration.owner, limit: batchSize, now: now, leaseSeconds: configuration.leaseSeconds,
-                                maxAttempts: configuration.maxAttempts))
+                        batch = try await session.inStoreOrder {
+                            session.book.leased(
+                                try await session.consumer.lease(
+                                    owner: configuration.owner, limit: batchSize, now: now, leaseSeconds: configuration.leaseSeconds,
+                                    maxAttempts: configuration.maxAttempts))
+                        }
                     }
                     if head > 0 && head == buffer.count {
                         buffer.removeAll(keepingCapacity: true)
@@ -417,4 +424,15 @@ struct SendSession<Consumer: OutboxConsumer>: Sendable {
     let summary = SummaryBox()
     let stop: StopFlag
     let fatal = FatalBox()
+    /// One store operation and the book's update that mirrors it at a time.
+    private let storeOrder = AsyncGate(limit: 1)
+
+    /// Runs a store operation that changes leases together with the ``LeaseBook`` update that mirrors
+    /// it, with no other such pair in between: the book follows the store's order (a message the
+    /// writer releases and the dispatcher leases again is booked as settled, then as leased).
+    func inStoreOrder<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        await storeOrder.enter()
+        defer { storeOrder.leave() }
+        return try await body()
+    }
 }

@@ -4,8 +4,9 @@ import Synchronization
 /// The messages one sender holds leases on, from the lease until their outcome is written: what the
 /// lease keeper extends, and what a lease must not hand out a second time.
 ///
-/// Its changes are made on the outbox thread, right after the store operation they mirror, so the
-/// book follows the store's order even when the tasks that asked see the answers in another order.
+/// Its changes are made right after the store operation they mirror, with no other lease-changing
+/// operation in between (``SendSession/inStoreOrder(_:)``), so the book follows the store's order
+/// even when the tasks that asked see the answers in another order.
 final class LeaseBook: Sendable {
     private struct State {
         var held: Set<Int64> = []
