@@ -10,8 +10,10 @@ public actor PostgresHistoryReader: HistoryReader {
     let coordination: PostgresRunCoordination
     /// Topics by article id: the run's candidate articles, then any older article a read names,
     /// fetched once; bounded like SQLite's.
-    private var topics: [String: [String]] = [:]
+    private var topics: [String: (topics: [String], language: String?)] = [:]
     private let topicsLimit = 500_000
+    /// Whether `digest_articles` has a `language` column (an adopter's view may not): asked once.
+    private var articlesHaveLanguage: Bool?
 
     init(session: PostgresSession, coordination: PostgresRunCoordination) {
         self.session = session
@@ -135,21 +137,33 @@ public actor PostgresHistoryReader: HistoryReader {
                 let article = articles[position]
                 let known = topics[article]
                 if known == nil { missing.insert(article) }
-                reads.append(ReadEvent(articleID: article, topics: known ?? [], readAt: readAt, seconds: Int(seconds[position])))
+                reads.append(
+                    ReadEvent(
+                        articleID: article, topics: known?.topics ?? [], readAt: readAt, seconds: Int(seconds[position]),
+                        language: known?.language))
             }
             result[index] = reads
         }
         if !missing.isEmpty {
             if topics.count + missing.count > topicsLimit { topics.removeAll(keepingCapacity: true) }
-            for row in try await session.rows("SELECT id, topics FROM digest_articles WHERE id = ANY(\(Array(missing)))") {
-                let (id, articleTopics) = try row.decode((String, [String]).self)
-                topics[id] = articleTopics
+            let language = try await languageColumn()
+            var binds = PostgresBindings()
+            binds.append(Array(missing))
+            for row in try await session.rows(
+                PostgresQuery(
+                    unsafeSQL: "SELECT id, topics, \(language) FROM digest_articles WHERE id = ANY($1)",
+                    binds: binds))
+            {
+                let (id, articleTopics, articleLanguage) = try row.decode((String, [String], String?).self)
+                topics[id] = (articleTopics, articleLanguage)
             }
             // A read of an article the views do not have counts, with no topics.
-            for id in missing where topics[id] == nil { topics[id] = [] }
+            for id in missing where topics[id] == nil { topics[id] = ([], nil) }
             for user in result.indices {
                 for read in result[user].indices where missing.contains(result[user][read].articleID) {
-                    result[user][read].topics = topics[result[user][read].articleID] ?? []
+                    let known = topics[result[user][read].articleID]
+                    result[user][read].topics = known?.topics ?? []
+                    result[user][read].language = known?.language
                 }
             }
         }
@@ -157,24 +171,84 @@ public actor PostgresHistoryReader: HistoryReader {
     }
 
     public func articles(publishedFrom from: Int64, until: Int64) async throws -> [Article] {
+        var binds = PostgresBindings()
+        binds.append(from)
+        binds.append(until)
         let rows = try await session.rows(
-            """
-            SELECT id, title, url, image_url, topics, extract(epoch FROM published_at)::bigint, reading_minutes
-            FROM digest_articles WHERE published_at >= to_timestamp(\(from)) AND published_at < to_timestamp(\(until))
-            ORDER BY published_at DESC, id
-            """)
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT id, title, url, image_url, topics, extract(epoch FROM published_at)::bigint, reading_minutes,
+                           \(try await languageColumn())
+                    FROM digest_articles WHERE published_at >= to_timestamp($1) AND published_at < to_timestamp($2)
+                    ORDER BY published_at DESC, id
+                    """,
+                binds: binds))
         var articles: [Article] = []
         articles.reserveCapacity(rows.count)
         for row in rows {
-            let (id, title, url, image, topics, published, minutes) =
-                try row.decode((String, String, String, String?, [String], Int64, Int).self)
-            if self.topics.count < topicsLimit { self.topics[id] = topics }
+            let (id, title, url, image, topics, published, minutes, language) =
+                try row.decode((String, String, String, String?, [String], Int64, Int, String?).self)
+            if self.topics.count < topicsLimit { self.topics[id] = (topics, language) }
             articles.append(
                 Article(
                     id: id, title: title, url: url, imageURL: image, topics: topics, publishedAt: published,
-                    readingMinutes: minutes))
+                    readingMinutes: minutes, language: language))
         }
         return articles
+    }
+
+    /// `language`, or `NULL::text` when the `digest_articles` view has no such column (an adopter's
+    /// view from before it was part of the contract): read as no language.
+    private func languageColumn() async throws -> String {
+        if articlesHaveLanguage == nil {
+            articlesHaveLanguage = try await session.rows(
+                """
+                SELECT EXISTS (SELECT 1 FROM pg_attribute
+                               WHERE attrelid = to_regclass('digest_articles') AND attname = 'language' AND NOT attisdropped)
+                """).first?.decode(Bool.self) ?? false
+        }
+        return articlesHaveLanguage == true ? "language" : "NULL::text"
+    }
+
+    /// The reads of `articles` by the chunk's users before `before`, in one query on the reads
+    /// index by article (`digest_import_reads_article`; an adopter's view needs one like it).
+    public func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [Set<String>] {
+        var result = [Set<String>](repeating: [], count: users.count)
+        guard let first = users.first?.reader.id, let last = users.last?.reader.id, !articles.isEmpty else { return result }
+        var position: [String: Int] = [:]
+        position.reserveCapacity(users.count)
+        for (index, user) in users.enumerated() { position[user.reader.id] = index }
+        let rows = try await session.rows(
+            """
+            SELECT user_id, article_id FROM digest_reads
+            WHERE article_id = ANY(\(articles)) AND user_id COLLATE "C" >= \(first) AND user_id COLLATE "C" <= \(last)
+              AND read_at < to_timestamp(\(before))
+            """)
+        for row in rows {
+            let (user, article) = try row.decode((String, String).self)
+            if let index = position[user] { result[index].insert(article) }
+        }
+        return result
+    }
+
+    /// The picks of one outbox row per user and week (`digest_outbox_user` index).
+    public func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) async throws -> [Set<String>] {
+        var result = [Set<String>](repeating: [], count: users.count)
+        guard !users.isEmpty, !weeks.isEmpty else { return result }
+        var position: [String: Int] = [:]
+        position.reserveCapacity(users.count)
+        for (index, user) in users.enumerated() { position[user.reader.id] = index }
+        let rows = try await session.rows(
+            """
+            SELECT DISTINCT ON (user_id, week) user_id, ARRAY(SELECT jsonb_array_elements_text(report->'picks'))
+            FROM digest_outbox WHERE user_id = ANY(\(users.map(\.reader.id))) AND week = ANY(\(weeks.map(\.description)))
+            ORDER BY user_id, week
+            """)
+        for row in rows {
+            let (user, picks) = try row.decode((String, [String]).self)
+            if let index = position[user] { result[index].formUnion(picks) }
+        }
+        return result
     }
 
     /// Users in the week's chunks that are not done yet (all users before the week is split).

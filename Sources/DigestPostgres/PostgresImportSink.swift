@@ -74,15 +74,17 @@ public final class PostgresImportSink: HistoryImportSink {
         for article in articles {
             let changed = try await connection.changed(
                 """
-                INSERT INTO digest_import_articles (id, title, url, image_url, topics, published_at, reading_minutes)
+                INSERT INTO digest_import_articles (id, title, url, image_url, topics, published_at, reading_minutes, language)
                 VALUES (\(article.id), \(article.title), \(article.url), \(article.imageURL), \(article.topics)::text[],
-                        to_timestamp(\(article.publishedAt)), \(article.readingMinutes))
+                        to_timestamp(\(article.publishedAt)), \(article.readingMinutes), \(article.language))
                 ON CONFLICT (id) DO UPDATE SET title = excluded.title, url = excluded.url, image_url = excluded.image_url,
-                    topics = excluded.topics, published_at = excluded.published_at, reading_minutes = excluded.reading_minutes
+                    topics = excluded.topics, published_at = excluded.published_at, reading_minutes = excluded.reading_minutes,
+                    language = excluded.language
                 WHERE (digest_import_articles.title, digest_import_articles.url, digest_import_articles.image_url,
-                       digest_import_articles.topics, digest_import_articles.published_at, digest_import_articles.reading_minutes)
+                       digest_import_articles.topics, digest_import_articles.published_at, digest_import_articles.reading_minutes,
+                       digest_import_articles.language)
                     IS DISTINCT FROM (excluded.title, excluded.url, excluded.image_url, excluded.topics, excluded.published_at,
-                       excluded.reading_minutes)
+                       excluded.reading_minutes, excluded.language)
                 RETURNING 1
                 """)
             if changed > 0 { result.written += 1 } else { result.unchanged += 1 }

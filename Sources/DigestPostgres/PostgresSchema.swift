@@ -109,6 +109,13 @@ enum PostgresSchema {
         ALTER TABLE digest_import_reads DROP CONSTRAINT digest_import_reads_pkey;
         ALTER TABLE digest_import_reads ADD PRIMARY KEY (user_id, read_at, article_id) INCLUDE (seconds);
         """,
+        // 3: articles' languages (the view gains the column only while it is still ours: an adopter's
+        // own view keeps working without it); a reader's reads of the candidates found by article.
+        """
+        ALTER TABLE digest_import_articles ADD COLUMN language text;
+        DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_articles' AND schemaname = current_schema() AND definition LIKE '%digest_import_articles%') THEN CREATE OR REPLACE VIEW digest_articles AS SELECT id, title, url, image_url, topics, published_at, reading_minutes, language FROM digest_import_articles; END IF; END $$;
+        CREATE INDEX digest_import_reads_article ON digest_import_reads (article_id, user_id) INCLUDE (read_at);
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

@@ -6,8 +6,10 @@ import Foundation
 /// `reads`: synchronous, on the reader's own thread, where its connection lives.
 final class SQLiteHistoryQueries {
     let connection: SQLiteConnection
-    /// Article id and topics by key, for resolving reads without a join per row.
-    private var articleCache: [Int64: (id: String, topics: [String])] = [:]
+    /// Article id, topics and language by key, for resolving reads without a join per row.
+    private var articleCache: [Int64: (id: String, topics: [String], language: String?)] = [:]
+    /// Keys of the articles ``articles(publishedFrom:until:)`` returned, by id.
+    private var articleKeys: [String: Int64] = [:]
     private let articleCacheLimit = 500_000
 
     init(connection: SQLiteConnection) {
@@ -61,22 +63,22 @@ final class SQLiteHistoryQueries {
                 reads.append(
                     ReadEvent(
                         articleID: article.id, topics: article.topics, readAt: statement.int64(0),
-                        seconds: statement.int(2)))
+                        seconds: statement.int(2), language: article.language))
             }
             result.append(reads)
         }
         return result
     }
 
-    private func article(_ key: Int64) throws -> (id: String, topics: [String]) {
+    private func article(_ key: Int64) throws -> (id: String, topics: [String], language: String?) {
         if let hit = articleCache[key] { return hit }
-        let statement = try connection.statement("SELECT id, topics FROM articles WHERE pk = ?")
+        let statement = try connection.statement("SELECT id, topics, language FROM articles WHERE pk = ?")
         statement.bind(key, at: 1)
-        let value: (id: String, topics: [String])
+        let value: (id: String, topics: [String], language: String?)
         if try statement.step() {
-            value = (statement.string(0), Self.decodeTopics(statement.string(1)))
+            value = (statement.string(0), Self.decodeTopics(statement.string(1)), statement.optionalString(2))
         } else {
-            value = ("", [])
+            value = ("", [], nil)
         }
         statement.reset()
         if articleCache.count >= articleCacheLimit { articleCache.removeAll(keepingCapacity: true) }
@@ -87,20 +89,80 @@ final class SQLiteHistoryQueries {
     func articles(publishedFrom from: Int64, until: Int64) throws -> [Article] {
         let statement = try connection.statement(
             """
-            SELECT id, title, url, image_url, topics, published_at, reading_minutes
+            SELECT id, title, url, image_url, topics, published_at, reading_minutes, language, pk
             FROM articles WHERE published_at >= ? AND published_at < ? ORDER BY published_at DESC, id
             """)
         statement.bind(from, at: 1)
         statement.bind(until, at: 2)
         var articles: [Article] = []
         while try statement.step() {
-            articles.append(
-                Article(
-                    id: statement.string(0), title: statement.string(1), url: statement.string(2),
-                    imageURL: statement.optionalString(3), topics: Self.decodeTopics(statement.string(4)),
-                    publishedAt: statement.int64(5), readingMinutes: statement.int(6)))
+            let article = Article(
+                id: statement.string(0), title: statement.string(1), url: statement.string(2),
+                imageURL: statement.optionalString(3), topics: Self.decodeTopics(statement.string(4)),
+                publishedAt: statement.int64(5), readingMinutes: statement.int(6), language: statement.optionalString(7))
+            articleKeys[article.id] = statement.int64(8)
+            articles.append(article)
         }
         return articles
+    }
+
+    /// One look-up of the reads index per article (`reads_article`: article, then user), over the
+    /// users' key range; a batch's users are consecutive keys.
+    func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) throws -> [Set<String>] {
+        var result = [Set<String>](repeating: [], count: users.count)
+        guard let first = users.first?.key, let last = users.last?.key, !articles.isEmpty else { return result }
+        var position: [Int64: Int] = [:]
+        position.reserveCapacity(users.count)
+        for (index, user) in users.enumerated() { position[user.key] = index }
+        let reads = try connection.statement(
+            "SELECT user_pk FROM reads WHERE article_pk = ? AND user_pk >= ? AND user_pk <= ? AND read_at < ?")
+        let key = try connection.statement("SELECT pk FROM articles WHERE id = ?")
+        for id in articles {
+            var articleKey = articleKeys[id]
+            if articleKey == nil {
+                key.reset()
+                key.bind(id, at: 1)
+                guard try key.step() else { continue }
+                articleKey = key.int64(0)
+                articleKeys[id] = articleKey
+            }
+            reads.reset()
+            reads.bind(articleKey!, at: 1)
+            reads.bind(first, at: 2)
+            reads.bind(last, at: 3)
+            reads.bind(before, at: 4)
+            while try reads.step() {
+                if let index = position[reads.int64(0)] { result[index].insert(id) }
+            }
+        }
+        key.reset()
+        reads.reset()
+        return result
+    }
+
+    /// The picks in the report of one outbox row per user and week, found by the dedupe key's prefix
+    /// (`<week>:<user id>:`) on its unique index.
+    func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) throws -> [Set<String>] {
+        guard !weeks.isEmpty else { return users.map { _ in [] } }
+        let one = "SELECT value FROM json_each((SELECT report FROM digest_outbox WHERE dedupe_key >= ? AND dedupe_key < ? AND user_id = ? LIMIT 1), '$.picks')"
+        let statement = try connection.statement(Array(repeating: one, count: weeks.count).joined(separator: " UNION ALL "))
+        var result: [Set<String>] = []
+        result.reserveCapacity(users.count)
+        for user in users {
+            statement.reset()
+            let id = user.reader.id
+            for (index, week) in weeks.enumerated() {
+                let base = Int32(index * 3)
+                statement.bind("\(week):\(id):", at: base + 1)
+                statement.bind("\(week):\(id);", at: base + 2)
+                statement.bind(id, at: base + 3)
+            }
+            var picks = Set<String>()
+            while try statement.step() { picks.insert(statement.string(0)) }
+            result.append(picks)
+        }
+        statement.reset()
+        return result
     }
 
     func countUsers(after key: Int64) throws -> Int {

@@ -27,6 +27,14 @@ public final class SQLiteHistoryReader: HistoryReader {
         try await thread.run { try $0.reads(of: users, since: since) }
     }
 
+    public func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [Set<String>] {
+        try await thread.run { try $0.earlierReads(of: users, among: articles, before: before) }
+    }
+
+    public func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) async throws -> [Set<String>] {
+        try await thread.run { try $0.recentPicks(of: users, weeks: weeks) }
+    }
+
     public func articles(publishedFrom from: Int64, until: Int64) async throws -> [Article] {
         try await thread.run { try $0.articles(publishedFrom: from, until: until) }
     }

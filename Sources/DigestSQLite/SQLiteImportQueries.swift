@@ -81,16 +81,17 @@ final class SQLiteImportQueries {
     private func upsert(article: Article) throws -> Bool {
         let upsert = try connection.statement(
             """
-            INSERT INTO articles (id, title, url, image_url, topics, published_at, reading_minutes)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            INSERT INTO articles (id, title, url, image_url, topics, published_at, reading_minutes, language)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
             ON CONFLICT (id) DO UPDATE SET title = ?2, url = ?3, image_url = ?4, topics = ?5, published_at = ?6,
-                reading_minutes = ?7
+                reading_minutes = ?7, language = ?8
             WHERE title IS NOT ?2 OR url IS NOT ?3 OR image_url IS NOT ?4 OR topics IS NOT ?5
-                OR published_at IS NOT ?6 OR reading_minutes IS NOT ?7
+                OR published_at IS NOT ?6 OR reading_minutes IS NOT ?7 OR language IS NOT ?8
             """)
         upsert.bind([
             article.id, article.title, article.url, article.imageURL,
             SQLiteHistoryQueries.encodeTopics(article.topics), article.publishedAt, article.readingMinutes,
+            article.language,
         ])
         try upsert.run()
         return connection.changes > 0

@@ -67,6 +67,11 @@ enum SQLiteSchema {
         ALTER TABLE digest_outbox ADD COLUMN fcm_name TEXT;
         CREATE INDEX digest_outbox_retrying ON digest_outbox (available_at) WHERE state = 'ready' AND attempts > 0;
         """,
+        // 3: articles' languages; a reader's reads of the candidates found by article (never-read-ever).
+        """
+        ALTER TABLE articles ADD COLUMN language TEXT;
+        CREATE INDEX reads_article ON reads (article_pk, user_pk);
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

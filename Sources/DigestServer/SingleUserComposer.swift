@@ -30,18 +30,18 @@ public struct SingleUserComposer<Database: DigestDatabase>: Sendable {
     /// The user's composition, or `nil` when there is no user with that id.
     public func compose(userID: String, now: Date = Date()) async throws -> ComposedUser? {
         let configuration = self.configuration, templates = self.templates, attachments = self.attachments
-        let found: (StoredReader, [ReadEvent], BatchComposer)? = try await database.withHistoryReader { history in
+        let found: (StoredReader, ReaderHistory, BatchComposer)? = try await database.withHistoryReader { history in
             guard let stored = try await history.user(id: userID) else { return nil }
             let range = configuration.articleRange
             let articles = try await history.articles(publishedFrom: range.from, until: range.until)
             let composer = BatchComposer(
                 configuration: configuration, articles: articles, templates: templates, attachments: attachments,
                 now: Int64(now.timeIntervalSince1970))
-            let reads = try await history.reads(of: [stored], since: [composer.readsSince(stored.reader)]).first ?? []
-            return (stored, reads, composer)
+            let history = try await history.histories(of: [stored], for: composer).first ?? ReaderHistory(reads: [])
+            return (stored, history, composer)
         }
-        guard let (stored, reads, composer) = found else { return nil }
-        return await composer.composeUser(stored.reader, reads: reads)
+        guard let (stored, history, composer) = found else { return nil }
+        return await composer.composeUser(stored.reader, history: history)
     }
 }
 

@@ -150,7 +150,11 @@ struct PlanOptions: ParsableArguments {
     @Option(help: "The https page a digest opens; messages link to <link-base>/<week>.")
     var linkBase: String = "https://digest.example/weekly"
 
+    @Option(help: "Weeks without a read (the digest's week and those before it) after which a reader is dormant and gets no digest; 0: never.")
+    var dormantAfter: Int = 4
+
     func validate() throws {
+        guard (0...52).contains(dormantAfter) else { throw ValidationError("--dormant-after must be 0…52 weeks") }
         guard VariantPolicy(argument: policy) != nil else {
             throw ValidationError("--policy takes image, text or split:PERCENT (0-100)")
         }
@@ -168,6 +172,7 @@ struct PlanOptions: ParsableArguments {
         configuration.planner.policy = VariantPolicy(argument: policy)!
         configuration.planner.byteBudget = byteBudget
         configuration.encoder.linkBase = linkBase.hasSuffix("/") ? String(linkBase.dropLast()) : linkBase
+        configuration.digest.dormantAfterWeeks = dormantAfter
         return configuration
     }
 }

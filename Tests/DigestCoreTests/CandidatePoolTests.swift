@@ -117,7 +117,7 @@ struct DigestBuilderTests {
             Self.read("late", ["swift"], at: end, seconds: 999),  // after the week
             Self.read("old", ["go"], at: Self.window.previousStart - 1, seconds: 999),  // before both weeks
         ]
-        let digest = DigestBuilder(pool: CandidatePool(articles: [])).build(reader: Self.reader, window: Self.window, reads: reads)
+        let digest = DigestBuilder(pool: CandidatePool(articles: [])).build(reader: Self.reader, window: Self.window, history: ReaderHistory(reads: reads))
         let stats = digest.stats
         #expect(stats.articlesRead == 3)
         #expect(stats.minutesRead == 8)  // 490 s
@@ -132,7 +132,9 @@ struct DigestBuilderTests {
 
     @Test(arguments: [(0, 0), (29, 0), (30, 1), (89, 1), (90, 2), (3599, 60)])
     func minutesRoundToNearest(seconds: Int, minutes: Int) {
-        #expect(DigestBuilder.minutes(seconds) == minutes)
+        #expect(DigestBuilder.minutes(seconds, articles: 0) == minutes)
+        // Anything read shows as at least a minute.
+        #expect(DigestBuilder.minutes(seconds, articles: 1) == max(1, minutes))
     }
 
     @Test func picksAreFreshUnreadAndRanked() {
@@ -154,7 +156,7 @@ struct DigestBuilderTests {
             Self.read("late", ["swift"], at: end + Self.day, seconds: 60),
             Self.read("old", ["swift"], at: Self.window.previousStart - Self.day, seconds: 60),
         ]
-        let digest = DigestBuilder(pool: pool).build(reader: Self.reader, window: Self.window, reads: reads)
+        let digest = DigestBuilder(pool: pool).build(reader: Self.reader, window: Self.window, history: ReaderHistory(reads: reads))
         #expect(digest.picks.map(\.id) == ["swift-new", "ios-new", "edge", "rust"])
     }
 
@@ -163,7 +165,7 @@ struct DigestBuilderTests {
         let pool = CandidatePool(articles: (1...8).map { article("r\($0)", ["rust"], at: end - Int64($0) * Self.hour) }
             + [article("swift", ["swift"], at: end - 1)])
         let reads = [Self.read("p1", ["rust"], at: Self.window.previousStart + Self.hour, seconds: 120)]
-        let digest = DigestBuilder(pool: pool).build(reader: Self.reader, window: Self.window, reads: reads)
+        let digest = DigestBuilder(pool: pool).build(reader: Self.reader, window: Self.window, history: ReaderHistory(reads: reads))
         #expect(digest.isReengagement)
         #expect(digest.stats.activeDays == 0 && digest.stats.topTopic == nil)
         #expect(digest.picks.map(\.id) == ["r1", "r2", "r3", "r4", "r5"])

@@ -33,17 +33,21 @@ import Testing
         return ["users", "articles", "reads"].map { data.appendingPathComponent("\($0).jsonl").path }
     }
 
-    /// Devices of users who did not opt out: each must end with exactly one message.
-    func eligibleDevices() throws -> Int {
-        let users = try String(contentsOf: try Self.demoData.get().1.appendingPathComponent("users.jsonl"), encoding: .utf8)
-        var devices = 0
-        for line in users.split(separator: "\n") {
-            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
-            if object["optedOut"] as? Bool == true { continue }
-            devices += (object["devices"] as? [Any])?.count ?? 0
-        }
-        return devices
+    /// Messages the week must end with: those of the same data run on SQLite (one per device of a
+    /// reader who is not opted out or dormant), computed once for the suite.
+    static let referenceMessages: Result<Int, any Error> = Result {
+        let (dir, data) = try demoData.get()
+        let db = dir.path("reference.sqlite")
+        let files = ["users", "articles", "reads"].map { data.appendingPathComponent("\($0).jsonl").path }
+        guard try DigestBinary.run(["import", "--db", db] + files).status == 0,
+            try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"]).status == 0
+        else { throw PostgresClusterError("the SQLite reference run failed") }
+        let peek = try DigestBinary.run(["queue", "stats", "--db", db, "--json"])
+        let stats = try JSONSerialization.jsonObject(with: Data(peek.stdout.utf8)) as! [String: Any]
+        return stats["total"] as! Int
     }
+
+    func eligibleDevices() throws -> Int { try Self.referenceMessages.get() }
 
     /// Messages by dedupe key, as `digest queue peek` prints them (JSON parsed, so jsonb's spacing
     /// and key order do not matter).

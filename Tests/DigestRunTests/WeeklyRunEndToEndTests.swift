@@ -96,14 +96,28 @@ import Testing
         // Same keys, same messages as the uninterrupted demo run: one message per eligible device.
         #expect(Set(rows.keys) == Set(expected.keys))
         for (key, row) in expected { #expect(rows[key]?.dropFirst() == row.dropFirst(), "\(key)") }
-        let users = try String(contentsOf: data.appendingPathComponent("users.jsonl"), encoding: .utf8)
-        var devices = 0
-        for line in users.split(separator: "\n") {
+        // Every device of a reader with messages has one; a reader without any is opted out, has no
+        // device, or is dormant: no read in 2026-W43 to W46 in any zone.
+        var perUser: [String: Int] = [:]
+        for key in rows.keys { perUser[String(key.split(separator: ":")[1]), default: 0] += 1 }
+        var lastRead: [String: String] = [:]
+        for line in try String(contentsOf: data.appendingPathComponent("reads.jsonl"), encoding: .utf8).split(separator: "\n") {
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
-            if object["optedOut"] as? Bool == true { continue }
-            devices += (object["devices"] as? [Any])?.count ?? 0
+            let (user, at) = (object["userId"] as! String, object["readAt"] as! String)
+            if at >= "2026-10-19T12:00:00Z" && at < "2026-11-15T10:00:00Z" { lastRead[user] = at }
         }
-        #expect(rows.count == devices)
+        for line in try String(contentsOf: data.appendingPathComponent("users.jsonl"), encoding: .utf8).split(separator: "\n") {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            let id = object["id"] as! String
+            let devices = (object["devices"] as? [Any])?.count ?? 0
+            if object["optedOut"] as? Bool == true || devices == 0 {
+                #expect(perUser[id] == nil, "\(id)")
+            } else if let count = perUser[id] {
+                #expect(count == devices, "\(id)")
+            } else {
+                #expect(lastRead[id] == nil, "\(id) read at \(lastRead[id] ?? "") but got nothing")
+            }
+        }
     }
 
     @Test func aSecondRunIsRefusedWhileTheLockIsHeld() throws {

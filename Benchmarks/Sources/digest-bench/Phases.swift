@@ -47,6 +47,10 @@ struct Phases: AsyncParsableCommand {
         let builder = DigestBuilder(pool: CandidatePool(articles: articles), configuration: builderConfiguration)
         let planner = VariantPlanner()
         let now = Int64(Date().timeIntervalSince1970)
+        // The run's composer, for what it asks of the store (reads since, candidates, weeks).
+        let composer = BatchComposer(
+            configuration: BatchComposer.Configuration(week: week), articles: articles, templates: catalog,
+            attachments: NoAttachments(), now: now)
         _ = try await ledger.begin(week: week, now: now)
 
         var seconds: [String: Double] = [:]
@@ -69,19 +73,18 @@ struct Phases: AsyncParsableCommand {
                 try await history.nextBatch(week: week, after: cursor, limit: min(batchSize, users - done))
             }
             guard let batch = next?.users, let last = batch.last else { break }
-            let since = batch.map { user -> Int64 in
-                user.reader.optedOut || user.reader.devices.isEmpty
-                    ? Int64.max : calendar.window(forZone: user.reader.timeZone).window.previousStart
+            let histories = try await timedAsync("1 read batch (users, devices, reads)") {
+                try await history.histories(of: batch, for: composer)
             }
-            let reads = try await timedAsync("1 read batch (users, devices, reads)") { try await history.reads(of: batch, since: since) }
             var messages: [OutboxMessage] = []
             var counters = RunCounters()
-            for (stored, reads) in zip(batch, reads) {
+            for (stored, readerHistory) in zip(batch, histories) {
                 let reader = stored.reader
                 counters.users += 1
                 if reader.optedOut || reader.devices.isEmpty { continue }
                 let window = calendar.window(forZone: reader.timeZone).window
-                let digest = timed("2 build digest") { builder.build(reader: reader, window: window, reads: reads) }
+                if builder.isDormant(window: window, reads: readerHistory.reads) { continue }
+                let digest = timed("2 build digest") { builder.build(reader: reader, window: window, history: readerHistory) }
                 let localized = timed("3 resolve locale templates") { catalog.localized(for: reader.locale) }
                 let image: ImageOutcome? =
                     digest.picks.first?.imageURL == nil ? nil : .unavailable(reason: "attachments not configured")

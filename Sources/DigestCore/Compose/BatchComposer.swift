@@ -4,7 +4,7 @@
 /// ```swift
 /// let composer = BatchComposer(configuration: .init(week: week), articles: articles, templates: catalog,
 ///                              attachments: NoAttachments(), now: now)
-/// let batch = await composer.compose(readers, reads: reads)
+/// let batch = await composer.compose(readers, histories: histories)
 /// ```
 public struct BatchComposer: Sendable {
     /// When messages become due.
@@ -38,7 +38,7 @@ public struct BatchComposer: Sendable {
     }
 
     public let calendar: WeekCalendar
-    let builder: DigestBuilder
+    public let builder: DigestBuilder
     let templates: TemplateCatalog
     let planner: VariantPlanner
     let attachments: any AttachmentProvider
@@ -58,24 +58,41 @@ public struct BatchComposer: Sendable {
         sendNow = configuration.sendAt == .now ? now : nil
     }
 
-    /// Where a reader's reads start: their previous-week Monday in their own zone. Skipped readers
-    /// need no reads: `Int64.max`, so a store returns none.
+    /// Where a reader's reads start: Monday 00:00 in their own zone of the first of the weeks their
+    /// digest looks at (``DigestBuilder/Configuration/historyWeeks``). Skipped readers need no reads:
+    /// `Int64.max`, so a store returns none.
     public func readsSince(_ reader: Reader) -> Int64 {
-        reader.optedOut || reader.devices.isEmpty ? Int64.max : calendar.window(forZone: reader.timeZone).window.previousStart
+        reader.optedOut || reader.devices.isEmpty
+            ? Int64.max : builder.historyStart(of: calendar.window(forZone: reader.timeZone).window)
+    }
+
+    /// The ids of the articles digests may pick: the reads of them before ``readsSince(_:)`` are the
+    /// ones a store looks up for ``ReaderHistory/readEarlier``.
+    public var candidateIDs: [String] { builder.pool.articles.map(\.id) }
+
+    /// The weeks whose picks a digest does not repeat, latest first.
+    public var noRepeatWeeks: [ISOWeek] {
+        var weeks: [ISOWeek] = []
+        var week = calendar.week
+        for _ in 0..<max(0, builder.configuration.noRepeatWeeks) {
+            week = week.previous
+            weeks.append(week)
+        }
+        return weeks
     }
 
     /// Composes a batch: first the digests, then every distinct top-pick image of the batch asked for
     /// at once (the provider bounds its own downloads and fetches each URL once), then the plans; the
     /// messages come in reader order.
-    public func compose(_ readers: [Reader], reads: [[ReadEvent]]) async -> ComposedBatch {
+    public func compose(_ readers: [Reader], histories: [ReaderHistory]) async -> ComposedBatch {
         var counters = RunCounters()
         var messages: [OutboxMessage] = []
         messages.reserveCapacity(readers.count * 2)
         var finished: [(Int, ComposedUser)] = []
         var digested: [(order: Int, user: ComposedUser, window: WeekWindow, digest: WeeklyDigest)] = []
         digested.reserveCapacity(readers.count)
-        for (reader, reads) in zip(readers, reads) {
-            switch prepare(reader, reads: reads) {
+        for (reader, history) in zip(readers, histories) {
+            switch prepare(reader, history: history) {
             case .finished(let user): finished.append((finished.count + digested.count, user))
             case .digested(let user, let window, let digest): digested.append((finished.count + digested.count, user, window, digest))
             }
@@ -94,8 +111,8 @@ public struct BatchComposer: Sendable {
     }
 
     /// One reader's digest, plan and messages.
-    public func composeUser(_ reader: Reader, reads: [ReadEvent]) async -> ComposedUser {
-        switch prepare(reader, reads: reads) {
+    public func composeUser(_ reader: Reader, history: ReaderHistory) async -> ComposedUser {
+        switch prepare(reader, history: history) {
         case .finished(let user):
             return user
         case .digested(let user, let window, let digest):
@@ -111,8 +128,8 @@ public struct BatchComposer: Sendable {
         case digested(ComposedUser, WeekWindow, WeeklyDigest)
     }
 
-    /// The first half of ``composeUser(_:reads:)``: skips, the week window and the digest.
-    func prepare(_ reader: Reader, reads: [ReadEvent]) -> PreparedUser {
+    /// The first half of ``composeUser(_:history:)``: skips, the week window and the digest.
+    func prepare(_ reader: Reader, history: ReaderHistory) -> PreparedUser {
         var user = ComposedUser(reader: reader)
         if reader.optedOut {
             user.skipped = .optedOut
@@ -125,7 +142,11 @@ public struct BatchComposer: Sendable {
         let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)
         user.week = window.week
         user.timeZoneFellBack = zoneFellBack
-        let digest = builder.build(reader: reader, window: window, reads: reads)
+        if builder.isDormant(window: window, reads: history.reads) {
+            user.skipped = .dormant
+            return .finished(user)
+        }
+        let digest = builder.build(reader: reader, window: window, history: history)
         user.isReengagement = digest.isReengagement
         return .digested(user, window, digest)
     }
@@ -146,7 +167,10 @@ public struct BatchComposer: Sendable {
             user.skipped = .overBudget
             return user
         }
-        let plan = encoded.plan
+        var plan = encoded.plan
+        if digest.picks.count < builder.configuration.maxPicks {
+            plan.rules.append("\(PlanRule.picksShort.rawValue):\(digest.picks.count)")
+        }
         user.plan = plan
         let report = plan.reportJSON()
         let bodies = planner.encoder.messages(for: encoded, devices: reader.devices)

@@ -1,19 +1,24 @@
-/// The articles that may be picked this run, newest first, with a topic index for ranking.
+/// The articles that may be picked this run, newest first, with topic and language indexes for
+/// ranking.
 ///
 /// Built once per run from the articles published in the fortnight before the week's end (with a day
 /// of slack either side for time zones); each user then takes the ones inside their own window.
 ///
-/// Ranking uses one bit set per topic over the articles (bit *i* is article *i*, newest first).
-/// Articles are read level by level (most shared topics first, starting at the most topics any
-/// article carries), newest first within a level, stopping at the limit. A word's level masks (for
-/// 64 articles: which share at least 1, 2, … of the user's topics) are worked out from the user's
-/// topic sets the first time a scan reaches that word, so a user whose best level fills the picks
-/// early costs a few words, not the whole catalogue.
+/// Ranking uses bit sets over the articles (bit *i* is article *i*, newest first): one per topic and
+/// one per language. A user's candidates in a 64-article word are the articles of the word inside
+/// their window and in one of their languages; those sharing a topic with the user are scored (the
+/// sum of the user's weights of the topics they carry) and the best kept, newest first among equal
+/// scores; the rest fill what is left, newest first. The scan stops early once every kept article
+/// has the best score any article can reach.
 public struct CandidatePool: Sendable {
     /// Newest first; ties broken by id so picks are deterministic.
     public let articles: [Article]
     /// For each topic, the articles that carry it, as bits.
     let topicBits: [String: [UInt64]]
+    /// For each primary language subtag, the articles in it, as bits.
+    let languageBits: [String: [UInt64]]
+    /// The articles without a (recognised) language: candidates for every reader.
+    let unlabelledBits: [UInt64]
     /// Words per bit set.
     let words: Int
     /// The most distinct topics any article carries: no article shares more with a user.
@@ -25,74 +30,121 @@ public struct CandidatePool: Sendable {
         }
         let words = (sorted.count + 63) / 64
         var bits: [String: [UInt64]] = [:]
+        var languages: [String: [UInt64]] = [:]
+        var unlabelled = [UInt64](repeating: 0, count: words)
         var most = 0
         for (index, article) in sorted.enumerated() {
+            let bit: UInt64 = 1 << UInt64(index & 63)
             let topics = Set(article.topics)
             most = max(most, topics.count)
             for topic in topics {
-                bits[topic, default: [UInt64](repeating: 0, count: words)][index >> 6] |= 1 << UInt64(index & 63)
+                bits[topic, default: [UInt64](repeating: 0, count: words)][index >> 6] |= bit
+            }
+            if let language = article.language.flatMap(LanguageTag.primary) {
+                languages[language, default: [UInt64](repeating: 0, count: words)][index >> 6] |= bit
+            } else {
+                unlabelled[index >> 6] |= bit
             }
         }
         self.articles = sorted
         self.topicBits = bits
+        self.languageBits = languages
+        self.unlabelledBits = unlabelled
         self.words = words
         self.maxTopicsPerArticle = most
     }
 
     /// Up to `limit` articles published in `[from, until)`, not in `exclude`, ranked by how many of
-    /// `topics` they share, then by recency.
+    /// `topics` they share, then by recency; any language.
     public func pick(
         limit: Int, publishedFrom from: Int64, until: Int64, topics: some Sequence<String>,
         excluding exclude: Set<String>
     ) -> [Article] {
+        pick(
+            limit: limit, publishedFrom: from, until: until, weights: Dictionary(topics.map { ($0, 1) }, uniquingKeysWith: { a, _ in a }),
+            languages: nil, excluding: exclude)
+    }
+
+    /// Up to `limit` articles published in `[from, until)`, in one of `languages` (primary subtags;
+    /// `nil`: any) or without a language, not in `exclude`; ranked by the sum of `weights` of the
+    /// topics they carry, then by recency (then id). Articles sharing no weighted topic come last,
+    /// newest first.
+    public func pick(
+        limit: Int, publishedFrom from: Int64, until: Int64, weights: [String: Int], languages: Set<String>?,
+        excluding exclude: Set<String>
+    ) -> [Article] {
         guard limit > 0, !articles.isEmpty else { return [] }
-        let sets = topics.compactMap { topicBits[$0] }
-        let words = self.words
-        let top = min(sets.count, maxTopicsPerArticle)
-        let tail = articles.count & 63
-        let lastMask: UInt64 = tail == 0 ? ~0 : (1 << UInt64(tail)) - 1
-        // atLeast[(level - 1) * words + word]: the word's articles sharing at least `level` topics,
-        // for levels 1...top, filled for words 0..<ready.
-        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: max(1, top * words)) { atLeast in
-            var ready = 0
-            func prepare(through word: Int) {
-                while ready <= word {
-                    for level in 0..<top { atLeast[level * words + ready] = 0 }
-                    for set in sets {
-                        let bits = set[ready]
-                        var slot = (top - 1) * words + ready
-                        while slot >= words {
-                            atLeast[slot] |= atLeast[slot - words] & bits
-                            slot -= words
-                        }
-                        atLeast[ready] |= bits
-                    }
-                    ready += 1
-                }
+        // The window as an index range: articles are newest first.
+        let first = firstIndex { $0.publishedAt < until }
+        let end = firstIndex { $0.publishedAt < from }
+        guard first < end else { return [] }
+        let sets = weights.compactMap { topic, weight in weight > 0 ? topicBits[topic].map { ($0, weight) } : nil }
+            .sorted { $0.1 > $1.1 }
+        let best = sets.prefix(maxTopicsPerArticle).reduce(0) { $0 + $1.1 }
+        let languageSets = languages.map { $0.compactMap { languageBits[$0] } }
+
+        func candidates(_ word: Int) -> UInt64 {
+            var mask: UInt64 = ~0
+            if word == first >> 6 { mask &= ~0 << UInt64(first & 63) }
+            if word == (end - 1) >> 6, end & 63 != 0 { mask &= (1 << UInt64(end & 63)) - 1 }
+            if let languageSets {
+                var allowed = unlabelledBits[word]
+                for set in languageSets { allowed |= set[word] }
+                mask &= allowed
             }
-            var picked: [Article] = []
-            picked.reserveCapacity(limit)
-            for level in stride(from: top, through: 0, by: -1) {
-                for word in 0..<words {
-                    var matching: UInt64 = word == words - 1 ? lastMask : ~0
-                    if top > 0 {
-                        prepare(through: word)
-                        if level > 0 { matching &= atLeast[(level - 1) * words + word] }
-                        if level < top { matching &= ~atLeast[level * words + word] }
-                    }
-                    while matching != 0 {
-                        let index = word << 6 | matching.trailingZeroBitCount
-                        matching &= matching - 1
-                        let article = articles[index]
-                        guard article.publishedAt >= from, article.publishedAt < until, !exclude.contains(article.id) else {
-                            continue
-                        }
-                        picked.append(article)
-                        if picked.count == limit { return picked }
-                    }
-                }
-            }
-            return picked
+            return mask
         }
+        func shared(_ word: Int) -> UInt64 {
+            var union: UInt64 = 0
+            for (set, _) in sets { union |= set[word] }
+            return union
+        }
+
+        // Scored: the best `limit` of those sharing a topic, by score, then index (newest first).
+        var kept: [(score: Int, index: Int)] = []
+        kept.reserveCapacity(limit)
+        scan: for word in (first >> 6)...((end - 1) >> 6) where !sets.isEmpty {
+            var matching = candidates(word) & shared(word)
+            while matching != 0 {
+                let bit = matching & (~matching &+ 1)
+                let index = word << 6 | matching.trailingZeroBitCount
+                matching &= matching - 1
+                var score = 0
+                for (set, weight) in sets where set[word] & bit != 0 { score += weight }
+                if kept.count == limit && score <= kept[limit - 1].score { continue }
+                if exclude.contains(articles[index].id) { continue }
+                var slot = kept.count
+                while slot > 0 && kept[slot - 1].score < score { slot -= 1 }
+                if kept.count == limit { kept.removeLast() }
+                kept.insert((score, index), at: slot)
+                if kept.count == limit && kept[limit - 1].score == best { break scan }
+            }
+        }
+        var picked = kept.map { articles[$0.index] }
+        guard picked.count < limit else { return picked }
+        // Every candidate sharing a topic was looked at (a full `kept` returned above): the rest fill.
+        for word in (first >> 6)...((end - 1) >> 6) {
+            var matching = candidates(word) & ~shared(word)
+            while matching != 0 {
+                let index = word << 6 | matching.trailingZeroBitCount
+                matching &= matching - 1
+                guard !exclude.contains(articles[index].id) else { continue }
+                picked.append(articles[index])
+                if picked.count == limit { return picked }
+            }
+        }
+        return picked
+    }
+
+    /// The first index whose article satisfies `isPast` (`articles.count` if none); `isPast` must be
+    /// false then true along the array.
+    private func firstIndex(where isPast: (Article) -> Bool) -> Int {
+        var low = 0
+        var high = articles.count
+        while low < high {
+            let mid = (low + high) / 2
+            if isPast(articles[mid]) { high = mid } else { low = mid + 1 }
+        }
+        return low
     }
 }

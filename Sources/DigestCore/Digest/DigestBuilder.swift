@@ -1,4 +1,26 @@
+/// What the store knows of a reader that their digest needs.
+public struct ReaderHistory: Sendable, Hashable {
+    /// Their reads since ``DigestBuilder/historyStart(of:)``, oldest first (reads after the week
+    /// count as already read).
+    public var reads: [ReadEvent]
+    /// Candidate articles they read before those reads (a republished story read weeks ago).
+    public var readEarlier: Set<String>
+    /// Articles picked for them in the previous weeks' digests.
+    public var recentPicks: Set<String>
+
+    public init(reads: [ReadEvent], readEarlier: Set<String> = [], recentPicks: Set<String> = []) {
+        self.reads = reads
+        self.readEarlier = readEarlier
+        self.recentPicks = recentPicks
+    }
+}
+
 /// Turns a user's reads into their ``WeeklyDigest``: stats in the user's zone and picks.
+///
+/// Picks are articles the reader never read (whatever the date of the read) and was not offered in
+/// the previous ``Configuration/noRepeatWeeks`` weeks, in the language of their locale or one they
+/// read in the last ``Configuration/interestWeeks`` weeks (or with no language), ranked by their
+/// topics over those weeks, the week itself weighing most.
 public struct DigestBuilder: Sendable {
     /// How the digest is built.
     public struct Configuration: Sendable {
@@ -6,8 +28,19 @@ public struct DigestBuilder: Sendable {
         public var maxPicks: Int = 5
         /// Picks are published at most this long before the week's end.
         public var freshnessSeconds: Int64 = 14 * 86_400
+        /// The weight of a read's topics by how many weeks before the digest's week it was (index 0:
+        /// the week itself); its count is how many weeks of reads shape interests and languages.
+        public var weekWeights: [Int] = [8, 4, 2, 1]
+        /// A reader with no read in the week and the weeks before it, this many in all, is dormant
+        /// and gets no digest; 0: never.
+        public var dormantAfterWeeks: Int = 4
+        /// Articles picked in this many previous weeks are not picked again.
+        public var noRepeatWeeks: Int = 2
 
         public init() {}
+
+        /// How many weeks of reads a digest needs, the week itself included.
+        public var historyWeeks: Int { max(2, weekWeights.count, dormantAfterWeeks) }
     }
 
     public let pool: CandidatePool
@@ -18,9 +51,26 @@ public struct DigestBuilder: Sendable {
         self.configuration = configuration
     }
 
-    /// Builds the digest from every read the store returned for the user since the window's start of
-    /// the previous week (reads after the week still count as "already read").
-    public func build(reader: Reader, window: WeekWindow, reads: [ReadEvent]) -> WeeklyDigest {
+    static let weekSeconds: Int64 = 7 * 86_400
+
+    /// Where a reader's reads start: Monday 00:00 local of the first week of
+    /// ``Configuration/historyWeeks`` (the hour a daylight-saving change moves it does not matter).
+    public func historyStart(of window: WeekWindow) -> Int64 {
+        window.start - Int64(configuration.historyWeeks - 1) * Self.weekSeconds
+    }
+
+    /// Whether the reader read nothing in the week and the ``Configuration/dormantAfterWeeks``
+    /// weeks up to it.
+    public func isDormant(window: WeekWindow, reads: [ReadEvent]) -> Bool {
+        let weeks = configuration.dormantAfterWeeks
+        guard weeks > 0 else { return false }
+        let from = window.start - Int64(weeks - 1) * Self.weekSeconds
+        return !reads.contains { $0.readAt >= from && $0.readAt < window.end }
+    }
+
+    /// Builds the digest from the reader's history (see ``ReaderHistory``).
+    public func build(reader: Reader, window: WeekWindow, history: ReaderHistory) -> WeeklyDigest {
+        let reads = history.reads
         // Sized once: growing a set from empty reallocates and rehashes several times for ten reads.
         var weekArticles = Set<String>(minimumCapacity: reads.count)
         var previousArticles = Set<String>(minimumCapacity: reads.count)
@@ -28,10 +78,23 @@ public struct DigestBuilder: Sendable {
         var previousSeconds = 0
         var activeDays: UInt16 = 0  // bit d: day d of the window (0 to 13) had a read
         var weekTopics: [String: Int] = [:]
-        var olderTopics: [String: Int] = [:]
-        var readIDs = Set<String>(minimumCapacity: reads.count)
+        var interests: [String: Int] = [:]
+        var languages: Set<String> = []
+        if let own = LanguageTag.primary(reader.locale) { languages.insert(own) }
+        var excluded = history.readEarlier.union(history.recentPicks)
+        excluded.reserveCapacity(excluded.count + reads.count)
+        let weights = configuration.weekWeights
+        let interestStart = window.start - Int64(weights.count - 1) * Self.weekSeconds
         for read in reads {
-            readIDs.insert(read.articleID)
+            excluded.insert(read.articleID)
+            if read.readAt >= interestStart, let language = read.language.flatMap(LanguageTag.primary) {
+                languages.insert(language)
+            }
+            guard read.readAt >= interestStart, read.readAt < window.end else { continue }
+            // Weeks before the digest's week, 0 for the week itself.
+            let weeksBefore = Int((window.start + Self.weekSeconds - 1 - read.readAt) / Self.weekSeconds)
+            let weight = weights[max(0, weeksBefore)]
+            for topic in read.topics { interests[topic, default: 0] += weight }
             guard let day = window.dayIndex(of: read.readAt) else { continue }
             if day >= 7 {
                 weekArticles.insert(read.articleID)
@@ -41,27 +104,29 @@ public struct DigestBuilder: Sendable {
             } else {
                 previousArticles.insert(read.articleID)
                 previousSeconds += max(0, read.seconds)
-                for topic in read.topics { olderTopics[topic, default: 0] += 1 }
             }
         }
         let topTopic = weekTopics.max { a, b in a.value != b.value ? a.value < b.value : a.key > b.key }?.key
         let stats = WeeklyStats(
             articlesRead: weekArticles.count,
-            minutesRead: Self.minutes(weekSeconds),
+            minutesRead: Self.minutes(weekSeconds, articles: weekArticles.count),
             activeDays: activeDays.nonzeroBitCount,
             topTopic: topTopic,
             previousArticlesRead: previousArticles.count,
-            previousMinutesRead: Self.minutes(previousSeconds))
-        // A user with no reads this week is ranked on what they read before, if anything.
-        let interests = weekTopics.isEmpty ? olderTopics : weekTopics
+            previousMinutesRead: Self.minutes(previousSeconds, articles: previousArticles.count))
         let picks = pool.pick(
             limit: configuration.maxPicks,
             publishedFrom: window.end - configuration.freshnessSeconds,
             until: window.end,
-            topics: interests.keys,
-            excluding: readIDs)
+            weights: interests,
+            languages: languages,
+            excluding: excluded)
         return WeeklyDigest(reader: reader, window: window, stats: stats, picks: picks)
     }
 
-    static func minutes(_ seconds: Int) -> Int { (seconds + 30) / 60 }
+    /// Whole minutes, at least 1 when anything was read.
+    static func minutes(_ seconds: Int, articles: Int) -> Int {
+        let minutes = (seconds + 30) / 60
+        return articles > 0 ? max(1, minutes) : minutes
+    }
 }

@@ -8,10 +8,13 @@ public struct Article: Sendable, Hashable {
     /// Unix seconds.
     public var publishedAt: Int64
     public var readingMinutes: Int
+    /// BCP 47 tag of the article's language (`pl`, `zh-Hans`); `nil` when unknown: a candidate for
+    /// every reader.
+    public var language: String?
 
     public init(
         id: String, title: String, url: String, imageURL: String?, topics: [String],
-        publishedAt: Int64, readingMinutes: Int
+        publishedAt: Int64, readingMinutes: Int, language: String? = nil
     ) {
         self.id = id
         self.title = title
@@ -20,6 +23,7 @@ public struct Article: Sendable, Hashable {
         self.topics = topics
         self.publishedAt = publishedAt
         self.readingMinutes = readingMinutes
+        self.language = language
     }
 }
 
@@ -31,11 +35,14 @@ public struct ReadEvent: Sendable, Hashable {
     /// Unix seconds.
     public var readAt: Int64
     public var seconds: Int
+    /// The language of the article read (carried like its topics), if known.
+    public var language: String?
 
-    public init(articleID: String, topics: [String], readAt: Int64, seconds: Int) {
+    public init(articleID: String, topics: [String], readAt: Int64, seconds: Int, language: String? = nil) {
         self.articleID = articleID
         self.topics = topics
         self.readAt = readAt
         self.seconds = seconds
+        self.language = language
     }
 }

@@ -4,24 +4,23 @@ import DigestStore
 /// A batch of users with the reads their digests need.
 struct ReadBatch: Sendable {
     var users: [StoredReader]
-    var reads: [[ReadEvent]]
+    var histories: [ReaderHistory]
     /// Where the run stands once this batch commits (cursor or chunk, as the store decides).
     var lastKey: Int64
 
-    /// The next batch after `key`, or `nil` when no users are left. Reads start at each user's
-    /// previous-week Monday in their own zone.
+    /// The next batch after `key`, or `nil` when no users are left, with what each user's digest
+    /// needs of their history.
     static func load(
         from history: some HistoryReader, after key: Int64, limit: Int, composer: BatchComposer
     ) async throws -> ReadBatch? {
         guard let batch = try await history.nextBatch(week: composer.calendar.week, after: key, limit: limit) else { return nil }
-        let since = batch.users.map { composer.readsSince($0.reader) }
-        let reads = try await history.reads(of: batch.users, since: since)
-        return ReadBatch(users: batch.users, reads: reads, lastKey: batch.position)
+        let histories = try await history.histories(of: batch.users, for: composer)
+        return ReadBatch(users: batch.users, histories: histories, lastKey: batch.position)
     }
 
     /// The batch's digests, plans and messages.
     func compose(with composer: BatchComposer) async -> BatchResult {
-        let composed = await composer.compose(users.map(\.reader), reads: reads)
+        let composed = await composer.compose(users.map(\.reader), histories: histories)
         return BatchResult(lastKey: lastKey, composed: composed)
     }
 }

@@ -39,6 +39,8 @@ struct ArticleRecord: Decodable {
     var topics: [String]?
     var publishedAt: String
     var readingMinutes: Int?
+    /// BCP 47; absent or empty: unknown.
+    var language: String?
 
     func validated() throws(LineProblem) -> Article {
         guard !id.isEmpty else { throw LineProblem("empty article id") }
@@ -51,9 +53,13 @@ struct ArticleRecord: Decodable {
         let minutes = readingMinutes ?? 0
         guard minutes >= 0 else { throw LineProblem("article \(id): negative readingMinutes") }
         let image = imageUrl.flatMap { $0.isEmpty ? nil : $0 }
+        let language = language.flatMap { $0.isEmpty ? nil : $0 }
+        if let language, !LanguageTag.isWellFormed(language) {
+            throw LineProblem("article \(id): language '\(language)' is not a BCP 47 tag (like en, pl-PL or zh-Hans)")
+        }
         return Article(
             id: id, title: title, url: url, imageURL: image, topics: topics ?? [], publishedAt: published,
-            readingMinutes: minutes)
+            readingMinutes: minutes, language: language)
     }
 }
 

@@ -33,6 +33,13 @@ public protocol HistoryReader: Sendable {
     func countUsers(week: ISOWeek, after key: Int64) async throws -> Int
     /// For each user, their reads at or after the matching `since` instant, oldest first.
     func reads(of users: [StoredReader], since: [Int64]) async throws -> [[ReadEvent]]
+    /// For each user, which of `articles` (ids) they read before `before`, whenever that was: the
+    /// reads a digest's candidates need beyond those ``reads(of:since:)`` returned, looked up by
+    /// article (the reads index on article and user), never by the user's whole history.
+    func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [Set<String>]
+    /// For each user, the articles picked for them in the digests of `weeks` (the `picks` of the
+    /// report on the outbox rows of those weeks).
+    func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) async throws -> [Set<String>]
     /// Articles published in `[from, until)`.
     func articles(publishedFrom from: Int64, until: Int64) async throws -> [Article]
     /// Whether any read falls in `[from, until)`.
@@ -41,4 +48,25 @@ public protocol HistoryReader: Sendable {
     func user(id: String) async throws -> StoredReader?
     /// Up to `limit` users whose id starts with `prefix`, in id order, with their devices.
     func users(idPrefix prefix: String, limit: Int) async throws -> [StoredReader]
+}
+
+extension HistoryReader {
+    /// What `composer` needs of each user: their reads since ``BatchComposer/readsSince(_:)``, the
+    /// candidates they read before that, and the previous weeks' picks (three queries a batch).
+    public func histories(of users: [StoredReader], for composer: BatchComposer) async throws -> [ReaderHistory] {
+        let since = users.map { composer.readsSince($0.reader) }
+        let reads = try await self.reads(of: users, since: since)
+        // Reads at or after a user's own start came above; one bound for the batch may return a few
+        // of those again, which changes nothing.
+        let before = since.lazy.filter { $0 != Int64.max }.max()
+        let earlier =
+            if let before { try await earlierReads(of: users, among: composer.candidateIDs, before: before) } else {
+                [Set<String>](repeating: [], count: users.count)
+            }
+        let weeks = composer.noRepeatWeeks
+        let picks =
+            before == nil || weeks.isEmpty
+            ? [Set<String>](repeating: [], count: users.count) : try await recentPicks(of: users, weeks: weeks)
+        return (0..<users.count).map { ReaderHistory(reads: reads[$0], readEarlier: earlier[$0], recentPicks: picks[$0]) }
+    }
 }
