@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # `make bench`: the weekly run on SQLite against its physical reference, written to BENCHMARKS.md.
 #
-# For each size (100,000 and 1,000,000 users, 10 reads each): generate a history once (not timed),
+# For each size (100,000 and 1,000,000 users, 20 reads each over four weeks): generate a history once (not timed),
 # then for each pair copy it, time `digest run` with /usr/bin/time -v (wall time, peak RSS), time
 # checkpointing what it left in the WAL, and right after, `digest-bench reference` (the same number of
 # outbox rows, same byte sizes, inserted with prepared statements in 2000-row transactions). Release builds. Safe to rerun: every run
 # starts from fresh copies and replaces the results in bench-out/ and the section in BENCHMARKS.md.
 #
 # Knobs (environment): BENCH_SIZES="100000 1000000", BENCH_PAIRS_SMALL=3 (sizes up to 100k),
-# BENCH_PAIRS_LARGE=2, BENCH_READS_PER_USER=10, BENCH_WEEK=2026-W46, BENCH_SEED=2026,
+# BENCH_PAIRS_LARGE=2, BENCH_READS_PER_USER=20, BENCH_WEEK=2026-W46, BENCH_SEED=2026,
 # BENCH_OUT=bench-out, BENCH_KEEP_DB=0 (1 keeps the SQLite files), BENCH_REPORT=BENCHMARKS.md,
 # BENCH_QUIET_CORES=0.3 and BENCH_QUIET_WAIT=120: before each timed step, wait (at most that many
 # seconds) until other processes use at most that many cores; what they used is recorded either way.
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 SIZES=${BENCH_SIZES:-"100000 1000000"}
 PAIRS_SMALL=${BENCH_PAIRS_SMALL:-3}
 PAIRS_LARGE=${BENCH_PAIRS_LARGE:-2}
-READS_PER_USER=${BENCH_READS_PER_USER:-10}
+READS_PER_USER=${BENCH_READS_PER_USER:-20}
 WEEK=${BENCH_WEEK:-2026-W46}
 SEED=${BENCH_SEED:-2026}
 OUT=${BENCH_OUT:-bench-out}

@@ -50,6 +50,7 @@ public struct DemoDataset: Sendable {
             writer.endArray()
             writer.field("publishedAt", Timestamp.format(article.publishedAt))
             writer.field("readingMinutes", article.readingMinutes)
+            if let language = article.language { writer.field("language", language) }
             writer.endObject()
             articleLines.append(writer.string)
         }

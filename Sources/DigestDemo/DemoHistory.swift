@@ -111,7 +111,7 @@ public struct DemoHistory: Sendable {
             catalogue.append(
                 Article(
                     id: id, title: title, url: "https://news.digest.example/\(language)/\(id)", imageURL: imageURL,
-                    topics: topics, publishedAt: published[index], readingMinutes: minutes))
+                    topics: topics, publishedAt: published[index], readingMinutes: minutes, language: language))
         }
         self.articles = catalogue
         self.published = published
@@ -164,6 +164,12 @@ public struct DemoHistory: Sendable {
         }
         let reader = Reader(id: "u\(index + 1)", locale: locale, timeZone: zone, optedOut: optedOut, devices: devices)
 
+        // Languages read: the locale's (English for a locale without templates); a reader in four
+        // also reads a second language (English, or Russian for English readers), a read in three.
+        let languages = DemoVocabulary.languages
+        let own = languages.firstIndex { LanguageTag.primary($0) == LanguageTag.primary(locale) } ?? 0
+        let second: Int? = random.chance(25) ? (own == 0 ? languages.firstIndex(of: "ru") ?? 0 : 0) : nil
+
         // Reads: over every week, or (one user in ten) only before the last one: re-engagement.
         let count = Int(readCounts[index])
         guard count > 0 else { return User(index: index, reader: reader, reads: []) }
@@ -181,9 +187,18 @@ public struct DemoHistory: Sendable {
             previous = at
             // Published before the read: mostly one of the ~60 latest, sometimes any.
             let available = publishedBefore(at)
-            let article = random.chance(70)
+            var article = random.chance(70)
                 ? available - 1 - random.below(min(available, 60))
                 : random.below(available)
+            // The nearest article in the language read, earlier if there is one (articles take languages
+            // round robin).
+            let language = second.map { random.chance(33) ? $0 : own } ?? own
+            let back = ((article - language) % languages.count + languages.count) % languages.count
+            if article - back >= 0 {
+                article -= back
+            } else if article + languages.count - back < available {
+                article += languages.count - back
+            }
             reads.append(Read(article: article, readAt: at, seconds: random.inRange(20...(minutes[article] * 90))))
         }
         return User(index: index, reader: reader, reads: reads)

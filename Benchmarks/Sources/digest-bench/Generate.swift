@@ -6,8 +6,9 @@ import DigestStore
 import Foundation
 
 /// `digest-bench generate`: a large, deterministic reading history (the demo's `DemoHistory`) written
-/// straight into a SQLite file with the project's schema (users, devices, articles, reads), for
-/// `digest run` to chew on.
+/// straight into a SQLite file with the project's schema (users, devices, articles with languages,
+/// reads over four weeks), and the two previous weeks' digests in the outbox (one sent row per user
+/// and week, whose report lists five picks), for `digest run` to chew on.
 struct Generate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a deterministic history (users, devices, articles, reads) into a new SQLite file.")
@@ -18,14 +19,20 @@ struct Generate: ParsableCommand {
     @Option(help: "Number of users.")
     var users: Int
 
-    @Option(help: "Number of reads in all, spread over the week and the week before.")
+    @Option(help: "Number of reads in all, spread over the weeks.")
     var reads: Int
+
+    @Option(help: "Weeks of reads, the digest's week the last.")
+    var weeks: Int = 4
+
+    @Option(help: "Previous weeks whose digests (their picks) the outbox holds.")
+    var previousDigests: Int = 2
 
     @Option(help: "The ISO week the run will digest, e.g. 2026-W46.")
     var week: String
 
-    @Option(help: "Number of articles, published within the two weeks before the week's end.")
-    var articles: Int = 400
+    @Option(help: "Number of articles, published over the weeks.")
+    var articles: Int = 800
 
     @Option(help: "Seed of the generator: the same seed gives the same file.")
     var seed: UInt64 = 2026
@@ -37,8 +44,8 @@ struct Generate: ParsableCommand {
     var locales: String?
 
     func validate() throws {
-        guard users > 0, reads >= 0, articles >= 16 else {
-            throw ValidationError("--users must be positive, --reads not negative, --articles at least 16")
+        guard users > 0, reads >= 0, articles >= 16, weeks >= 2, previousDigests >= 0 else {
+            throw ValidationError("--users must be positive, --reads not negative, --articles at least 16, --weeks at least 2")
         }
         _ = try ISOWeek(parsing: week)
     }
@@ -59,13 +66,13 @@ struct Generate: ParsableCommand {
         _ = try sqlite.statement("SELECT max(version) FROM digest_schema")
 
         var history = DemoHistory(
-            week: week, users: users, reads: reads, articles: articles, seed: seed,
+            week: week, weeks: weeks, users: users, reads: reads, articles: articles, seed: seed,
             locales: locales.map { $0.split(separator: ",").map(String.init) })
         try sqlite.transaction {
             let insert = try sqlite.statement(
                 """
-                INSERT INTO articles (pk, id, title, url, image_url, topics, published_at, reading_minutes)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO articles (pk, id, title, url, image_url, topics, published_at, reading_minutes, language)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             for (index, article) in history.articles.enumerated() {
                 var json = JSONWriter(capacity: 64)
@@ -81,6 +88,7 @@ struct Generate: ParsableCommand {
                 insert.bind(json.string, at: 6)
                 insert.bind(article.publishedAt, at: 7)
                 insert.bind(article.readingMinutes, at: 8)
+                insert.bind(article.language, at: 9)
                 try insert.run()
             }
         }
@@ -90,6 +98,16 @@ struct Generate: ParsableCommand {
         let insertDevice = try sqlite.statement("INSERT INTO devices (user_pk, token, platform) VALUES (?, ?, ?)")
         let insertRead = try sqlite.statement(
             "INSERT INTO reads (user_pk, read_at, article_pk, seconds) VALUES (?, ?, ?, ?)")
+        let insertDigest = try sqlite.statement(
+            """
+            INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, state,
+                                       attempts, created_at, sent_at)
+            VALUES (?, ?, ?, 'android', 'BigText', '{}', ?, ?, 'sent', 1, ?, ?)
+            """)
+        var previousWeeks: [ISOWeek] = []
+        for _ in 0..<previousDigests { previousWeeks.append((previousWeeks.last ?? week).previous) }
+        var picker = SplitMix64(seed: seed ^ 0x9E37_79B9)
+        var digests = 0
         var devices = 0
         var lastReport = clock.seconds
         try sqlite.execute("BEGIN IMMEDIATE")
@@ -122,6 +140,31 @@ struct Generate: ParsableCommand {
             }
             devices += user.reader.devices.count
 
+            // Last weeks' digests: five picks each, from the catalogue.
+            if !user.reader.devices.isEmpty && !user.reader.optedOut {
+                for previous in previousWeeks {
+                    var report = JSONWriter(capacity: 128)
+                    report.beginObject()
+                    report.field("variant", "BigText")
+                    report.key("picks")
+                    report.beginArray()
+                    for _ in 0..<5 { report.value(history.articles[Int(picker.next(below: history.articles.count))].id) }
+                    report.endArray()
+                    report.endObject()
+                    let due = Int64(previous.next.monday.daysSinceEpoch) * 86_400 + 9 * 3600
+                    insertDigest.reset()
+                    insertDigest.bind("\(previous):\(user.reader.id):\(OutboxMessage.tokenHash(user.reader.devices[0].token))", at: 1)
+                    insertDigest.bind(previous.description, at: 2)
+                    insertDigest.bind(user.reader.id, at: 3)
+                    insertDigest.bind(report.string, at: 4)
+                    insertDigest.bind(due, at: 5)
+                    insertDigest.bind(due - 3600, at: 6)
+                    insertDigest.bind(due, at: 7)
+                    try insertDigest.run()
+                    digests += 1
+                }
+            }
+
             for read in user.reads {
                 insertRead.reset()
                 insertRead.bind(key, at: 1)
@@ -141,7 +184,7 @@ struct Generate: ParsableCommand {
         print(
             """
             {"db": "\(db)", "week": "\(week)", "seed": \(seed), "users": \(users), "devices": \(devices), \
-            "articles": \(articles), "reads": \(reads), "bytes": \(size), \
+            "articles": \(articles), "reads": \(reads), "weeks": \(weeks), "previousDigests": \(digests), "bytes": \(size), \
             "seconds": \(String(format: "%.2f", clock.seconds)), "insertSeconds": \(String(format: "%.2f", insertSeconds))}
             """)
     }

@@ -48,14 +48,16 @@ struct Reference: ParsableCommand {
         var reportBytes = 0
         do {
             let source = try SQLiteConnection(path: like, readOnly: true)
-            let count = try source.statement("SELECT count(*) FROM digest_outbox")
+            // The run's rows: its week is the latest (the generator's earlier digests are older weeks).
+            let count = try source.statement(
+                "SELECT count(*) FROM digest_outbox WHERE week = (SELECT max(week) FROM digest_outbox)")
             if try count.step() { rows.reserveCapacity(count.int(0)) }
             count.reset()
             let select = try source.statement(
                 """
                 SELECT dedupe_key, week, user_id, platform, variant, length(CAST(message AS BLOB)),
                     length(CAST(report AS BLOB)), available_at
-                FROM digest_outbox ORDER BY id
+                FROM digest_outbox WHERE week = (SELECT max(week) FROM digest_outbox) ORDER BY id
                 """)
             while try select.step() {
                 let row = Row(
