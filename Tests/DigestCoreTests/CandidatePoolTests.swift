@@ -90,6 +90,69 @@ struct CandidatePoolTests {
     }
 }
 
+extension CandidatePoolTests {
+    @Test func languagesCompareByPrimarySubtagAndUnlabelledArticlesSuitEveryone() {
+        func article(_ id: String, _ language: String?, at hoursAgo: Int64) -> Article {
+            Article(id: id, title: id, url: "https://news.example/\(id)", imageURL: nil, topics: ["x"],
+                publishedAt: Self.t - hoursAgo * Self.hour, readingMinutes: 3, language: language)
+        }
+        let pool = CandidatePool(articles: [
+            article("pl", "pl-PL", at: 1), article("zh", "zh-Hans", at: 2), article("none", nil, at: 3),
+            article("en", "en", at: 4), article("bad", "1x", at: 5),
+        ])
+        func picks(_ languages: Set<String>?) -> [String] {
+            pool.pick(limit: 5, publishedFrom: 0, until: Self.t, weights: ["x": 1], languages: languages, excluding: []).map(\.id)
+        }
+        #expect(picks(["zh"]) == ["zh", "none", "bad"])  // an unreadable tag counts as none
+        #expect(picks(["en", "pl"]) == ["pl", "none", "en", "bad"])
+        #expect(picks([]) == ["none", "bad"])
+        #expect(picks(nil) == ["pl", "zh", "none", "en", "bad"])
+        #expect(LanguageTag.primary("zh-Hans") == "zh" && LanguageTag.primary("pt_BR") == "pt" && LanguageTag.primary("und") == nil)
+        #expect(LanguageTag.isWellFormed("zh-Hans-CN") && !LanguageTag.isWellFormed("../etc") && !LanguageTag.isWellFormed("e"))
+    }
+
+    /// Weighted scores and languages against a sort of every candidate, around the 64-article words.
+    @Test(arguments: [300, 129, 64, 1]) func weightedPicksMatchABruteForceReference(count: Int) {
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        let allTopics = ["swift", "ios", "rust", "go", "web", "ml"]
+        let allLanguages: [String?] = ["en", "pl", "ru-RU", "zh-Hans", nil]
+        let articles = (0..<count).map { i in
+            Article(
+                id: "x\(i)", title: "t", url: "https://news.example/\(i)", imageURL: nil,
+                topics: (0..<next(4)).map { _ in allTopics[next(allTopics.count)] },
+                publishedAt: Self.t - Int64(next(40) * 3600 * 12), readingMinutes: 3,
+                language: allLanguages[next(allLanguages.count)])
+        }
+        let pool = CandidatePool(articles: articles)
+        for round in 0..<40 {
+            var weights: [String: Int] = [:]
+            for _ in 0..<(round % 5) { weights[allTopics[next(allTopics.count)]] = [1, 2, 4, 8, 3][next(5)] }
+            let languages: Set<String>? = round % 7 == 0 ? nil : Set((0..<(round % 3)).map { _ in ["en", "pl", "ru", "zh"][next(4)] })
+            let exclude = Set((0..<(count / 10)).map { _ in "x\(next(count))" })
+            let from = Self.t - 14 * 86_400
+            let until = Self.t - Int64(next(3)) * 86_400
+            let expected = articles
+                .filter { article in
+                    article.publishedAt >= from && article.publishedAt < until && !exclude.contains(article.id)
+                        && (languages == nil || article.language.flatMap(LanguageTag.primary).map { languages!.contains($0) } ?? true)
+                }
+                .map { (article: $0, score: Set($0.topics).reduce(0) { $0 + (weights[$1] ?? 0) }) }
+                .sorted {
+                    if $0.score != $1.score { return $0.score > $1.score }
+                    if $0.article.publishedAt != $1.article.publishedAt { return $0.article.publishedAt > $1.article.publishedAt }
+                    return $0.article.id < $1.article.id
+                }
+                .prefix(5).map(\.article.id)
+            let picks = pool.pick(limit: 5, publishedFrom: from, until: until, weights: weights, languages: languages, excluding: exclude)
+            #expect(picks.map(\.id) == Array(expected), "round \(round)")
+        }
+    }
+}
+
 @Suite("DigestBuilder")
 struct DigestBuilderTests {
     // Pacific/Kiritimati (+14) 2026-W47: Monday 2026-11-16 00:00 local is 1794736800 (date -d, tzdata).
@@ -158,6 +221,43 @@ struct DigestBuilderTests {
         ]
         let digest = DigestBuilder(pool: pool).build(reader: Self.reader, window: Self.window, history: ReaderHistory(reads: reads))
         #expect(digest.picks.map(\.id) == ["swift-new", "ios-new", "edge", "rust"])
+    }
+
+    @Test func interestsWeighTheWeekMostAndLanguagesComeFromLocaleAndReads() {
+        let end = Self.window.end
+        func fresh(_ id: String, _ topics: [String], _ language: String?, hoursAgo: Int64) -> Article {
+            Article(id: id, title: id, url: "https://news.example/\(id)", imageURL: nil, topics: topics,
+                publishedAt: end - hoursAgo * Self.hour, readingMinutes: 3, language: language)
+        }
+        let pool = CandidatePool(articles: [
+            fresh("rust-en", ["rust"], "en", hoursAgo: 1), fresh("swift-en", ["swift"], "en", hoursAgo: 2),
+            fresh("swift-de", ["swift"], "de", hoursAgo: 1), fresh("swift-ru", ["swift"], "ru", hoursAgo: 3),
+            fresh("go-none", ["go"], nil, hoursAgo: 1), fresh("picked", ["swift"], "en", hoursAgo: 1),
+            fresh("republished", ["swift"], "en", hoursAgo: 1),
+        ])
+        let week: Int64 = 7 * Self.day
+        let reads = [
+            // Three weeks before: rust three times (1 each); two weeks before: a Russian article (2).
+            Self.read("r1", ["rust"], at: Self.window.start - 3 * week + Self.hour, seconds: 60),
+            Self.read("r2", ["rust"], at: Self.window.start - 3 * week + 2 * Self.hour, seconds: 60),
+            Self.read("r3", ["rust"], at: Self.window.start - 3 * week + 3 * Self.hour, seconds: 60),
+            ReadEvent(articleID: "ru1", topics: ["news"], readAt: Self.window.start - 2 * week + Self.hour, seconds: 60, language: "ru"),
+            // Four weeks before: outside the interests and languages.
+            ReadEvent(articleID: "old", topics: ["go"], readAt: Self.window.start - 4 * week + Self.hour, seconds: 60, language: "de"),
+            // This week: swift once (8).
+            Self.read("s1", ["swift"], at: Self.window.start + Self.hour, seconds: 60),
+        ]
+        let history = ReaderHistory(reads: reads, readEarlier: ["republished"], recentPicks: ["picked"])
+        let digest = DigestBuilder(pool: pool).build(reader: Self.reader, window: Self.window, history: history)
+        // en (locale) and ru (read two weeks ago); not de (read four weeks ago); swift (8) before rust (3).
+        #expect(digest.picks.map(\.id) == ["swift-en", "swift-ru", "rust-en", "go-none"])
+        let builder = DigestBuilder(pool: pool)
+        #expect(!builder.isDormant(window: Self.window, reads: Array(reads.prefix(3))))
+        #expect(builder.isDormant(window: Self.window, reads: [reads[4]]))
+        #expect(builder.isDormant(window: Self.window, reads: []))
+        var never = DigestBuilder.Configuration()
+        never.dormantAfterWeeks = 0
+        #expect(!DigestBuilder(pool: pool, configuration: never).isDormant(window: Self.window, reads: []))
     }
 
     @Test func idleUserIsRankedOnThePreviousWeekAndCappedAtFive() {

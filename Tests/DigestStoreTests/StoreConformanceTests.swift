@@ -96,12 +96,18 @@ import Testing
             var lines: [String] = []
             var cursor: Int64 = 0
             var batches = 0
+            let articleIDs = try await reader.articles(publishedFrom: 0, until: 4_000_000_000).map(\.id) + ["no-such-article"]
             while let batch = try await reader.nextBatch(week: Self.week, after: cursor, limit: 4) {
                 batches += 1
                 cursor = batch.position
                 let reads = try await reader.reads(of: batch.users, since: batch.users.map { _ in 0 })
-                for (user, events) in zip(batch.users, reads) {
-                    lines.append("\(user.reader) \(events.map { "\($0.articleID)@\($0.readAt)+\($0.seconds) \($0.topics)" })")
+                // Reads of any article before an instant inside the fixtures' reads, by article.
+                let earlier = try await reader.earlierReads(of: batch.users, among: articleIDs, before: 1_794_900_000)
+                for (index, (user, events)) in zip(batch.users, reads).enumerated() {
+                    lines.append("\(user.reader) \(events.map { "\($0.articleID)@\($0.readAt)+\($0.seconds) \($0.topics) \($0.language ?? "-")" })")
+                    let expected = Set(events.filter { $0.readAt < 1_794_900_000 }.map(\.articleID))
+                    #expect(earlier[index] == expected, "\(backend) \(user.reader.id)")
+                    lines.append("earlier \(user.reader.id): \(earlier[index].sorted())")
                 }
                 if backend == .postgres {
                     // The claimed chunk is finished here as the run would, so the next claim moves on.
