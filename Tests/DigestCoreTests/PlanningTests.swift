@@ -235,15 +235,18 @@ struct GoldenMessageTests {
             body: image ? "Top pick: Swift 6 \"strict\" concurrency" : "2 days active\n• Actors",
             image: image ? PlanFixture.renditions : nil, picks: ["a1", "a2"], rules: [], bytes: [:], arm: nil,
             actions: [.init(id: "open", title: "Read"), .init(id: "later", title: "Later"), .init(id: "share", title: "Share")],
-            deliverAt: 1795420800)
+            deliverAt: 1795420800, topPickURL: "https://news.example/a1")
     }
 
-    static let data = #"{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"}"#
+    /// An Image message opens its top pick's page.
+    static let data = #"{"digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"}"#
+    /// A text message opens the weekly page.
+    static let textData = #"{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"}"#
     static let android = #"{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","type":"Image","imageUrl":"https://cdn.example/att/abc.jpg","iconUrl":"https://cdn.example/att/def.png","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}}"#
     static let apnsPayload = #"{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest","mutable-content":1},"imageUrl":"https://cdn.example/att/abc.jpg"}"#
     static let apns = #"{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":"# + apnsPayload + #","fcm_options":{"image":"https://cdn.example/att/abc.jpg"}}"#
-    static let webpush = #"{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","icon":"https://cdn.example/att/def.png","image":"https://cdn.example/att/abc.jpg","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://digest.example/weekly/2026-W47"}}"#
-    static let iosText = #"{"message":{"token":"tok-ios","data":"# + data + #","apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest"}}}}}"#
+    static let webpush = #"{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","icon":"https://cdn.example/att/def.png","image":"https://cdn.example/att/abc.jpg","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://news.example/a1"}}"#
+    static let iosText = #"{"message":{"token":"tok-ios","data":"# + textData + #","apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest"}}}}}"#
 
     static func message(_ platform: Platform, image: Bool = true) -> String {
         let device = Device(token: "tok-\(platform.rawValue)", platform: platform)
