@@ -3,6 +3,11 @@ import Foundation  // URLComponents: whether a top pick's URL is one a notificat
 /// Encodes FCM HTTP v1 request bodies (`{"message":{…}}`), one per device token, with the top-level
 /// `data` and only the section of the token's platform. Keys are written in a fixed order, so the same
 /// plan always gives the same bytes.
+///
+/// The top-level `data` (`digest_id`, `deep_link`) is written again at the start of `android.data`:
+/// FCM hands an Android app `android.data` instead of the top-level `data` when both are present
+/// (AndroidConfig.data). iOS apps get the top-level `data` as custom keys beside `aps` in the APNs
+/// payload, web apps as the push's data.
 public struct FCMEncoder: Sendable {
     /// Delivery settings shared by every message of a run.
     public struct Configuration: Sendable, Hashable {
@@ -85,7 +90,8 @@ public struct FCMEncoder: Sendable {
     }
 
     /// The bytes a platform's budget counts: the top-level data plus the platform's section (for iOS,
-    /// the APNs payload, which is what APNs limits).
+    /// the APNs payload, which is what APNs limits). Android's section repeats the top-level data in
+    /// `android.data`, so Android's count has those keys twice, as the request carries them.
     public func budgetBytes(for plan: NotificationPlan, platform: Platform) -> Int {
         encode(plan, platforms: [platform]).bytes[platform]!
     }
@@ -121,20 +127,22 @@ public struct FCMEncoder: Sendable {
         return writer.bytes
     }
 
-    /// The keys every app reads from the message's data.
+    /// The keys every app reads from the message's data, wherever its platform takes them from: the
+    /// top-level `data`, and again the start of `android.data`, which replaces it on Android.
     private func writeSharedData(_ writer: inout JSONWriter, _ plan: NotificationPlan, link: String) {
         writer.field("digest_id", plan.digestID)
         writer.field("deep_link", link)
     }
 
-    func androidSection(_ plan: NotificationPlan) -> [UInt8] {
-        var writer = JSONWriter(capacity: 1024)
+    func androidSection(_ plan: NotificationPlan, link: String) -> [UInt8] {
+        var writer = JSONWriter(capacity: 1024 + link.utf8.count)
         writer.beginObject()
         writer.field("collapse_key", collapseKey(plan))
         writer.field("ttl", "\(configuration.ttlSeconds)s")
         writer.field("priority", configuration.androidPriority)
         writer.key("data")
         writer.beginObject()
+        writeSharedData(&writer, plan, link: link)
         writer.field("title", plan.title)
         writer.field("body", plan.body)
         writer.field("type", plan.variant.rawValue)
@@ -257,7 +265,7 @@ public struct EncodedPlan: Sendable {
         let counted: Int  // what the platform's budget counts of it (for iOS, the APNs payload)
         switch platform {
         case .android:
-            section = encoder.androidSection(plan)
+            section = encoder.androidSection(plan, link: link)
             counted = section.count
         case .ios:
             (section, counted) = encoder.apnsSection(plan)
