@@ -97,7 +97,8 @@ struct DemoCommand: AsyncParsableCommand {
         let samples = outURL.appendingPathComponent("messages")
         try fm.createDirectory(at: samples, withIntermediateDirectories: true)
         var written: [String] = []
-        for row in try await SQLiteDatabase.sqlite(path: databasePath).peek(limit: 5000, state: nil) {
+        let rows = try await SQLiteDatabase.sqlite(path: databasePath).peek(limit: 5000, state: nil)
+        for row in rows {
             let name = "\(row.variant)-\(row.platform).json"
             guard !written.contains(name) else { continue }
             try Data(row.message.utf8).write(to: samples.appendingPathComponent(name))
@@ -107,6 +108,18 @@ struct DemoCommand: AsyncParsableCommand {
             databasePath: databasePath, week: week, to: outURL.appendingPathComponent("previews"),
             images: PreviewImages(
                 attachmentsDirectory: runOptions.attachments, attachmentsURL: runOptions.attachmentsUrl, allowFileURLs: true))
+
+        // A sample title and body per locale of the templates, so each language's text shows at a glance.
+        let catalog = try options.plan.catalog()
+        let samplesByLocale = try await localeSamples(rows, databasePath: databasePath, catalog: catalog)
+        print("locales:   a sample message per locale of the templates (title — body)")
+        for locale in catalog.locales {
+            if let sample = samplesByLocale[locale] {
+                print("  \(locale): \(sample)")
+            } else {
+                print("  \(locale): no message (no reader of this locale got one)")
+            }
+        }
 
         print("")
         print("data:      \(dataDirectory.path)/{users,articles,reads}.jsonl")
@@ -120,6 +133,29 @@ struct DemoCommand: AsyncParsableCommand {
         }
         print("next:      digest queue stats --db \(databasePath)")
         print("           digest serve --db \(databasePath)")
+    }
+
+    /// For each locale folder of `catalog`, `title — body` of the first message (in outbox order) of a
+    /// reader whose locale resolves to it (not one that fell back to the root locale), read from the
+    /// message's own platform section; a body's lines are joined with " / ".
+    func localeSamples(_ rows: [OutboxRow], databasePath: String, catalog: TemplateCatalog) async throws -> [String: String] {
+        let wanted = Set(catalog.locales)
+        var samples: [String: String] = [:]
+        var localeOf: [String: String] = [:]  // user id → the locale folder of their templates ("": none)
+        try await SQLiteDatabase.sqlite(path: databasePath).withHistoryReader { history in
+            for row in rows where samples.count < wanted.count {
+                if localeOf[row.userID] == nil {
+                    let templates = try await history.user(id: row.userID).map { catalog.localized(for: $0.reader.locale) }
+                    localeOf[row.userID] = templates.map { $0.fellBackToRoot ? "" : $0.resolved } ?? ""
+                }
+                guard let locale = localeOf[row.userID], wanted.contains(locale), samples[locale] == nil,
+                    let content = try? PreviewMessage(json: Array(row.message.utf8)).contents.first,
+                    let title = content.title, let body = content.body
+                else { continue }
+                samples[locale] = "\(title) — \(body.replacingOccurrences(of: "\n", with: " / "))"
+            }
+        }
+        return samples
     }
 
     /// Previews of a handful of users from the outbox: every variant, platform and language the run

@@ -147,7 +147,7 @@ struct PlanOptions: ParsableArguments {
     @Option(help: "Byte budget per platform section (capped at 4096; web 3993).")
     var byteBudget: Int = 3800
 
-    @Option(help: "The https page a digest opens; messages link to <link-base>/<week>.")
+    @Option(help: "The https page of a week: BigText and Default messages open <link-base>/<week>; Image messages open the top pick's own https URL (this page when it has none).")
     var linkBase: String = "https://digest.example/weekly"
 
     @Option(help: "Weeks without a read (the digest's week and those before it) after which a reader is dormant and gets no digest; 0: never.")

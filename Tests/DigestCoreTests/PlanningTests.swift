@@ -221,6 +221,45 @@ struct BudgetTests {
         #expect(plan.body.utf16.count < 1024, "Android body is \(plan.body.utf16.count) UTF-16 units")
     }
 
+    /// Android's count has the top-level data twice (`data` and again in `android.data`): each byte
+    /// of the link costs two. An Image plan whose Android bytes are exactly FCM's 4,096 is sent as it
+    /// is; one more byte of link (two counted) and the planner shortens the body.
+    @Test func androidAtFCMsLimitCountsTheRepeatedKeys() throws {
+        let limit = VariantPlanner.Configuration.ceiling(for: .android)
+        #expect(limit == 4096)
+        func plan(linkPadding: Int, title: String) throws -> NotificationPlan {
+            var digest = PlanFixture.digest(picks: 1, titles: [title])
+            var top = digest.picks[0]
+            top.url += "?" + String(repeating: "x", count: linkPadding)
+            digest = WeeklyDigest(reader: digest.reader, window: digest.window, stats: digest.stats, picks: [top])
+            return try PlanFixture.plan(digest, image: .ready(PlanFixture.renditions), budget: limit, platforms: [.android])
+        }
+        // The title appears once in Android's section: one more character evens the gap to the limit.
+        var title = "Swift 6 migration guide: strict concurrency for server applications"
+        let first = try #require(try plan(linkPadding: 0, title: title).bytes[.android])
+        if (limit - first) % 2 == 1 { title += "!" }
+        let base = try #require(try plan(linkPadding: 0, title: title).bytes[.android])
+        #expect(try plan(linkPadding: 10, title: title).bytes[.android] == base + 20)
+        let padding = (limit - base) / 2
+
+        let atLimit = try plan(linkPadding: padding, title: title)
+        #expect(atLimit.variant == .image)
+        #expect(atLimit.bytes == [.android: limit])
+        #expect(atLimit.rules.isEmpty, "\(atLimit.rules)")
+        #expect(atLimit.body == "Top pick: \(title)")
+        let body = FCMEncoder().message(for: atLimit, device: Device(token: "t", platform: .android))
+        let message = try #require((try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?["message"] as? [String: Any])
+        let data = try #require(message["data"] as? [String: String])
+        let androidData = try #require((message["android"] as? [String: Any])?["data"] as? [String: String])
+        #expect(data["deep_link"] == atLimit.topPickURL && androidData["deep_link"] == atLimit.topPickURL)
+        #expect(data["digest_id"] == androidData["digest_id"])
+
+        let over = try plan(linkPadding: padding + 1, title: title)
+        #expect(over.variant == .image)
+        #expect(over.rules == ["budget.body:60", "body.truncated:60"])
+        #expect(try #require(over.bytes[.android]) <= limit)
+    }
+
     @Test func impossibleBudgetThrows() {
         #expect(throws: PlanningError.self) { try PlanFixture.plan(PlanFixture.digest(picks: 3), budget: 100) }
     }
@@ -228,69 +267,133 @@ struct BudgetTests {
 
 @Suite("FCM golden messages")
 struct GoldenMessageTests {
-    static func plan(image: Bool) -> NotificationPlan {
-        NotificationPlan(
-            digestID: "2026-W47:u1", week: PlanFixture.week, userID: "u1", variant: image ? .image : .bigText,
-            title: "Your week: 3 articles, 24 min",
-            body: image ? "Top pick: Swift 6 \"strict\" concurrency" : "2 days active\n• Actors",
-            image: image ? PlanFixture.renditions : nil, picks: ["a1", "a2"], rules: [], bytes: [:], arm: nil,
+    /// Every plan has a top pick with an https URL: only the Image message opens it.
+    static func plan(_ variant: Variant) -> NotificationPlan {
+        let body = switch variant {
+        case .image: "Top pick: Swift 6 \"strict\" concurrency"
+        case .bigText: "2 days active\n• Actors\n• Macros"
+        case .defaultText: "You read 3 articles in 24 min. Next up: Actors"
+        }
+        return NotificationPlan(
+            digestID: "2026-W47:u1", week: PlanFixture.week, userID: "u1", variant: variant,
+            title: "Your week: 3 articles, 24 min", body: body, image: variant == .image ? PlanFixture.renditions : nil,
+            picks: ["a1", "a2"], rules: [], bytes: [:], arm: nil,
             actions: [.init(id: "open", title: "Read"), .init(id: "later", title: "Later"), .init(id: "share", title: "Share")],
-            deliverAt: 1795420800)
+            deliverAt: 1795420800, topPickURL: "https://news.example/a1")
     }
 
-    static let data = #"{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"}"#
-    static let android = #"{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","type":"Image","imageUrl":"https://cdn.example/att/abc.jpg","iconUrl":"https://cdn.example/att/def.png","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}}"#
-    static let apnsPayload = #"{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest","mutable-content":1},"imageUrl":"https://cdn.example/att/abc.jpg"}"#
-    static let apns = #"{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":"# + apnsPayload + #","fcm_options":{"image":"https://cdn.example/att/abc.jpg"}}"#
-    static let webpush = #"{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","icon":"https://cdn.example/att/def.png","image":"https://cdn.example/att/abc.jpg","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://digest.example/weekly/2026-W47"}}"#
-    static let iosText = #"{"message":{"token":"tok-ios","data":"# + data + #","apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest"}}}}}"#
+    /// The whole request body per variant and platform, byte for byte. Android's `android.data` starts
+    /// with the top-level `data`'s keys (it replaces `data` on Android); an Image message opens the
+    /// top pick, the others the weekly page.
+    static let golden: [String: String] = [
+        "BigText-android": #"{"message":{"token":"tok-android","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47","title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros","type":"BigText","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}}}}"#,
+        "BigText-ios": #"{"message":{"token":"tok-ios","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest"}}}}}"#,
+        "BigText-web": #"{"message":{"token":"tok-web","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://digest.example/weekly/2026-W47"}}}}"#,
+        "Image-android": #"{"message":{"token":"tok-android","data":{"digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"digest_id":"2026-W47:u1","deep_link":"https://news.example/a1","title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","type":"Image","imageUrl":"https://cdn.example/att/abc.jpg","iconUrl":"https://cdn.example/att/def.png","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}}}}"#,
+        "Image-ios": #"{"message":{"token":"tok-ios","data":{"digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest","mutable-content":1},"imageUrl":"https://cdn.example/att/abc.jpg"},"fcm_options":{"image":"https://cdn.example/att/abc.jpg"}}}}"#,
+        "Image-web": #"{"message":{"token":"tok-web","data":{"digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","icon":"https://cdn.example/att/def.png","image":"https://cdn.example/att/abc.jpg","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://news.example/a1"}}}}"#,
+        "Default-android": #"{"message":{"token":"tok-android","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47","title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors","type":"Default","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}}}}"#,
+        "Default-ios": #"{"message":{"token":"tok-ios","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest"}}}}}"#,
+        "Default-web": #"{"message":{"token":"tok-web","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://digest.example/weekly/2026-W47"}}}}"#,
+    ]
 
-    static func message(_ platform: Platform, image: Bool = true) -> String {
+    static func message(_ variant: Variant, _ platform: Platform) -> String {
         let device = Device(token: "tok-\(platform.rawValue)", platform: platform)
-        return String(decoding: FCMEncoder().message(for: plan(image: image), device: device), as: UTF8.self)
+        return String(decoding: FCMEncoder().message(for: plan(variant), device: device), as: UTF8.self)
     }
 
-    @Test func goldenBodies() {
-        let key = ["android": "android", "ios": "apns", "web": "webpush"]
-        let section = ["android": Self.android, "ios": Self.apns, "web": Self.webpush]
-        for platform in Platform.allCases {
-            let expected = #"{"message":{"token":"tok-"# + platform.rawValue + #"","data":"# + Self.data + #",""#
-                + key[platform.rawValue]! + #"":"# + section[platform.rawValue]! + "}}"
-            #expect(Self.message(platform) == expected)
-        }
-        #expect(Self.message(.ios, image: false) == Self.iosText)
+    static func object(_ variant: Variant, _ platform: Platform) throws -> [String: Any] {
+        let json = try JSONSerialization.jsonObject(with: Data(message(variant, platform).utf8))
+        return try #require((json as? [String: Any])?["message"] as? [String: Any])
     }
 
-    @Test func budgetsCountDataAndSection() {
+    @Test(arguments: Variant.allCases, Platform.allCases)
+    func goldenBodies(variant: Variant, platform: Platform) throws {
+        let expected = try #require(Self.golden["\(variant.rawValue)-\(platform.rawValue)"])
+        #expect(Self.message(variant, platform) == expected)
+    }
+
+    /// A platform's budget counts the top-level data and its section (iOS: the APNs payload), on the
+    /// exact bytes of the request; Android's section carries the data's keys a second time.
+    @Test(arguments: Variant.allCases)
+    func budgetsCountDataAndSection(variant: Variant) throws {
         let encoder = FCMEncoder()
-        let plan = Self.plan(image: true)
-        #expect(encoder.budgetBytes(for: plan, platform: .android) == (Self.data + Self.android).utf8.count)
-        #expect(encoder.budgetBytes(for: plan, platform: .ios) == (Self.data + Self.apnsPayload).utf8.count)
-        #expect(encoder.budgetBytes(for: plan, platform: .web) == (Self.data + Self.webpush).utf8.count)
+        let plan = Self.plan(variant)
+        func part(_ platform: Platform, _ key: String) throws -> Int {
+            let body = Self.message(variant, platform)
+            // The golden bodies end with the section and `}}`; data runs from `"data":` to the section.
+            let data = try #require(body.range(of: #""data":"#)?.upperBound)
+            let section = try #require(body.range(of: #","\#(key)":"#))
+            let end = body.index(body.endIndex, offsetBy: -2)
+            let dataBytes = body[data..<section.lowerBound].utf8.count
+            var sectionText = body[section.upperBound..<end]
+            if platform == .ios {
+                let payload = try #require(sectionText.range(of: #""payload":"#)?.upperBound)
+                let close = sectionText.range(of: #","fcm_options""#)?.lowerBound ?? sectionText.index(before: sectionText.endIndex)
+                sectionText = sectionText[payload..<close]
+            }
+            return dataBytes + sectionText.utf8.count
+        }
+        let counted = [
+            Platform.android: try part(.android, "android"), .ios: try part(.ios, "apns"), .web: try part(.web, "webpush"),
+        ]
+        for platform in Platform.allCases {
+            #expect(encoder.budgetBytes(for: plan, platform: platform) == counted[platform], "\(platform)")
+        }
+        #expect(encoder.encode(plan, platforms: Set(Platform.allCases)).bytes == counted)
+        // Android pays for the repeated keys: `"digest_id":…,"deep_link":…,` again in `android.data`,
+        // 79 bytes with the weekly link (data 80), 64 with the top pick's (data 65).
+        let figures: [Variant: [Platform: Int]] = [
+            .bigText: [.android: 80 + 391, .ios: 80 + 161, .web: 80 + 319],
+            .image: [.android: 65 + 466, .ios: 65 + 229, .web: 65 + 390],
+            .defaultText: [.android: 80 + 400, .ios: 80 + 170, .web: 80 + 328],
+        ]
+        #expect(counted == figures[variant])
     }
 
-    @Test(arguments: [true, false])
-    func designShape(image: Bool) throws {
-        func object(_ platform: Platform) throws -> [String: Any] {
-            let json = try JSONSerialization.jsonObject(with: Data(Self.message(platform, image: image).utf8))
-            return try #require((json as? [String: Any])?["message"] as? [String: Any])
-        }
-        let android = try #require(try object(.android)["android"] as? [String: Any])
-        let androidData = try #require(android["data"] as? [String: Any])
-        #expect(androidData.values.allSatisfy { $0 is String })
-        let actions = try #require(androidData["actions"] as? String)
+    /// The keys an app reads on each platform: Android gets `android.data` only, which holds every
+    /// key of the top-level `data`; iOS gets the top-level `data` beside `aps` in the APNs payload;
+    /// the web gets `data` and opens `fcm_options.link`, the same URL as `deep_link`.
+    @Test(arguments: Variant.allCases)
+    func keysThatReachTheApp(variant: Variant) throws {
+        let link = variant == .image ? "https://news.example/a1" : "https://digest.example/weekly/2026-W47"
+        let shared = ["digest_id": "2026-W47:u1", "deep_link": link]
+        let image = variant == .image
+
+        let android = try Self.object(variant, .android)
+        #expect(try #require(android["data"] as? [String: String]) == shared)
+        let androidData = try #require((android["android"] as? [String: Any])?["data"] as? [String: String])
+        #expect(Set(androidData.keys) == Set(shared.keys).union(["title", "body", "type", "actions"]).union(image ? ["imageUrl", "iconUrl"] : []))
+        for (key, value) in shared { #expect(androidData[key] == value, "android.data.\(key)") }
+        #expect(androidData["type"] == variant.rawValue)
+        let actions = try #require(androidData["actions"])
         #expect(try JSONSerialization.jsonObject(with: Data(actions.utf8)) is [[String: String]])
-        #expect((androidData["imageUrl"] != nil) == image)
-        let apns = try #require(try object(.ios)["apns"] as? [String: Any])
+
+        let ios = try Self.object(variant, .ios)
+        #expect(try #require(ios["data"] as? [String: String]) == shared)
+        let apns = try #require(ios["apns"] as? [String: Any])
+        #expect(Set(apns.keys) == (image ? ["headers", "payload", "fcm_options"] : ["headers", "payload"]))
         let headers = try #require(apns["headers"] as? [String: String])
         #expect(Set(headers.keys) == ["apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id"])
-        let aps = try #require((apns["payload"] as? [String: Any])?["aps"] as? [String: Any])
+        let payload = try #require(apns["payload"] as? [String: Any])
+        #expect(Set(payload.keys) == (image ? ["aps", "imageUrl"] : ["aps"]))
+        #expect(Set(payload.keys).isDisjoint(with: shared.keys), "FCM adds the data keys to the payload itself")
+        let aps = try #require(payload["aps"] as? [String: Any])
+        #expect(Set(aps.keys) == Set(["alert", "category", "thread-id"]).union(image ? ["mutable-content"] : []))
         #expect((aps["mutable-content"] as? Int) == (image ? 1 : nil))
-        let web = try #require(try object(.web)["webpush"] as? [String: Any])
-        let notification = try #require(web["notification"] as? [String: Any])
+
+        let web = try Self.object(variant, .web)
+        #expect(try #require(web["data"] as? [String: String]) == shared)
+        let webpush = try #require(web["webpush"] as? [String: Any])
+        #expect(Set(webpush.keys) == ["headers", "notification", "fcm_options"], "no webpush.data: it would replace data")
+        #expect((webpush["fcm_options"] as? [String: String]) == ["link": link])
+        let notification = try #require(webpush["notification"] as? [String: Any])
+        #expect(Set(notification.keys) == Set(["title", "body", "actions", "tag"]).union(image ? ["icon", "image"] : []))
         #expect(try #require(notification["actions"] as? [Any]).count <= 2)
-        let link = try #require((web["fcm_options"] as? [String: String])?["link"])
-        #expect(link.hasPrefix("https://"))
-        #expect(try object(.web)["android"] == nil && object(.web)["apns"] == nil)
+
+        for platform in Platform.allCases {
+            let sections = Set(try Self.object(variant, platform).keys).subtracting(["token", "data"])
+            #expect(sections == [FCMEncoder.sectionKey(platform)])
+        }
     }
 }

@@ -1,9 +1,11 @@
+import DigestCore
+import DigestSQLite
 import DigestTesting
 import Foundation
 import Testing
 
 /// `make demo` shows what devices get: its previews draw the renditions the run made, never a
-/// placeholder for a picture that exists.
+/// placeholder for a picture that exists, and it prints a sample message of every locale.
 @Suite struct DemoPreviewTests {
     @Test func demoPreviewsDrawTheRunsOwnPictures() throws {
         let dir = try TemporaryDirectory()
@@ -22,5 +24,53 @@ import Testing
             }
         }
         #expect(imagePreviews > 0, "the demo previews at least one Image message")
+    }
+
+    /// One line per locale folder of the templates: the title and body of the first message (outbox
+    /// order) of a reader whose locale resolves to it, or that there is none (`de`, which no demo
+    /// reader has; `fr-FR` readers fall back to English and are not samples of `en`).
+    @Test func demoPrintsASampleMessagePerLocale() throws {
+        let dir = try TemporaryDirectory()
+        let templates = dir.url.appendingPathComponent("templates")
+        try FileManager.default.copyItem(at: DigestBinary.templates, to: templates)
+        try FileManager.default.copyItem(at: templates.appendingPathComponent("en"), to: templates.appendingPathComponent("de"))
+        let demo = try DigestBinary.run([
+            "demo", "--out", dir.path("demo"), "--users", "200", "--images", "0", "--week", "2026-W46",
+            "--templates", templates.path,
+        ])
+        #expect(demo.status == 0, "\(demo.stderr)")
+        let lines = demo.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let header = try #require(lines.firstIndex { $0.hasPrefix("locales:") }, "\(demo.stdout)")
+        let printed = Array(lines[(header + 1)...].prefix { $0.hasPrefix("  ") })
+
+        // The expected lines, from the outbox and the users file.
+        let catalog = try TemplateCatalog(directory: templates)
+        var localeOf: [String: String] = [:]
+        let users = try String(contentsOf: dir.url.appendingPathComponent("demo/data/users.jsonl"), encoding: .utf8)
+        for line in users.split(separator: "\n") {
+            let user = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let templates = catalog.localized(for: try #require(user["locale"] as? String))
+            if !templates.fellBackToRoot { localeOf[try #require(user["id"] as? String)] = templates.resolved }
+        }
+        let connection = try SQLiteConnection(path: dir.path("demo/digest.sqlite"))
+        let statement = try connection.statement("SELECT user_id, message FROM digest_outbox ORDER BY id")
+        var expected: [String: String] = [:]
+        while try statement.step() {
+            guard let locale = localeOf[statement.string(0)], expected[locale] == nil else { continue }
+            let json = try JSONSerialization.jsonObject(with: Data(statement.string(1).utf8))
+            let message = try #require((json as? [String: Any])?["message"] as? [String: Any])
+            let texts: [String: Any]? =
+                ((message["android"] as? [String: Any])?["data"] as? [String: Any])
+                ?? (((message["apns"] as? [String: Any])?["payload"] as? [String: Any])?["aps"] as? [String: Any])?["alert"] as? [String: Any]
+                ?? (message["webpush"] as? [String: Any])?["notification"] as? [String: Any]
+            let title = try #require(texts?["title"] as? String)
+            let body = try #require(texts?["body"] as? String).replacingOccurrences(of: "\n", with: " / ")
+            expected[locale] = "  \(locale): \(title) — \(body)"
+        }
+        #expect(Set(expected.keys) == ["en", "pl", "ru", "zh-Hans"], "every shipped locale has readers in the demo")
+        #expect(printed == [
+            "  de: no message (no reader of this locale got one)", expected["en"], expected["pl"], expected["ru"],
+            expected["zh-Hans"],
+        ])
     }
 }

@@ -1,10 +1,18 @@
+import Foundation  // URLComponents: whether a top pick's URL is one a notification may open
+
 /// Encodes FCM HTTP v1 request bodies (`{"message":{…}}`), one per device token, with the top-level
 /// `data` and only the section of the token's platform. Keys are written in a fixed order, so the same
 /// plan always gives the same bytes.
+///
+/// The top-level `data` (`digest_id`, `deep_link`) is written again at the start of `android.data`:
+/// FCM hands an Android app `android.data` instead of the top-level `data` when both are present
+/// (AndroidConfig.data). iOS apps get the top-level `data` as custom keys beside `aps` in the APNs
+/// payload, web apps as the push's data.
 public struct FCMEncoder: Sendable {
     /// Delivery settings shared by every message of a run.
     public struct Configuration: Sendable, Hashable {
-        /// The https page a digest opens (`<linkBase>/<week>`); also the web `fcm_options.link`.
+        /// The weekly page, `<linkBase>/<week>` (https): what BigText and Default messages open
+        /// (`deep_link`, web `fcm_options.link`), and an Image message whose top pick's URL is not https.
         public var linkBase: String = "https://digest.example/weekly"
         /// How long a message stays deliverable.
         public var ttlSeconds: Int = 604_800
@@ -64,7 +72,8 @@ public struct FCMEncoder: Sendable {
     /// The parts of `plan`'s messages shared by its devices: the top-level data and the section of
     /// each of `platforms`, with the bytes each platform's budget counts.
     public func encode(_ plan: NotificationPlan, platforms: Set<Platform>) -> EncodedPlan {
-        var encoded = EncodedPlan(plan: plan, data: topLevelData(plan))
+        let link = link(plan)
+        var encoded = EncodedPlan(plan: plan, data: topLevelData(plan, link: link), link: link)
         for platform in Platform.allCases where platforms.contains(platform) {
             _ = encoded.section(platform, encoder: self)
         }
@@ -81,32 +90,59 @@ public struct FCMEncoder: Sendable {
     }
 
     /// The bytes a platform's budget counts: the top-level data plus the platform's section (for iOS,
-    /// the APNs payload, which is what APNs limits).
+    /// the APNs payload, which is what APNs limits). Android's section repeats the top-level data in
+    /// `android.data`, so Android's count has those keys twice, as the request carries them.
     public func budgetBytes(for plan: NotificationPlan, platform: Platform) -> Int {
         encode(plan, platforms: [platform]).bytes[platform]!
     }
 
     public func collapseKey(_ plan: NotificationPlan) -> String { "digest-\(plan.week)" }
 
-    public func link(_ plan: NotificationPlan) -> String { "\(configuration.linkBase)/\(plan.week)" }
+    /// The weekly page, `<linkBase>/<week>`.
+    public func weeklyLink(_ plan: NotificationPlan) -> String { "\(configuration.linkBase)/\(plan.week)" }
 
-    func topLevelData(_ plan: NotificationPlan) -> [UInt8] {
-        var writer = JSONWriter(capacity: 128)
+    /// What tapping the notification opens (`deep_link`, web `fcm_options.link`): an Image message
+    /// ("Top pick: …") opens the top pick's own URL when ``isOpenableLink(_:)`` takes it; every other
+    /// message, and an Image one whose top pick's URL it refuses, opens the weekly page.
+    public func link(_ plan: NotificationPlan) -> String {
+        if plan.variant == .image, let url = plan.topPickURL, Self.isOpenableLink(url) { return url }
+        return weeklyLink(plan)
+    }
+
+    /// Whether a catalogue URL may be a notification's link as it is: it starts with `https://`, has a
+    /// host, and parses as RFC 3986 has it, with nothing left to percent-encode (no spaces, control
+    /// or non-ASCII characters), so the app and the browser open exactly these bytes.
+    public static func isOpenableLink(_ url: String) -> Bool {
+        guard url.hasPrefix("https://"), let parts = URLComponents(string: url, encodingInvalidCharacters: false) else {
+            return false
+        }
+        return parts.scheme == "https" && !(parts.host ?? "").isEmpty
+    }
+
+    func topLevelData(_ plan: NotificationPlan, link: String) -> [UInt8] {
+        var writer = JSONWriter(capacity: 128 + link.utf8.count)
         writer.beginObject()
-        writer.field("digest_id", plan.digestID)
-        writer.field("deep_link", link(plan))
+        writeSharedData(&writer, plan, link: link)
         writer.endObject()
         return writer.bytes
     }
 
-    func androidSection(_ plan: NotificationPlan) -> [UInt8] {
-        var writer = JSONWriter(capacity: 1024)
+    /// The keys every app reads from the message's data, wherever its platform takes them from: the
+    /// top-level `data`, and again the start of `android.data`, which replaces it on Android.
+    private func writeSharedData(_ writer: inout JSONWriter, _ plan: NotificationPlan, link: String) {
+        writer.field("digest_id", plan.digestID)
+        writer.field("deep_link", link)
+    }
+
+    func androidSection(_ plan: NotificationPlan, link: String) -> [UInt8] {
+        var writer = JSONWriter(capacity: 1024 + link.utf8.count)
         writer.beginObject()
         writer.field("collapse_key", collapseKey(plan))
         writer.field("ttl", "\(configuration.ttlSeconds)s")
         writer.field("priority", configuration.androidPriority)
         writer.key("data")
         writer.beginObject()
+        writeSharedData(&writer, plan, link: link)
         writer.field("title", plan.title)
         writer.field("body", plan.body)
         writer.field("type", plan.variant.rawValue)
@@ -167,8 +203,8 @@ public struct FCMEncoder: Sendable {
         return (writer.bytes, payload.bytes.count)
     }
 
-    func webpushSection(_ plan: NotificationPlan) -> [UInt8] {
-        var writer = JSONWriter(capacity: 1024)
+    func webpushSection(_ plan: NotificationPlan, link: String) -> [UInt8] {
+        var writer = JSONWriter(capacity: 1024 + link.utf8.count)
         writer.beginObject()
         writer.key("headers")
         writer.beginObject()
@@ -195,7 +231,7 @@ public struct FCMEncoder: Sendable {
         writer.endObject()
         writer.key("fcm_options")
         writer.beginObject()
-        writer.field("link", link(plan))
+        writer.field("link", link)
         writer.endObject()
         writer.endObject()
         return writer.bytes
@@ -208,14 +244,17 @@ public struct EncodedPlan: Sendable {
     /// The plan the parts were encoded from.
     public internal(set) var plan: NotificationPlan
     let data: [UInt8]
+    /// What the message opens (``FCMEncoder/link(_:)``), in `data` and the sections alike.
+    let link: String
     /// Each platform's section once encoded, in `Platform.allCases` order.
     private var sections: [[UInt8]?] = Array(repeating: nil, count: Platform.allCases.count)
     /// The bytes each encoded platform's budget counts (for iOS, the APNs payload).
     public private(set) var bytes: [Platform: Int] = [:]
 
-    init(plan: NotificationPlan, data: [UInt8]) {
+    init(plan: NotificationPlan, data: [UInt8], link: String) {
         self.plan = plan
         self.data = data
+        self.link = link
     }
 
     /// The platform's section, encoded now if it was not yet.
@@ -226,12 +265,12 @@ public struct EncodedPlan: Sendable {
         let counted: Int  // what the platform's budget counts of it (for iOS, the APNs payload)
         switch platform {
         case .android:
-            section = encoder.androidSection(plan)
+            section = encoder.androidSection(plan, link: link)
             counted = section.count
         case .ios:
             (section, counted) = encoder.apnsSection(plan)
         case .web:
-            section = encoder.webpushSection(plan)
+            section = encoder.webpushSection(plan, link: link)
             counted = section.count
         }
         sections[slot] = section

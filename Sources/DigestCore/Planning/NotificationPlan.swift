@@ -20,11 +20,14 @@ public struct NotificationPlan: Sendable, Hashable {
     public var actions: [NotificationAction]
     /// When the message becomes due (Unix seconds).
     public var deliverAt: Int64
+    /// The top pick's own page (the first pick's `Article.url`), as the catalogue has it: an Image
+    /// message ("Top pick: …") opens it when it is an https URL (``FCMEncoder/link(_:)``).
+    public var topPickURL: String?
 
     public init(
         digestID: String, week: ISOWeek, userID: String, variant: Variant, title: String, body: String,
         image: ImageRenditions?, picks: [String], rules: [String], bytes: [Platform: Int], arm: String?,
-        actions: [NotificationAction], deliverAt: Int64
+        actions: [NotificationAction], deliverAt: Int64, topPickURL: String? = nil
     ) {
         self.digestID = digestID
         self.week = week
@@ -39,6 +42,7 @@ public struct NotificationPlan: Sendable, Hashable {
         self.arm = arm
         self.actions = actions
         self.deliverAt = deliverAt
+        self.topPickURL = topPickURL
     }
 
     /// The report stored beside each message: picks, bytes per budget, rules, variant.

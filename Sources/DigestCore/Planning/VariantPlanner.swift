@@ -128,7 +128,7 @@ public struct VariantPlanner: Sendable {
                 digestID: digest.digestID, week: digest.window.week, userID: digest.reader.id, variant: variant,
                 title: title.text, body: body, image: variant == .image ? renditions : nil,
                 picks: digest.picks.map(\.id), rules: [], bytes: [:], arm: arm, actions: actions,
-                deliverAt: deliverAt ?? digest.window.deliverAt)
+                deliverAt: deliverAt ?? digest.window.deliverAt, topPickURL: digest.picks.first?.url)
             var encoded = encoder.encode(plan, platforms: platforms)
             plan.bytes = encoded.bytes
             if !plan.bytes.contains(where: { $0.value > configuration.budget(for: $0.key) }) {
