@@ -53,7 +53,7 @@ public struct VariantPlanner: Sendable {
         }
         let title = TextRules.truncate(TextRules.clean(article.title), to: titleLimit)
         let model = BulletViewModel(
-            title: title.text, minutes: templates.plural("minutes", article.readingMinutes), topic: topic)
+            title: title.text, minutesCount: article.readingMinutes, topic: topic, templates: templates)
         let line = TextRules.clean(templates.render(.bullet, model))
         bulletCache.store(
             .init(title: article.title, minutes: article.readingMinutes, topic: topic, line: line, cut: title.cut), for: key)
@@ -199,7 +199,7 @@ public struct VariantPlanner: Sendable {
                 parts.append(contentsOf: lines.prefix(shown))
                 let hidden = digest.picks.count - shown
                 if hidden > 0 {
-                    let more = MoreViewModel(more: templates.plural("more", hidden), count: hidden)
+                    let more = MoreViewModel(count: hidden, templates: templates)
                     parts.append(TextRules.clean(templates.render(.more, more)))
                 }
                 return parts.filter { !$0.isEmpty }.joined(separator: "\n")
@@ -223,20 +223,7 @@ public struct VariantPlanner: Sendable {
     }
 
     func viewModel(_ digest: WeeklyDigest, _ templates: LocalizedTemplates) -> DigestViewModel {
-        let stats = digest.stats
-        var change = ""
-        if let percent = stats.minutesChangePercent {
-            change = percent > 0 ? "+\(percent)%" : (percent < 0 ? "−\(-percent)%" : "±0%")
-        }
-        return DigestViewModel(
-            week: digest.window.week.description,
-            articles: templates.plural("articles", stats.articlesRead), articlesCount: stats.articlesRead,
-            minutes: templates.plural("minutes", stats.minutesRead), minutesCount: stats.minutesRead,
-            days: templates.plural("days", stats.activeDays), daysCount: stats.activeDays,
-            topTopic: stats.topTopic.map { TextRules.clean($0) } ?? "",
-            change: change,
-            topPick: digest.picks.first.map { TextRules.clean($0.title) } ?? "",
-            picksCount: digest.picks.count)
+        DigestViewModel(digest, templates: templates)
     }
 
     /// 0…99 from a stable hash (FNV-1a) of the digest id (`<week>:<user>`).

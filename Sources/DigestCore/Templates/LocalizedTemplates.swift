@@ -13,7 +13,8 @@ public struct LocalizedTemplates: Sendable {
     /// `true` when the user's language has no folder and the root locale was used.
     public let fellBackToRoot: Bool
     let pieces: [TemplateCatalog.Piece: CompiledTemplate]
-    let plurals: [String: [PluralCategory: String]]
+    /// Each count's forms by grammatical case (the nominative always) and CLDR category.
+    let plurals: [String: [GrammaticalCase: [PluralCategory: String]]]
     /// Action labels (`open`, `later`).
     public let actions: [String: String]
     /// Rendered text by piece and the values of the names the piece uses: many users share a title
@@ -36,14 +37,27 @@ public struct LocalizedTemplates: Sendable {
         return text
     }
 
-    /// The plural phrase for `count` of `category` (`articles`, `minutes`, `days`, `more`).
-    public func plural(_ category: String, _ count: Int) -> String {
+    /// The plural phrase for `count` of `category` (`articles`, `minutes`, `days`, `more`) in a
+    /// grammatical case: the nominative forms when the locale gives none for that case.
+    public func plural(_ category: String, _ count: Int, case grammaticalCase: GrammaticalCase = .nominative) -> String {
         let plural = PluralRules.category(of: count, language: language)
-        guard let forms = plurals[category], let form = forms[plural] ?? forms[.other] ?? forms.values.first else {
+        guard let cases = plurals[category], let forms = cases[grammaticalCase] ?? cases[.nominative],
+            let form = forms[plural] ?? forms[.other] ?? forms.values.first
+        else {
             return String(count)
         }
         return form.replacingPlaceholder(with: String(count))
     }
+
+    /// The phrases for `count` of `category` in every case other than the nominative that the locale
+    /// gives forms for, by the name a template reads them under (`minutesAccusative`).
+    func casePhrases(_ category: String, _ count: Int, into phrases: inout [String: String]) {
+        guard let cases = plurals[category], cases.count > 1 else { return }
+        for grammaticalCase in cases.keys where grammaticalCase != .nominative {
+            phrases[grammaticalCase.name(for: category)] = plural(category, count, case: grammaticalCase)
+        }
+    }
+
 
     /// An action's label, or its key when no locale names it.
     public func action(_ key: String) -> String { actions[key] ?? key }
