@@ -56,7 +56,7 @@ struct CaseFormsTests {
         let bullet = BulletViewModel(title: "T", minutesCount: 1, topic: "", templates: ru)
         #expect(bullet.text(named: "minutesAccusative") == "1 минуту")
         #expect(bullet.text(named: "topic") == nil)
-        #expect(MoreViewModel(count: 3, templates: ru).text(named: "moreGenitive") == "ещё 3 статьи в приложении")
+        #expect(MoreViewModel(count: 3, templates: ru).text(named: "moreGenitive") == "Ещё 3 статьи в приложении")
     }
 
     @Test(arguments: [
