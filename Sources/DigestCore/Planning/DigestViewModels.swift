@@ -41,10 +41,10 @@ public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
     }
 
     /// The view model of `digest` in a locale: counts as plural phrases in every case the locale
-    /// gives forms for.
+    /// gives forms for, the reading time at least 1 minute when an article was read.
     public init(_ digest: WeeklyDigest, templates: LocalizedTemplates) {
         let stats = digest.stats
-        let minutes = stats.minutesRead
+        let minutes = Self.shownMinutes(articles: stats.articlesRead, minutes: stats.minutesRead)
         var change = ""
         if let percent = stats.minutesChangePercent {
             change = percent > 0 ? "+\(percent)%" : (percent < 0 ? "−\(-percent)%" : "±0%")
@@ -63,6 +63,12 @@ public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
             topPick: digest.picks.first.map { TextRules.clean($0.title) } ?? "",
             picksCount: digest.picks.count,
             caseForms: caseForms)
+    }
+
+    /// The reading time a digest shows: at least 1 minute when at least one article was read (a read
+    /// of a few seconds rounds to 0 minutes, and "1 article, 0 min" reads as a mistake).
+    public static func shownMinutes(articles: Int, minutes: Int) -> Int {
+        articles > 0 ? max(1, minutes) : minutes
     }
 
     /// The counts stay numbers for the Mustache library (its transforms such as `plusone` need
