@@ -5,7 +5,7 @@ public import Mustache
 /// The counts `articles`, `minutes` and `days` are phrases in the nominative ("5 минут"); a template
 /// asks for another case with the case's name after the count's (`{{minutesAccusative}}`: "за 5
 /// минут"), given by ``caseForms`` when the locale's `strings.json` has forms for that case, else the
-/// nominative.
+/// nominative. `topTopic` is the topic's display name from `topics.json` (the slug when it has none).
 public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
     public var week: String
     public var articles: String
@@ -41,7 +41,8 @@ public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
     }
 
     /// The view model of `digest` in a locale: counts as plural phrases in every case the locale
-    /// gives forms for, the reading time at least 1 minute when an article was read.
+    /// gives forms for, the top topic by its display name, the reading time at least 1 minute when
+    /// an article was read.
     public init(_ digest: WeeklyDigest, templates: LocalizedTemplates) {
         let stats = digest.stats
         let minutes = Self.shownMinutes(articles: stats.articlesRead, minutes: stats.minutesRead)
@@ -58,7 +59,7 @@ public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
             articles: templates.plural("articles", stats.articlesRead), articlesCount: stats.articlesRead,
             minutes: templates.plural("minutes", minutes), minutesCount: minutes,
             days: templates.plural("days", stats.activeDays), daysCount: stats.activeDays,
-            topTopic: stats.topTopic.map { TextRules.clean($0) } ?? "",
+            topTopic: stats.topTopic.map { TextRules.clean(templates.topic($0)) } ?? "",
             change: change,
             topPick: digest.picks.first.map { TextRules.clean($0.title) } ?? "",
             picksCount: digest.picks.count,
@@ -117,7 +118,7 @@ private func caseForm(_ name: String, _ forms: [String: String], nominative: (St
 }
 
 /// What the bullet template sees for one pick: `minutes` is its reading time as a phrase (other
-/// cases as in ``DigestViewModel``), `topic` its first topic.
+/// cases as in ``DigestViewModel``), `topic` the display name of its first topic.
 public struct BulletViewModel: MustacheParent, TemplateValues, Sendable {
     public var title: String
     public var minutes: String
@@ -125,11 +126,11 @@ public struct BulletViewModel: MustacheParent, TemplateValues, Sendable {
     /// `minutes` in the cases other than the nominative, by template name (`minutesAccusative`).
     public var caseForms: [String: String] = [:]
 
-    /// A pick's bullet.
+    /// A pick's bullet: `topic` is a slug, shown by its display name.
     init(title: String, minutesCount: Int, topic: String, templates: LocalizedTemplates) {
         self.title = title
         self.minutes = templates.plural("minutes", minutesCount)
-        self.topic = topic
+        self.topic = topic.isEmpty ? "" : templates.topic(topic)
         templates.casePhrases("minutes", minutesCount, into: &caseForms)
     }
 

@@ -115,8 +115,9 @@ public struct VariantPlanner: Sendable {
             NotificationAction(id: "open", title: templates.action("open")),
             NotificationAction(id: "later", title: templates.action("later")),
         ]
-        let titleSource = TextRules.clean(
-            templates.render(digest.isReengagement ? .reengageTitle : .title, model))
+        let titlePiece: TemplateCatalog.Piece = digest.isReengagement ? .reengageTitle : .title
+        let titleSource = TextRules.clean(templates.render(titlePiece, model))
+        rules.noteUntranslatedTopic(digest.stats.topTopic, readAs: "topTopic", by: titlePiece, templates)
         while true {
             var attempt = rules
             let title = TextRules.truncate(titleSource, to: limits.title)
@@ -178,18 +179,21 @@ public struct VariantPlanner: Sendable {
                 digest.isReengagement ? .reengageBody : (variant == .image ? .imageBody : .defaultBody)
             // The image body is one line (Android cannot mix big picture and big text).
             let text = TextRules.clean(templates.render(piece, model), keepNewlines: variant == .defaultText)
+            rules.noteUntranslatedTopic(digest.stats.topTopic, readAs: "topTopic", by: piece, templates)
             let cut = TextRules.truncate(text, to: bodyLimit)
             if cut.cut { rules.set(.bodyTruncated, String(bodyLimit)) }
             return capUTF16(cut.text, rules: &rules)
         case .bigText:
             let header = TextRules.truncate(TextRules.clean(templates.render(.header, model)), to: bodyLimit)
             if header.cut { rules.set(.headerTruncated, String(bodyLimit)) }
+            rules.noteUntranslatedTopic(digest.stats.topTopic, readAs: "topTopic", by: .header, templates)
             if digest.picks.count > configuration.maxBullets { rules.set(.bigTextMaxBullets, String(configuration.maxBullets)) }
             var lines: [String] = []
             var cutTitles = 0
             for article in digest.picks.prefix(bullets) {
                 let bullet = bulletLine(article, templates: templates, titleLimit: bulletTitle)
                 if bullet.cut { cutTitles += 1 }
+                rules.noteUntranslatedTopic(article.topics.first, readAs: "topic", by: .bullet, templates)
                 lines.append(bullet.line)
             }
             if cutTitles > 0 { rules.set(.bulletTruncated, "\(cutTitles)x\(bulletTitle)") }

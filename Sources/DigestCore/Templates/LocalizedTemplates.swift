@@ -2,7 +2,7 @@ public import Mustache
 import Foundation
 import Synchronization
 
-/// The templates, plural forms and labels one user's locale resolved to.
+/// The templates, plural forms, labels and topic names one user's locale resolved to.
 public struct LocalizedTemplates: Sendable {
     /// The locale the user asked for.
     public let requested: String
@@ -17,6 +17,9 @@ public struct LocalizedTemplates: Sendable {
     let plurals: [String: [GrammaticalCase: [PluralCategory: String]]]
     /// Action labels (`open`, `later`).
     public let actions: [String: String]
+    /// Topic display names by slug, from the `topics.json` files of the locale chain (the most
+    /// specific name wins).
+    public let topics: [String: String]
     /// Rendered text by piece and the values of the names the piece uses: many users share a title
     /// or a header, and rendering is the costly part.
     let renders = RenderCache()
@@ -58,6 +61,18 @@ public struct LocalizedTemplates: Sendable {
         }
     }
 
+    /// The display name of a topic slug, or `nil` when no locale on the chain names it.
+    public func topicName(_ slug: String) -> String? { topics[slug] }
+
+    /// What a template shows for a topic slug: its display name, else the slug as written.
+    public func topic(_ slug: String) -> String { topics[slug] ?? slug }
+
+    /// Whether a piece's template reads `name` (a template whose names cannot be listed, one with
+    /// partials for instance, counts as reading every name).
+    public func reads(_ name: String, in piece: TemplateCatalog.Piece) -> Bool {
+        guard let compiled = pieces[piece] else { return false }
+        return compiled.names?.contains(name) ?? true
+    }
 
     /// An action's label, or its key when no locale names it.
     public func action(_ key: String) -> String { actions[key] ?? key }

@@ -104,12 +104,14 @@ public final class TemplateCatalog: Sendable {
     public let directory: URL
     private let templates: [String: [Piece: CompiledTemplate]]
     private let strings: [String: Strings]
+    /// Topic display names by slug, per locale folder (`topics.json`).
+    private let topics: [String: [String: String]]
     private let localeNames: [String: String]  // lowercased → as on disk
     private let resolved = Mutex<[String: LocalizedTemplates]>([:])
 
     /// Loads every locale folder under `directory`; fails naming the file and line of a bad template,
-    /// a bad `strings.json`, or a template asking for a count in a case no strings file on its locale
-    /// chain gives forms for.
+    /// a bad `strings.json` or `topics.json`, or a template asking for a count in a case no strings
+    /// file on its locale chain gives forms for.
     public init(directory: URL) throws(TemplateError) {
         self.directory = directory
         let fm = FileManager.default
@@ -118,6 +120,7 @@ public final class TemplateCatalog: Sendable {
         }
         var templates: [String: [Piece: CompiledTemplate]] = [:]
         var strings: [String: Strings] = [:]
+        var topics: [String: [String: String]] = [:]
         var names: [String: String] = [:]
         for locale in entries.sorted() {
             let folder = directory.appendingPathComponent(locale)
@@ -150,6 +153,22 @@ public final class TemplateCatalog: Sendable {
                     throw TemplateError(file: stringsFile.path, message: "invalid strings file: \(Self.describe(error))")
                 }
             }
+            let topicsFile = folder.appendingPathComponent("topics.json")
+            if let data = fm.contents(atPath: topicsFile.path) {
+                let decoded: [String: String]
+                do {
+                    decoded = try JSONDecoder().decode([String: String].self, from: data)
+                } catch {
+                    throw TemplateError(
+                        file: topicsFile.path,
+                        message: "invalid topics file (an object of topic slug → display name): \(Self.describe(error))")
+                }
+                for (slug, name) in decoded.sorted(by: { $0.key < $1.key })
+                where slug.isEmpty || name.allSatisfy({ $0.isWhitespace || $0.isNewline }) {
+                    throw TemplateError(file: topicsFile.path, message: "invalid topics file: empty slug or name ('\(slug)')")
+                }
+                topics[locale] = decoded
+            }
         }
         guard let root = templates[LocaleChain.root] else {
             throw TemplateError(file: directory.path, message: "no '\(LocaleChain.root)' locale folder")
@@ -164,8 +183,14 @@ public final class TemplateCatalog: Sendable {
                 file: directory.appendingPathComponent("\(LocaleChain.root)/strings.json").path,
                 message: "missing plural forms for '\(category)'")
         }
+        if topics[LocaleChain.root] == nil {
+            throw TemplateError(
+                file: directory.appendingPathComponent("\(LocaleChain.root)/topics.json").path,
+                message: "missing: the root locale must provide topic names (an object of topic slug → display name)")
+        }
         self.templates = templates
         self.strings = strings
+        self.topics = topics
         self.localeNames = names
         for locale in templates.keys.sorted() { try checkCases(of: locale) }
     }
@@ -236,15 +261,17 @@ public final class TemplateCatalog: Sendable {
         }
         let plurals = Self.plurals(along: chain, strings)
         var actions: [String: String] = [:]
+        var topicNames: [String: String] = [:]
         for name in chain.reversed() {
             actions.merge(strings[name]?.actions ?? [:]) { _, new in new }
+            topicNames.merge(topics[name] ?? [:]) { _, new in new }
         }
         let best = chain.first ?? LocaleChain.root
         let language = LocaleChain.language(of: best)
         let value = LocalizedTemplates(
             requested: locale, resolved: best, language: language,
             fellBackToRoot: best == LocaleChain.root && LocaleChain.language(of: locale) != LocaleChain.root,
-            pieces: pieces, plurals: plurals, actions: actions)
+            pieces: pieces, plurals: plurals, actions: actions, topics: topicNames)
         resolved.withLock { $0[locale] = value }
         return value
     }
