@@ -276,7 +276,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestCoreTests",
-            dependencies: ["DigestCore", "DigestTesting"],
+            dependencies: ["DigestCore", "DigestDemo", "DigestTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

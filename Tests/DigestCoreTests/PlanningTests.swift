@@ -71,9 +71,9 @@ struct VariantPlanningTests {
             return String(plan.body.split(separator: "\n")[1])
         }
         var article = picks[0]
-        #expect(try line(article) == "• First title, corrected (5 min, swift)")
+        #expect(try line(article) == "• First title, corrected (5 min, Swift)")
         article.readingMinutes = 9
-        #expect(try line(article) == "• First title, corrected (9 min, swift)")
+        #expect(try line(article) == "• First title, corrected (9 min, Swift)")
         article.topics = ["books", "swift"]
         #expect(try line(article) == "• First title, corrected (9 min, books)")
     }
@@ -83,7 +83,7 @@ struct VariantPlanningTests {
         #expect(plan.variant == .bigText)
         #expect(plan.title == "Your week: 3 articles, 24 min")
         #expect(plan.body == """
-            2 days active · top topic: swift · +20% vs last week
+            2 days active · top topic: Swift · +20% vs last week
             • Swift 6 migration guide
             • Actors in practice
             • Typed throws explained

@@ -74,10 +74,10 @@ struct ShippedPluralTests {
         #expect(pl.plural("minutes", 1) == "1 minuta")
         #expect(pl.plural("minutes", 24) == "24 minuty")
         #expect(pl.plural("days", 5) == "5 dni")
-        #expect(pl.plural("more", 3) == "+3 propozycje w aplikacji")
+        #expect(pl.plural("more", 3) == "Jeszcze 3 propozycje w aplikacji")
         let ru = shippedCatalog.localized(for: "ru")
         #expect(ru.plural("days", 2) == "2 дня")
-        #expect(ru.plural("more", 5) == "ещё 5 статей в приложении")
+        #expect(ru.plural("more", 5) == "Ещё 5 статей в приложении")
         // A category no locale names falls back to the bare number.
         #expect(pl.plural("nonexistent", 7) == "7")
     }

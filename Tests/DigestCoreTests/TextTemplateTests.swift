@@ -18,7 +18,8 @@ import Testing
                 DigestViewModel(
                     week: "2026-W46", articles: "\(count) articles", articlesCount: count, minutes: "\(count * 3) min",
                     minutesCount: count * 3, days: "\(count % 7) days", daysCount: count % 7, topTopic: topic,
-                    change: change, topPick: pick, picksCount: count % 6))
+                    change: change, topPick: pick, picksCount: count % 6,
+                    caseForms: count == 7 ? ["articlesAccusative": "7 статей", "minutesAccusative": "21 минуту"] : [:]))
         }
         return models
     }()

@@ -1,6 +1,11 @@
 public import Mustache
 
 /// What the title and body templates see. Strings only, already localized and cleaned.
+///
+/// The counts `articles`, `minutes` and `days` are phrases in the nominative ("5 минут"); a template
+/// asks for another case with the case's name after the count's (`{{minutesAccusative}}`: "за 5
+/// минут"), given by ``caseForms`` when the locale's `strings.json` has forms for that case, else the
+/// nominative. `topTopic` is the topic's display name from `topics.json` (the slug when it has none).
 public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
     public var week: String
     public var articles: String
@@ -13,10 +18,13 @@ public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
     public var change: String
     public var topPick: String
     public var picksCount: Int
+    /// The counts in the cases other than the nominative, by template name (`minutesAccusative`).
+    public var caseForms: [String: String]
 
     public init(
         week: String, articles: String, articlesCount: Int, minutes: String, minutesCount: Int, days: String,
-        daysCount: Int, topTopic: String, change: String, topPick: String, picksCount: Int
+        daysCount: Int, topTopic: String, change: String, topPick: String, picksCount: Int,
+        caseForms: [String: String] = [:]
     ) {
         self.week = week
         self.articles = articles
@@ -29,6 +37,39 @@ public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
         self.change = change
         self.topPick = topPick
         self.picksCount = picksCount
+        self.caseForms = caseForms
+    }
+
+    /// The view model of `digest` in a locale: counts as plural phrases in every case the locale
+    /// gives forms for, the top topic by its display name, the reading time at least 1 minute when
+    /// an article was read.
+    public init(_ digest: WeeklyDigest, templates: LocalizedTemplates) {
+        let stats = digest.stats
+        let minutes = Self.shownMinutes(articles: stats.articlesRead, minutes: stats.minutesRead)
+        var change = ""
+        if let percent = stats.minutesChangePercent {
+            change = percent > 0 ? "+\(percent)%" : (percent < 0 ? "−\(-percent)%" : "±0%")
+        }
+        var caseForms: [String: String] = [:]
+        templates.casePhrases("articles", stats.articlesRead, into: &caseForms)
+        templates.casePhrases("minutes", minutes, into: &caseForms)
+        templates.casePhrases("days", stats.activeDays, into: &caseForms)
+        self.init(
+            week: digest.window.week.description,
+            articles: templates.plural("articles", stats.articlesRead), articlesCount: stats.articlesRead,
+            minutes: templates.plural("minutes", minutes), minutesCount: minutes,
+            days: templates.plural("days", stats.activeDays), daysCount: stats.activeDays,
+            topTopic: stats.topTopic.map { TextRules.clean(templates.topic($0)) } ?? "",
+            change: change,
+            topPick: digest.picks.first.map { TextRules.clean($0.title) } ?? "",
+            picksCount: digest.picks.count,
+            caseForms: caseForms)
+    }
+
+    /// The reading time a digest shows: at least 1 minute when at least one article was read (a read
+    /// of a few seconds rounds to 0 minutes, and "1 article, 0 min" reads as a mistake).
+    public static func shownMinutes(articles: Int, minutes: Int) -> Int {
+        articles > 0 ? max(1, minutes) : minutes
     }
 
     /// The counts stay numbers for the Mustache library (its transforms such as `plusone` need
@@ -56,16 +97,49 @@ public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
         case "change": change.isEmpty ? nil : change
         case "topPick": topPick.isEmpty ? nil : topPick
         case "picksCount": String(picksCount)
-        default: nil
+        default: caseForm(name, caseForms) { slot in
+            switch slot {
+            case "articles": articles
+            case "minutes": minutes
+            case "days": days
+            default: nil
+            }
+        }
         }
     }
 }
 
-/// What the bullet template sees for one pick.
+/// A count in another case: its form when the locale gives one, else the count's nominative phrase
+/// (`nominative(slot)`), `nil` for a name that is no count in a case.
+private func caseForm(_ name: String, _ forms: [String: String], nominative: (String) -> String?) -> String? {
+    if let form = forms[name] { return form }
+    guard let (slot, _) = GrammaticalCase.split(name) else { return nil }
+    return nominative(slot)
+}
+
+/// What the bullet template sees for one pick: `minutes` is its reading time as a phrase (other
+/// cases as in ``DigestViewModel``), `topic` the display name of its first topic.
 public struct BulletViewModel: MustacheParent, TemplateValues, Sendable {
     public var title: String
     public var minutes: String
     public var topic: String
+    /// `minutes` in the cases other than the nominative, by template name (`minutesAccusative`).
+    public var caseForms: [String: String] = [:]
+
+    /// A pick's bullet: `topic` is a slug, shown by its display name.
+    init(title: String, minutesCount: Int, topic: String, templates: LocalizedTemplates) {
+        self.title = title
+        self.minutes = templates.plural("minutes", minutesCount)
+        self.topic = topic.isEmpty ? "" : templates.topic(topic)
+        templates.casePhrases("minutes", minutesCount, into: &caseForms)
+    }
+
+    init(title: String, minutes: String, topic: String, caseForms: [String: String] = [:]) {
+        self.title = title
+        self.minutes = minutes
+        self.topic = topic
+        self.caseForms = caseForms
+    }
 
     public func child(named name: String) -> Any? { text(named: name) }
 
@@ -74,7 +148,7 @@ public struct BulletViewModel: MustacheParent, TemplateValues, Sendable {
         case "title": title
         case "minutes": minutes
         case "topic": topic.isEmpty ? nil : topic
-        default: nil
+        default: caseForm(name, caseForms) { $0 == "minutes" ? minutes : nil }
         }
     }
 }
@@ -83,6 +157,21 @@ public struct BulletViewModel: MustacheParent, TemplateValues, Sendable {
 public struct MoreViewModel: MustacheParent, TemplateValues, Sendable {
     public var more: String
     public var count: Int
+    /// `more` in the cases other than the nominative, by template name (`moreAccusative`).
+    public var caseForms: [String: String] = [:]
+
+    /// The line for `count` picks the body has no room for.
+    init(count: Int, templates: LocalizedTemplates) {
+        self.more = templates.plural("more", count)
+        self.count = count
+        templates.casePhrases("more", count, into: &caseForms)
+    }
+
+    init(more: String, count: Int, caseForms: [String: String] = [:]) {
+        self.more = more
+        self.count = count
+        self.caseForms = caseForms
+    }
 
     /// `count` stays a number for the Mustache library; `more` is its text.
     public func child(named name: String) -> Any? {
@@ -94,7 +183,7 @@ public struct MoreViewModel: MustacheParent, TemplateValues, Sendable {
         switch name {
         case "more": more
         case "count": String(count)
-        default: nil
+        default: caseForm(name, caseForms) { $0 == "more" ? more : nil }
         }
     }
 }

@@ -30,4 +30,18 @@ public enum PlanRule: String, Sendable, CaseIterable, Codable {
     case androidUTF16Bullets = "android.utf16.bullets"
     /// Android's UTF-16 limit cut the body (detail: the limit).
     case androidUTF16Truncated = "android.utf16.truncated"
+    /// The text shows a topic by its slug: no `topics.json` on the locale's chain names it (detail:
+    /// the slug).
+    case topicsUntranslated = "topics.untranslated"
+}
+
+extension RuleLog {
+    /// Records ``PlanRule/topicsUntranslated`` when `piece` reads the topic (as `name`) and no locale
+    /// on the chain names `slug`.
+    mutating func noteUntranslatedTopic(
+        _ slug: String?, readAs name: String, by piece: TemplateCatalog.Piece, _ templates: LocalizedTemplates
+    ) {
+        guard let slug, !slug.isEmpty, templates.topicName(slug) == nil, templates.reads(name, in: piece) else { return }
+        set(.topicsUntranslated, slug)
+    }
 }

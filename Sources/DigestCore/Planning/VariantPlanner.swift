@@ -53,7 +53,7 @@ public struct VariantPlanner: Sendable {
         }
         let title = TextRules.truncate(TextRules.clean(article.title), to: titleLimit)
         let model = BulletViewModel(
-            title: title.text, minutes: templates.plural("minutes", article.readingMinutes), topic: topic)
+            title: title.text, minutesCount: article.readingMinutes, topic: topic, templates: templates)
         let line = TextRules.clean(templates.render(.bullet, model))
         bulletCache.store(
             .init(title: article.title, minutes: article.readingMinutes, topic: topic, line: line, cut: title.cut), for: key)
@@ -115,8 +115,9 @@ public struct VariantPlanner: Sendable {
             NotificationAction(id: "open", title: templates.action("open")),
             NotificationAction(id: "later", title: templates.action("later")),
         ]
-        let titleSource = TextRules.clean(
-            templates.render(digest.isReengagement ? .reengageTitle : .title, model))
+        let titlePiece: TemplateCatalog.Piece = digest.isReengagement ? .reengageTitle : .title
+        let titleSource = TextRules.clean(templates.render(titlePiece, model))
+        rules.noteUntranslatedTopic(digest.stats.topTopic, readAs: "topTopic", by: titlePiece, templates)
         while true {
             var attempt = rules
             let title = TextRules.truncate(titleSource, to: limits.title)
@@ -178,18 +179,21 @@ public struct VariantPlanner: Sendable {
                 digest.isReengagement ? .reengageBody : (variant == .image ? .imageBody : .defaultBody)
             // The image body is one line (Android cannot mix big picture and big text).
             let text = TextRules.clean(templates.render(piece, model), keepNewlines: variant == .defaultText)
+            rules.noteUntranslatedTopic(digest.stats.topTopic, readAs: "topTopic", by: piece, templates)
             let cut = TextRules.truncate(text, to: bodyLimit)
             if cut.cut { rules.set(.bodyTruncated, String(bodyLimit)) }
             return capUTF16(cut.text, rules: &rules)
         case .bigText:
             let header = TextRules.truncate(TextRules.clean(templates.render(.header, model)), to: bodyLimit)
             if header.cut { rules.set(.headerTruncated, String(bodyLimit)) }
+            rules.noteUntranslatedTopic(digest.stats.topTopic, readAs: "topTopic", by: .header, templates)
             if digest.picks.count > configuration.maxBullets { rules.set(.bigTextMaxBullets, String(configuration.maxBullets)) }
             var lines: [String] = []
             var cutTitles = 0
             for article in digest.picks.prefix(bullets) {
                 let bullet = bulletLine(article, templates: templates, titleLimit: bulletTitle)
                 if bullet.cut { cutTitles += 1 }
+                rules.noteUntranslatedTopic(article.topics.first, readAs: "topic", by: .bullet, templates)
                 lines.append(bullet.line)
             }
             if cutTitles > 0 { rules.set(.bulletTruncated, "\(cutTitles)x\(bulletTitle)") }
@@ -199,7 +203,7 @@ public struct VariantPlanner: Sendable {
                 parts.append(contentsOf: lines.prefix(shown))
                 let hidden = digest.picks.count - shown
                 if hidden > 0 {
-                    let more = MoreViewModel(more: templates.plural("more", hidden), count: hidden)
+                    let more = MoreViewModel(count: hidden, templates: templates)
                     parts.append(TextRules.clean(templates.render(.more, more)))
                 }
                 return parts.filter { !$0.isEmpty }.joined(separator: "\n")
@@ -223,20 +227,7 @@ public struct VariantPlanner: Sendable {
     }
 
     func viewModel(_ digest: WeeklyDigest, _ templates: LocalizedTemplates) -> DigestViewModel {
-        let stats = digest.stats
-        var change = ""
-        if let percent = stats.minutesChangePercent {
-            change = percent > 0 ? "+\(percent)%" : (percent < 0 ? "−\(-percent)%" : "±0%")
-        }
-        return DigestViewModel(
-            week: digest.window.week.description,
-            articles: templates.plural("articles", stats.articlesRead), articlesCount: stats.articlesRead,
-            minutes: templates.plural("minutes", stats.minutesRead), minutesCount: stats.minutesRead,
-            days: templates.plural("days", stats.activeDays), daysCount: stats.activeDays,
-            topTopic: stats.topTopic.map { TextRules.clean($0) } ?? "",
-            change: change,
-            topPick: digest.picks.first.map { TextRules.clean($0.title) } ?? "",
-            picksCount: digest.picks.count)
+        DigestViewModel(digest, templates: templates)
     }
 
     /// 0…99 from a stable hash (FNV-1a) of the digest id (`<week>:<user>`).

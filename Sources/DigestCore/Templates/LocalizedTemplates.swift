@@ -2,7 +2,7 @@ public import Mustache
 import Foundation
 import Synchronization
 
-/// The templates, plural forms and labels one user's locale resolved to.
+/// The templates, plural forms, labels and topic names one user's locale resolved to.
 public struct LocalizedTemplates: Sendable {
     /// The locale the user asked for.
     public let requested: String
@@ -13,9 +13,13 @@ public struct LocalizedTemplates: Sendable {
     /// `true` when the user's language has no folder and the root locale was used.
     public let fellBackToRoot: Bool
     let pieces: [TemplateCatalog.Piece: CompiledTemplate]
-    let plurals: [String: [PluralCategory: String]]
+    /// Each count's forms by grammatical case (the nominative always) and CLDR category.
+    let plurals: [String: [GrammaticalCase: [PluralCategory: String]]]
     /// Action labels (`open`, `later`).
     public let actions: [String: String]
+    /// Topic display names by slug, from the `topics.json` files of the locale chain (the most
+    /// specific name wins).
+    public let topics: [String: String]
     /// Rendered text by piece and the values of the names the piece uses: many users share a title
     /// or a header, and rendering is the costly part.
     let renders = RenderCache()
@@ -36,13 +40,38 @@ public struct LocalizedTemplates: Sendable {
         return text
     }
 
-    /// The plural phrase for `count` of `category` (`articles`, `minutes`, `days`, `more`).
-    public func plural(_ category: String, _ count: Int) -> String {
+    /// The plural phrase for `count` of `category` (`articles`, `minutes`, `days`, `more`) in a
+    /// grammatical case: the nominative forms when the locale gives none for that case.
+    public func plural(_ category: String, _ count: Int, case grammaticalCase: GrammaticalCase = .nominative) -> String {
         let plural = PluralRules.category(of: count, language: language)
-        guard let forms = plurals[category], let form = forms[plural] ?? forms[.other] ?? forms.values.first else {
+        guard let cases = plurals[category], let forms = cases[grammaticalCase] ?? cases[.nominative],
+            let form = forms[plural] ?? forms[.other] ?? forms.values.first
+        else {
             return String(count)
         }
         return form.replacingPlaceholder(with: String(count))
+    }
+
+    /// The phrases for `count` of `category` in every case other than the nominative that the locale
+    /// gives forms for, by the name a template reads them under (`minutesAccusative`).
+    func casePhrases(_ category: String, _ count: Int, into phrases: inout [String: String]) {
+        guard let cases = plurals[category], cases.count > 1 else { return }
+        for grammaticalCase in cases.keys where grammaticalCase != .nominative {
+            phrases[grammaticalCase.name(for: category)] = plural(category, count, case: grammaticalCase)
+        }
+    }
+
+    /// The display name of a topic slug, or `nil` when no locale on the chain names it.
+    public func topicName(_ slug: String) -> String? { topics[slug] }
+
+    /// What a template shows for a topic slug: its display name, else the slug as written.
+    public func topic(_ slug: String) -> String { topics[slug] ?? slug }
+
+    /// Whether a piece's template reads `name` (a template whose names cannot be listed, one with
+    /// partials for instance, counts as reading every name).
+    public func reads(_ name: String, in piece: TemplateCatalog.Piece) -> Bool {
+        guard let compiled = pieces[piece] else { return false }
+        return compiled.names?.contains(name) ?? true
     }
 
     /// An action's label, or its key when no locale names it.
