@@ -136,13 +136,19 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     /// For each locale folder of `catalog`, `title — body` of the first message (in outbox order) of a
-    /// reader whose locale resolves to it (not one that fell back to the root locale), read from the
-    /// message's own platform section; a body's lines are joined with " / ".
+    /// reader whose locale resolves to it (not one that fell back to the root locale) whose picks are
+    /// all in the locale's language (a reader of one language; else the first message of the locale),
+    /// read from the message's own platform section; a body's lines are joined with " / ".
     func localeSamples(_ rows: [OutboxRow], databasePath: String, catalog: TemplateCatalog) async throws -> [String: String] {
         let wanted = Set(catalog.locales)
         var samples: [String: String] = [:]
+        var firsts: [String: String] = [:]
         var localeOf: [String: String] = [:]  // user id → the locale folder of their templates ("": none)
         try await SQLiteDatabase.sqlite(path: databasePath).withHistoryReader { history in
+            var languageOf: [String: String] = [:]
+            for article in try await history.articles(publishedFrom: 0, until: Int64.max) {
+                languageOf[article.id] = article.language.flatMap(LanguageTag.primary)
+            }
             for row in rows where samples.count < wanted.count {
                 if localeOf[row.userID] == nil {
                     let templates = try await history.user(id: row.userID).map { catalog.localized(for: $0.reader.locale) }
@@ -152,10 +158,15 @@ struct DemoCommand: AsyncParsableCommand {
                     let content = try? PreviewMessage(json: Array(row.message.utf8)).contents.first,
                     let title = content.title, let body = content.body
                 else { continue }
-                samples[locale] = "\(title) — \(body.replacingOccurrences(of: "\n", with: " / "))"
+                let sample = "\(title) — \(body.replacingOccurrences(of: "\n", with: " / "))"
+                if firsts[locale] == nil { firsts[locale] = sample }
+                let report = try? JSONSerialization.jsonObject(with: Data(row.report.utf8)) as? [String: Any]
+                let picks = report?["picks"] as? [String] ?? []
+                let own = LanguageTag.primary(locale)
+                if picks.allSatisfy({ languageOf[$0] == nil || languageOf[$0] == own }) { samples[locale] = sample }
             }
         }
-        return samples
+        return samples.merging(firsts) { sample, _ in sample }
     }
 
     /// Previews of a handful of users from the outbox: every variant, platform and language the run
