@@ -231,18 +231,17 @@ public actor PostgresHistoryReader: HistoryReader {
         return result
     }
 
-    /// The picks of one outbox row per user and week (`digest_outbox_user` index).
+    /// The picks the ledger kept per user and week (`digest_picks`), for the chunk's range of users.
     public func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) async throws -> [Set<String>] {
         var result = [Set<String>](repeating: [], count: users.count)
-        guard !users.isEmpty, !weeks.isEmpty else { return result }
+        guard let first = users.first?.reader.id, let last = users.last?.reader.id, !weeks.isEmpty else { return result }
         var position: [String: Int] = [:]
         position.reserveCapacity(users.count)
         for (index, user) in users.enumerated() { position[user.reader.id] = index }
         let rows = try await session.rows(
             """
-            SELECT DISTINCT ON (user_id, week) user_id, ARRAY(SELECT jsonb_array_elements_text(report->'picks'))
-            FROM digest_outbox WHERE user_id = ANY(\(users.map(\.reader.id))) AND week = ANY(\(weeks.map(\.description)))
-            ORDER BY user_id, week
+            SELECT user_id, picks FROM digest_picks
+            WHERE user_id >= \(first) AND user_id <= \(last) AND week = ANY(\(weeks.map(\.description)))
             """)
         for row in rows {
             let (user, picks) = try row.decode((String, [String]).self)

@@ -67,7 +67,15 @@ public final class PostgresRunLedger: RunLedger {
     ) async throws -> Int {
         var keys: [String] = [], weeks: [String] = [], users: [String] = [], platforms: [String] = [], variants: [String] = []
         var bodies: [PostgresUTF8Text] = [], reports: [String] = [], due: [Int64] = []
+        // One picks row per user and week (a user's messages come together and share their picks), the
+        // ids joined by a unit separator that the statement splits again.
+        var pickUsers: [String] = [], pickWeeks: [String] = [], pickLists: [String] = []
         for message in messages {
+            if !message.picks.isEmpty, pickUsers.last != message.userID || pickWeeks.last != message.week {
+                pickUsers.append(message.userID)
+                pickWeeks.append(message.week)
+                pickLists.append(message.picks.joined(separator: "\u{1F}"))
+            }
             keys.append(message.dedupeKey)
             weeks.append(message.week)
             users.append(message.userID)
@@ -89,6 +97,11 @@ public final class PostgresRunLedger: RunLedger {
                             \(bodies)::text[], \(reports)::text[], \(due)::int8[]) AS t(k, w, u, p, v, m, r, a)
                 ON CONFLICT (dedupe_key) DO NOTHING
                 RETURNING 1),
+            picked AS (
+                INSERT INTO digest_picks (user_id, week, picks)
+                SELECT u, w, string_to_array(p, chr(31))
+                FROM unnest(\(pickUsers)::text[], \(pickWeeks)::text[], \(pickLists)::text[]) AS t(u, w, p)
+                ON CONFLICT (user_id, week) DO NOTHING),
             done AS (
                 UPDATE digest_run_chunks
                 SET state = 'done', done_by = \(worker), done_at = now(), lease_owner = NULL, leased_until = NULL,

@@ -115,6 +115,12 @@ enum PostgresSchema {
         ALTER TABLE digest_import_articles ADD COLUMN language text;
         DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_articles' AND schemaname = current_schema() AND definition LIKE '%digest_import_articles%') THEN CREATE OR REPLACE VIEW digest_articles AS SELECT id, title, url, image_url, topics, published_at, reading_minutes, language FROM digest_import_articles; END IF; END $$;
         CREATE INDEX digest_import_reads_article ON digest_import_reads (article_id, user_id) INCLUDE (read_at);
+        CREATE TABLE digest_picks (
+            user_id text COLLATE "C" NOT NULL,
+            week text NOT NULL,
+            picks text[] NOT NULL,
+            PRIMARY KEY (user_id, week)
+        );
         """,
     ]
 

@@ -140,23 +140,18 @@ final class SQLiteHistoryQueries {
         return result
     }
 
-    /// The picks in the report of one outbox row per user and week, found by the dedupe key's prefix
-    /// (`<week>:<user id>:`) on its unique index.
+    /// The picks the ledger kept per user and week (`digest_picks`, keyed by user and week).
     func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) throws -> [Set<String>] {
         guard !weeks.isEmpty else { return users.map { _ in [] } }
-        let one = "SELECT value FROM json_each((SELECT report FROM digest_outbox WHERE dedupe_key >= ? AND dedupe_key < ? AND user_id = ? LIMIT 1), '$.picks')"
-        let statement = try connection.statement(Array(repeating: one, count: weeks.count).joined(separator: " UNION ALL "))
+        let weekList = weeks.indices.map { "?\($0 + 2)" }.joined(separator: ", ")
+        let statement = try connection.statement(
+            "SELECT value FROM digest_picks, json_each(digest_picks.picks) WHERE user_id = ?1 AND week IN (\(weekList))")
+        for (index, week) in weeks.enumerated() { statement.bind(week.description, at: Int32(index + 2)) }
         var result: [Set<String>] = []
         result.reserveCapacity(users.count)
         for user in users {
             statement.reset()
-            let id = user.reader.id
-            for (index, week) in weeks.enumerated() {
-                let base = Int32(index * 3)
-                statement.bind("\(week):\(id):", at: base + 1)
-                statement.bind("\(week):\(id);", at: base + 2)
-                statement.bind(id, at: base + 3)
-            }
+            statement.bind(user.reader.id, at: 1)
             var picks = Set<String>()
             while try statement.step() { picks.insert(statement.string(0)) }
             result.append(picks)

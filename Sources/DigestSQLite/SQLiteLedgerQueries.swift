@@ -42,8 +42,20 @@ final class SQLiteLedgerQueries {
                 INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
                 """)
+            let pick = try connection.statement(
+                "INSERT INTO digest_picks (user_id, week, picks) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
             var inserted = 0
+            var lastPicked: (user: String, week: String)?
             for message in messages {
+                // One row per user and week (a user's messages come together and share their picks).
+                if !message.picks.isEmpty, lastPicked?.user != message.userID || lastPicked?.week != message.week {
+                    lastPicked = (message.userID, message.week)
+                    pick.reset()
+                    pick.bind(message.userID, at: 1)
+                    pick.bind(message.week, at: 2)
+                    pick.bind(SQLiteHistoryQueries.encodeTopics(message.picks), at: 3)
+                    try pick.run()
+                }
                 insert.reset()
                 insert.bind(message.dedupeKey, at: 1)
                 insert.bind(message.week, at: 2)

@@ -67,10 +67,17 @@ enum SQLiteSchema {
         ALTER TABLE digest_outbox ADD COLUMN fcm_name TEXT;
         CREATE INDEX digest_outbox_retrying ON digest_outbox (available_at) WHERE state = 'ready' AND attempts > 0;
         """,
-        // 3: articles' languages; a reader's reads of the candidates found by article (never-read-ever).
+        // 3: articles' languages; a reader's reads of the candidates found by article (never-read-ever);
+        // each user's picks per week, written with the outbox rows (no repeats in later weeks).
         """
         ALTER TABLE articles ADD COLUMN language TEXT;
         CREATE INDEX reads_article ON reads (article_pk, user_pk);
+        CREATE TABLE digest_picks (
+            user_id TEXT NOT NULL,
+            week TEXT NOT NULL,
+            picks TEXT NOT NULL,
+            PRIMARY KEY (user_id, week)
+        ) WITHOUT ROWID;
         """,
     ]
 

@@ -178,7 +178,7 @@ public struct BatchComposer: Sendable {
             OutboxMessage(
                 dedupeKey: OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: device.token),
                 week: window.week.description, userID: reader.id, platform: device.platform,
-                variant: plan.variant, message: body, report: report, availableAt: plan.deliverAt)
+                variant: plan.variant, message: body, report: report, availableAt: plan.deliverAt, picks: plan.picks)
         }
         return user
     }

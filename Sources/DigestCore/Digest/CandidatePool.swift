@@ -80,60 +80,78 @@ public struct CandidatePool: Sendable {
         guard first < end else { return [] }
         let sets = weights.compactMap { topic, weight in weight > 0 ? topicBits[topic].map { ($0, weight) } : nil }
             .sorted { $0.1 > $1.1 }
-        let best = sets.prefix(maxTopicsPerArticle).reduce(0) { $0 + $1.1 }
         let languageSets = languages.map { $0.compactMap { languageBits[$0] } }
-
-        func candidates(_ word: Int) -> UInt64 {
-            var mask: UInt64 = ~0
-            if word == first >> 6 { mask &= ~0 << UInt64(first & 63) }
-            if word == (end - 1) >> 6, end & 63 != 0 { mask &= (1 << UInt64(end & 63)) - 1 }
-            if let languageSets {
-                var allowed = unlabelledBits[word]
-                for set in languageSets { allowed |= set[word] }
-                mask &= allowed
+        let low = first >> 6
+        let count = (end - 1) >> 6 - low + 1
+        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 2 * count) { buffer in
+            // candidates[w]: the word's articles in the window and languages; covered[w]: those sharing
+            // one of the topics scanned so far.
+            let candidates = buffer.baseAddress!
+            let covered = candidates + count
+            for slot in 0..<count {
+                let word = low + slot
+                var mask: UInt64 = ~0
+                if word == low { mask &= ~0 << UInt64(first & 63) }
+                if slot == count - 1, end & 63 != 0 { mask &= (1 << UInt64(end & 63)) - 1 }
+                if let languageSets {
+                    var allowed = unlabelledBits[word]
+                    for set in languageSets { allowed |= set[word] }
+                    mask &= allowed
+                }
+                candidates[slot] = mask
+                covered[slot] = 0
             }
-            return mask
-        }
-        func shared(_ word: Int) -> UInt64 {
-            var union: UInt64 = 0
-            for (set, _) in sets { union |= set[word] }
-            return union
-        }
-
-        // Scored: the best `limit` of those sharing a topic, by score, then index (newest first).
-        var kept: [(score: Int, index: Int)] = []
-        kept.reserveCapacity(limit)
-        scan: for word in (first >> 6)...((end - 1) >> 6) where !sets.isEmpty {
-            var matching = candidates(word) & shared(word)
-            while matching != 0 {
-                let bit = matching & (~matching &+ 1)
-                let index = word << 6 | matching.trailingZeroBitCount
-                matching &= matching - 1
-                var score = 0
-                for (set, weight) in sets where set[word] & bit != 0 { score += weight }
-                if kept.count == limit && score <= kept[limit - 1].score { continue }
-                if exclude.contains(articles[index].id) { continue }
-                var slot = kept.count
-                while slot > 0 && kept[slot - 1].score < score { slot -= 1 }
-                if kept.count == limit { kept.removeLast() }
-                kept.insert((score, index), at: slot)
-                if kept.count == limit && kept[limit - 1].score == best { break scan }
+            // Scored: the articles sharing a topic, grouped by the heaviest topic they share (group j
+            // scores at most the weights of topics j, j + 1, … as many as an article carries); the best
+            // `limit` kept by score, then index (newest first). Once the worst kept beats a group's
+            // bound, no later group can place.
+            var kept: [(score: Int, index: Int)] = []
+            kept.reserveCapacity(limit)
+            for (group, (bits, _)) in sets.enumerated() {
+                let bound = sets[group..<min(sets.count, group + maxTopicsPerArticle)].reduce(0) { $0 + $1.1 }
+                if kept.count == limit && kept[limit - 1].score > bound { break }
+                for slot in 0..<count {
+                    let word = low + slot
+                    var matching = candidates[slot] & bits[word] & ~covered[slot]
+                    covered[slot] |= bits[word]
+                    while matching != 0 {
+                        let bit = matching & (~matching &+ 1)
+                        let index = word << 6 | matching.trailingZeroBitCount
+                        matching &= matching - 1
+                        var score = 0
+                        for (set, weight) in sets[group...] where set[word] & bit != 0 { score += weight }
+                        if kept.count == limit {
+                            let worst = kept[limit - 1]
+                            if score < worst.score || (score == worst.score && index > worst.index) { continue }
+                        }
+                        if exclude.contains(articles[index].id) { continue }
+                        var position = kept.count
+                        while position > 0
+                            && (kept[position - 1].score < score
+                                || (kept[position - 1].score == score && kept[position - 1].index > index))
+                        {
+                            position -= 1
+                        }
+                        if kept.count == limit { kept.removeLast() }
+                        kept.insert((score, index), at: position)
+                    }
+                }
             }
-        }
-        var picked = kept.map { articles[$0.index] }
-        guard picked.count < limit else { return picked }
-        // Every candidate sharing a topic was looked at (a full `kept` returned above): the rest fill.
-        for word in (first >> 6)...((end - 1) >> 6) {
-            var matching = candidates(word) & ~shared(word)
-            while matching != 0 {
-                let index = word << 6 | matching.trailingZeroBitCount
-                matching &= matching - 1
-                guard !exclude.contains(articles[index].id) else { continue }
-                picked.append(articles[index])
-                if picked.count == limit { return picked }
+            var picked = kept.map { articles[$0.index] }
+            guard picked.count < limit else { return picked }
+            // Every group was scanned (a full `kept` returned above): the rest fill, newest first.
+            for slot in 0..<count {
+                var matching = candidates[slot] & ~covered[slot]
+                while matching != 0 {
+                    let index = (low + slot) << 6 | matching.trailingZeroBitCount
+                    matching &= matching - 1
+                    guard !exclude.contains(articles[index].id) else { continue }
+                    picked.append(articles[index])
+                    if picked.count == limit { return picked }
+                }
             }
+            return picked
         }
-        return picked
     }
 
     /// The first index whose article satisfies `isPast` (`articles.count` if none); `isPast` must be

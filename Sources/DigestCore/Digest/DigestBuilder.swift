@@ -79,17 +79,15 @@ public struct DigestBuilder: Sendable {
         var activeDays: UInt16 = 0  // bit d: day d of the window (0 to 13) had a read
         var weekTopics: [String: Int] = [:]
         var interests: [String: Int] = [:]
-        var languages: Set<String> = []
-        if let own = LanguageTag.primary(reader.locale) { languages.insert(own) }
+        // Tags as read (few distinct ones), made primary subtags once below.
+        var readLanguages: Set<String> = []
         var excluded = history.readEarlier.union(history.recentPicks)
         excluded.reserveCapacity(excluded.count + reads.count)
         let weights = configuration.weekWeights
         let interestStart = window.start - Int64(weights.count - 1) * Self.weekSeconds
         for read in reads {
             excluded.insert(read.articleID)
-            if read.readAt >= interestStart, let language = read.language.flatMap(LanguageTag.primary) {
-                languages.insert(language)
-            }
+            if read.readAt >= interestStart, let language = read.language { readLanguages.insert(language) }
             guard read.readAt >= interestStart, read.readAt < window.end else { continue }
             // Weeks before the digest's week, 0 for the week itself.
             let weeksBefore = Int((window.start + Self.weekSeconds - 1 - read.readAt) / Self.weekSeconds)
@@ -106,6 +104,8 @@ public struct DigestBuilder: Sendable {
                 previousSeconds += max(0, read.seconds)
             }
         }
+        var languages = Set(readLanguages.compactMap(LanguageTag.primary))
+        if let own = LanguageTag.primary(reader.locale) { languages.insert(own) }
         let topTopic = weekTopics.max { a, b in a.value != b.value ? a.value < b.value : a.key > b.key }?.key
         let stats = WeeklyStats(
             articlesRead: weekArticles.count,

@@ -14,10 +14,13 @@ public struct OutboxMessage: Sendable, Hashable {
     public var report: String
     /// Not to be sent before (Unix seconds, UTC).
     public var availableAt: Int64
+    /// The digest's picks (article ids, best first): the store keeps them per user and week so later
+    /// digests do not repeat them. The same for every device of a user.
+    public var picks: [String]
 
     public init(
         dedupeKey: String, week: String, userID: String, platform: Platform, variant: Variant,
-        message: [UInt8], report: String, availableAt: Int64
+        message: [UInt8], report: String, availableAt: Int64, picks: [String] = []
     ) {
         self.dedupeKey = dedupeKey
         self.week = week
@@ -27,6 +30,7 @@ public struct OutboxMessage: Sendable, Hashable {
         self.message = message
         self.report = report
         self.availableAt = availableAt
+        self.picks = picks
     }
 
     /// The dedupe key of a device's message for a week.

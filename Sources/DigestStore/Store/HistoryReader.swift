@@ -37,8 +37,8 @@ public protocol HistoryReader: Sendable {
     /// reads a digest's candidates need beyond those ``reads(of:since:)`` returned, looked up by
     /// article (the reads index on article and user), never by the user's whole history.
     func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [Set<String>]
-    /// For each user, the articles picked for them in the digests of `weeks` (the `picks` of the
-    /// report on the outbox rows of those weeks).
+    /// For each user, the articles picked for them in the digests of `weeks` (what the ledger kept
+    /// of the messages it enqueued: ``OutboxMessage/picks``).
     func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) async throws -> [Set<String>]
     /// Articles published in `[from, until)`.
     func articles(publishedFrom from: Int64, until: Int64) async throws -> [Article]
