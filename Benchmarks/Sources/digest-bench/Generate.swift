@@ -7,8 +7,9 @@ import Foundation
 
 /// `digest-bench generate`: a large, deterministic reading history (the demo's `DemoHistory`) written
 /// straight into a SQLite file with the project's schema (users, devices, articles with languages,
-/// reads over four weeks), and the two previous weeks' digests in the outbox (one sent row per user
-/// and week, whose report lists five picks), for `digest run` to chew on.
+/// reads over four weeks), and the two previous weeks' digests (one sent outbox row per user and
+/// week, whose report lists five picks, and those picks in `digest_picks`), for `digest run` to
+/// chew on.
 struct Generate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a deterministic history (users, devices, articles, reads) into a new SQLite file.")
@@ -104,6 +105,7 @@ struct Generate: ParsableCommand {
                                        attempts, created_at, sent_at)
             VALUES (?, ?, ?, 'android', 'BigText', '{}', ?, ?, 'sent', 1, ?, ?)
             """)
+        let insertPicks = try sqlite.statement("INSERT INTO digest_picks (user_id, week, picks) VALUES (?, ?, ?)")
         var previousWeeks: [ISOWeek] = []
         for _ in 0..<previousDigests { previousWeeks.append((previousWeeks.last ?? week).previous) }
         var picker = SplitMix64(seed: seed ^ 0x9E37_79B9)
@@ -147,10 +149,17 @@ struct Generate: ParsableCommand {
                     report.beginObject()
                     report.field("variant", "BigText")
                     report.key("picks")
-                    report.beginArray()
-                    for _ in 0..<5 { report.value(history.articles[Int(picker.next(below: history.articles.count))].id) }
-                    report.endArray()
+                    var picks = JSONWriter(capacity: 64)
+                    picks.beginArray()
+                    for _ in 0..<5 { picks.value(history.articles[Int(picker.next(below: history.articles.count))].id) }
+                    picks.endArray()
+                    report.raw(picks.bytes)
                     report.endObject()
+                    insertPicks.reset()
+                    insertPicks.bind(user.reader.id, at: 1)
+                    insertPicks.bind(previous.description, at: 2)
+                    insertPicks.bind(picks.string, at: 3)
+                    try insertPicks.run()
                     let due = Int64(previous.next.monday.daysSinceEpoch) * 86_400 + 9 * 3600
                     insertDigest.reset()
                     insertDigest.bind("\(previous):\(user.reader.id):\(OutboxMessage.tokenHash(user.reader.devices[0].token))", at: 1)
