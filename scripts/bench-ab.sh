@@ -9,11 +9,28 @@
 #
 # Each checkout needs (what --build makes): .build/release/{digest,digest-fake-fcm},
 # Benchmarks/.build/release/digest-bench and Benchmarks/Previews/.build/release/PreviewBenchmark.
-# Data come from A's digest-bench and A's demo, so both builds see the same rows.
 #
-# Knobs (environment): AB_ROUNDS=3 (turns per build and benchmark), AB_USERS=100000 (SQLite run, 10
-# reads each), AB_PG_USERS=200000 (PostgreSQL run, 10 reads each), AB_SEND_USERS=6000 (the demo whose
-# outbox `digest send` delivers), AB_PREVIEW_ITERATIONS=100, AB_WEEK=2026-W46, AB_OUT=bench-out/ab,
+# Data (AB_DATA):
+#   same (the default)  A's digest-bench, A's scripts/postgres-bench-data.sql (after A's `digest
+#                       migrate`) and A's demo make the data, so both builds see the same rows (B must
+#                       read A's schema).
+#   own                 for the weekly runs, each build's data come from its own checkout: its own
+#                       `digest-bench generate` (SQLite) and its own `digest migrate` and
+#                       scripts/postgres-bench-data.sql (PostgreSQL, a database per build in the one
+#                       cluster), each with its own defaults, at the same user count; the reads per
+#                       user are the checkout's own (scripts/bench.sh's BENCH_READS_PER_USER default;
+#                       the SQL file's default reads over its default users). Each commit is measured
+#                       the way its own `make bench` measures it: for a change of schema or of the
+#                       data's shape, when the builds cannot, or should not, run on the same rows.
+#                       `send` and `previews` use A's data either way.
+# In both modes the reads per user are the generating checkout's defaults as above (10 when it
+# names none). The PostgreSQL outbox is put back as generated before every turn (the earlier weeks'
+# digests a generator may write stay; the run's week goes), and the server's CPU (the postmaster and
+# its processes, from /proc) is recorded next to the run's.
+#
+# Knobs (environment): AB_DATA=same, AB_ROUNDS=3 (turns per build and benchmark), AB_USERS=100000
+# (SQLite run), AB_PG_USERS=200000 (PostgreSQL run), AB_SEND_USERS=6000 (the demo whose outbox
+# `digest send` delivers), AB_PREVIEW_ITERATIONS=100, AB_WEEK=2026-W46, AB_OUT=bench-out/ab,
 # AB_PARTS="sqlite postgres send previews". Prints a Markdown table (also in $AB_OUT/ab.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +48,8 @@ PREVIEW_ITERATIONS=${AB_PREVIEW_ITERATIONS:-100}
 WEEK=${AB_WEEK:-2026-W46}
 OUT=$(mkdir -p "${AB_OUT:-bench-out/ab}" && cd "${AB_OUT:-bench-out/ab}" && pwd)
 PARTS=${AB_PARTS:-"sqlite postgres send previews"}
+DATA=${AB_DATA:-same}
+case "$DATA" in same | own) ;; *) echo "bench-ab: AB_DATA must be same or own, not $DATA" >&2; exit 64 ;; esac
 log() { printf 'bench-ab: %s\n' "$*" >&2; }
 CLUSTER="" SERVER=""
 as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
@@ -53,36 +72,75 @@ if [ "$BUILD" = 1 ]; then
 fi
 
 RESULTS="$OUT/results.tsv"
-printf 'part\tbuild\tround\tunits\tcpu_s\twall_s\n' >"$RESULTS"
-# Runs a command under time(1) and appends "part build round units cpu wall" to the results.
+printf 'part\tbuild\tround\tunits\tcpu_s\twall_s\tserver_cpu_s\n' >"$RESULTS"
+rm -f "$OUT"/data-*.txt
+# Server CPU jiffies (postgres part): the postmaster, its live children and the children it reaped.
+POSTMASTER=""
+HZ=$(getconf CLK_TCK)
+pg_jiffies() {
+  [ -n "$POSTMASTER" ] || { echo 0; return; }
+  local total
+  total=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 + $14 + $15 }' "/proc/$POSTMASTER/stat")
+  for child in $(pgrep -P "$POSTMASTER"); do
+    total=$((total + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$child/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+# Runs a command under time(1) and appends "part build round units cpu wall server_cpu" to the
+# results (server CPU while a cluster is up, else empty).
 timed() {
   local part=$1 build=$2 round=$3 units=$4
   shift 4
+  local p0 p1
+  p0=$(pg_jiffies)
   /usr/bin/time -f "%U %S %e" -o "$OUT/time" "$@" >"$OUT/$part-$build-$round.log" 2>&1 || {
     echo "bench-ab: $part on $build failed:" >&2; tail -n 20 "$OUT/$part-$build-$round.log" >&2; exit 1; }
-  awk -v p="$part" -v b="$build" -v r="$round" -v u="$units" '{ printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\n", p, b, r, u, $1 + $2, $3 }' \
+  if [ -n "$POSTMASTER" ]; then sleep 0.5; fi  # the backends exit after their clients: let the postmaster reap them
+  p1=$(pg_jiffies)
+  awk -v p="$part" -v b="$build" -v r="$round" -v u="$units" -v s=$((p1 - p0)) -v hz="$HZ" -v pg="$POSTMASTER" \
+    '{ printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\n", p, b, r, u, $1 + $2, $3, (pg == "" ? "" : sprintf("%.2f", s / hz)) }' \
     "$OUT/time" >>"$RESULTS"
 }
 # The builds in this round's order: A B, then B A, …
 order() { if [ $(($1 % 2)) -eq 1 ]; then echo "A B"; else echo "B A"; fi; }
 dir_of() { if [ "$1" = A ]; then echo "$A"; else echo "$B"; fi; }
+# The builds whose checkouts generate data: A alone, or each (AB_DATA=own); whose data a build runs on.
+data_builds() { if [ "$DATA" = own ]; then echo "A B"; else echo "A"; fi; }
+data_of() { if [ "$DATA" = own ]; then echo "$1"; else echo A; fi; }
+# A checkout's reads per user: its scripts/bench.sh default (SQLite), or its SQL file's default reads
+# over its default users (PostgreSQL); 10 when it names none.
+sqlite_reads_per_user() {
+  sed -n 's/^READS_PER_USER=${BENCH_READS_PER_USER:-\([0-9]*\)}$/\1/p' "$1/scripts/bench.sh" 2>/dev/null | grep . || echo 10
+}
+postgres_reads_per_user() {
+  local users reads
+  users=$(sed -n 's/^\\if :{?users} \\else \\set users \([0-9]*\) \\endif$/\1/p' "$1/scripts/postgres-bench-data.sql")
+  reads=$(sed -n 's/^\\if :{?reads} \\else \\set reads \([0-9]*\) \\endif$/\1/p' "$1/scripts/postgres-bench-data.sql")
+  if [ -n "$users" ] && [ -n "$reads" ]; then echo $((reads / users)); else echo 10; fi
+}
 
 # ---- the weekly run on SQLite ----
 if [[ " $PARTS " == *" sqlite "* ]]; then
-  log "sqlite: generating $USERS users, $((USERS * 10)) reads"
-  rm -f "$OUT"/gen.sqlite*
-  "$A/Benchmarks/.build/release/digest-bench" generate --db "$OUT/gen.sqlite" --users "$USERS" --reads "$((USERS * 10))" \
-    --week "$WEEK" >/dev/null
+  rm -f "$OUT"/gen-*.sqlite*
+  for data in $(data_builds); do
+    dir=$(dir_of "$data")
+    reads=$((USERS * $(sqlite_reads_per_user "$dir")))
+    log "sqlite: generating $USERS users, $reads reads with $data's digest-bench ($dir)"
+    "$dir/Benchmarks/.build/release/digest-bench" generate --db "$OUT/gen-$data.sqlite" --users "$USERS" --reads "$reads" \
+      --week "$WEEK" >"$OUT/generate-sqlite-$data.json"
+    echo "$data's \`digest-bench generate --users $USERS --reads $reads --week $WEEK\`: $(cat "$OUT/generate-sqlite-$data.json")" \
+      >"$OUT/data-sqlite-$data.txt"
+  done
   for round in $(seq "$ROUNDS"); do
     for build in $(order "$round"); do
       rm -f "$OUT"/run.sqlite*
-      cp "$OUT/gen.sqlite" "$OUT/run.sqlite"
+      cp "$OUT/gen-$(data_of "$build").sqlite" "$OUT/run.sqlite"
       log "sqlite: round $round, $build"
       timed sqlite "$build" "$round" "$USERS" \
         "$(dir_of "$build")/.build/release/digest" run --db "$OUT/run.sqlite" --week "$WEEK" --send-at now --progress-interval 0
     done
   done
-  rm -f "$OUT"/run.sqlite* "$OUT"/gen.sqlite*
+  rm -f "$OUT"/run.sqlite* "$OUT"/gen-*.sqlite*
 fi
 
 # ---- the weekly run on PostgreSQL (a throwaway cluster) ----
@@ -93,24 +151,46 @@ if [[ " $PARTS " == *" postgres "* ]]; then
   if [ "$(id -u)" -eq 0 ]; then chown postgres "$CLUSTER"; fi
   PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   as_pg "$PGBIN/initdb" -D "$CLUSTER/data" -A trust -U postgres --no-sync >/dev/null
+  # shared_buffers holds both databases (AB_DATA=own).
   as_pg "$PGBIN/pg_ctl" -D "$CLUSTER/data" -w -l "$CLUSTER/log" \
-    -o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$CLUSTER -c shared_buffers=1GB -c max_wal_size=8GB" \
+    -o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$CLUSTER -c shared_buffers=2GB -c max_wal_size=8GB" \
     start >/dev/null
+  POSTMASTER=$(head -n1 "$CLUSTER/data/postmaster.pid")
   PSQL=(psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U postgres)
-  "${PSQL[@]}" -d postgres -c "CREATE DATABASE bench"
-  URL="postgres://postgres@127.0.0.1:$PORT/bench?sslmode=disable"
-  "$A/.build/release/digest" migrate --db "$URL" >/dev/null
-  log "postgres: generating $PG_USERS users, $((PG_USERS * 10)) reads in the server"
-  "${PSQL[@]}" -d bench -v users="$PG_USERS" -v reads="$((PG_USERS * 10))" -v week="$WEEK" \
-    -f scripts/postgres-bench-data.sql >/dev/null
+  url() { echo "postgres://postgres@127.0.0.1:$PORT/$1?sslmode=disable"; }
+  for data in $(data_builds); do
+    dir=$(dir_of "$data")
+    db="bench_$(tr AB ab <<<"$data")"
+    "${PSQL[@]}" -d postgres -c "CREATE DATABASE $db"
+    "$dir/.build/release/digest" migrate --db "$(url "$db")" >/dev/null
+    reads=$((PG_USERS * $(postgres_reads_per_user "$dir")))
+    log "postgres: generating $PG_USERS users, $reads reads in the server with $data's scripts/postgres-bench-data.sql ($dir)"
+    "${PSQL[@]}" -d "$db" -v users="$PG_USERS" -v reads="$reads" -v week="$WEEK" \
+      -f "$dir/scripts/postgres-bench-data.sql" >/dev/null
+    echo "$data's \`digest migrate\`, then \`psql -v users=$PG_USERS -v reads=$reads -v week=$WEEK -f scripts/postgres-bench-data.sql\`: $("${PSQL[@]}" -d "$db" -At -c "
+      SELECT (SELECT count(*) FROM digest_users) || ' users, ' || (SELECT count(*) FROM digest_devices) || ' devices, '
+        || (SELECT count(*) FROM digest_articles) || ' articles, ' || (SELECT count(*) FROM digest_reads) || ' reads from '
+        || (SELECT min(read_at)::date FROM digest_reads) || ' to ' || (SELECT max(read_at)::date FROM digest_reads) || ', '
+        || (SELECT count(*) FROM digest_outbox) || ' earlier weeks'' outbox rows, schema version '
+        || (SELECT max(version) FROM digest_schema) || ', database ' || pg_size_pretty(pg_database_size(current_database()))")" \
+      >"$OUT/data-postgres-$data.txt"
+    # What the generator left in the outbox (earlier weeks' digests), put back before every turn.
+    "${PSQL[@]}" -d "$db" -c "CREATE TABLE bench_outbox_before AS SELECT * FROM digest_outbox"
+  done
   for round in $(seq "$ROUNDS"); do
     for build in $(order "$round"); do
-      "${PSQL[@]}" -d bench -c "DELETE FROM digest_runs WHERE week = '$WEEK'" -c "TRUNCATE digest_outbox" -c "CHECKPOINT"
-      log "postgres: round $round, $build"
+      db="bench_$(data_of "$build" | tr AB ab)"
+      "${PSQL[@]}" -d "$db" -c "DELETE FROM digest_runs WHERE week = '$WEEK'" -c "TRUNCATE digest_outbox" \
+        -c "INSERT INTO digest_outbox OVERRIDING SYSTEM VALUE SELECT * FROM bench_outbox_before ORDER BY id" \
+        -c "VACUUM (ANALYZE) digest_outbox" -c "CHECKPOINT"
+      log "postgres: round $round, $build (database $db)"
       timed postgres "$build" "$round" "$PG_USERS" \
-        "$(dir_of "$build")/.build/release/digest" run --db "$URL" --week "$WEEK" --send-at now --progress-interval 0
+        "$(dir_of "$build")/.build/release/digest" run --db "$(url "$db")" --week "$WEEK" --send-at now --progress-interval 0
     done
   done
+  as_pg "$PGBIN/pg_ctl" -D "$CLUSTER/data" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$CLUSTER"
+  CLUSTER="" POSTMASTER=""
 fi
 
 # ---- digest send against the fake FCM server (A's), from the same outbox each time ----
@@ -153,22 +233,41 @@ if [[ " $PARTS " == *" previews "* ]]; then
   done
 fi
 
-python3 - "$RESULTS" "$A" "$B" <<'PY' | tee "$OUT/ab.md"
-import statistics, sys
-path, a, b = sys.argv[1:4]
+python3 - "$RESULTS" "$A" "$B" "$DATA" "$OUT" <<'PY' | tee "$OUT/ab.md"
+import os, statistics, sys
+path, a, b, data, out = sys.argv[1:6]
 rows = [line.rstrip("\n").split("\t") for line in open(path)][1:]
 units = {"sqlite": "user", "postgres": "user", "send": "message", "previews": "PNG"}
-print(f"A = {a}, B = {b}; turns A B, B A, …; CPU = user + system time of the measured process.\n")
-print("| benchmark | units | A: CPU-µs per unit (median; runs) | B: CPU-µs per unit (median; runs) | B ÷ A | spread of A (max ÷ min) |")
-print("|---|---|---|---|---|---|")
-for part in ["sqlite", "postgres", "send", "previews"]:
+print(f"A = {a}, B = {b}; turns A B, B A, …; CPU = user + system time of the measured process "
+      "(postgres: server = the server's processes during the run, from /proc).\n")
+if data == "own":
+    print("Data: each build's own (AB_DATA=own): A's and B's weekly runs each ran on data made by their own checkout's "
+          "generator with its own defaults, at the same user count, the way each one's own `make bench` measures "
+          "it; not the same rows.\n")
+else:
+    print("Data: A's (AB_DATA=same): both builds ran on the same rows, made by A's generators.\n")
+notes = [(part, build) for part in ["sqlite", "postgres"] for build in "AB"
+         if os.path.exists(os.path.join(out, f"data-{part}-{build}.txt"))]
+for part, build in notes:
+    print(f"- {part}, {build}: {open(os.path.join(out, f'data-{part}-{build}.txt')).read().strip()}")
+if notes:
+    print()
+print("| benchmark | units | A: CPU-µs per unit (median; runs) | B: CPU-µs per unit (median; runs) | B ÷ A | spread of A (max ÷ min) | spread of B (max ÷ min) |")
+print("|---|---|---|---|---|---|---|")
+def line(label, part, value):
     per = {}
     for build in "AB":
-        per[build] = [float(r[4]) / int(r[3]) * 1e6 for r in rows if r[0] == part and r[1] == build]
+        per[build] = [value(r) / int(r[3]) * 1e6 for r in rows if r[0] == part and r[1] == build]
     if not per["A"] or not per["B"]:
-        continue
+        return
     n = next(int(r[3]) for r in rows if r[0] == part)
     ma, mb = statistics.median(per["A"]), statistics.median(per["B"])
     fmt = lambda xs: ", ".join(f"{x:.1f}" for x in xs)
-    print(f"| {part} | {n:,} {units[part]}s | {ma:.1f} ({fmt(per['A'])}) | {mb:.1f} ({fmt(per['B'])}) | {mb / ma:.3f} | {max(per['A']) / min(per['A']):.3f} |")
+    print(f"| {label} | {n:,} {units[part]}s | {ma:.1f} ({fmt(per['A'])}) | {mb:.1f} ({fmt(per['B'])}) | {mb / ma:.3f} | "
+          f"{max(per['A']) / min(per['A']):.3f} | {max(per['B']) / min(per['B']):.3f} |")
+for part in ["sqlite", "postgres", "send", "previews"]:
+    line(part, part, lambda r: float(r[4]))
+    if part == "postgres":
+        line("postgres: server", part, lambda r: float(r[6]))
+        line("postgres: digest + server", part, lambda r: float(r[4]) + float(r[6]))
 PY

@@ -11,15 +11,19 @@
 #    (statement profile of each run in the raw output). fsync, synchronous_commit, full_page_writes
 #    and wal_level stay at their defaults (on, on, on, replica), for the run and the reference alike.
 # 4. `digest migrate`, then scripts/postgres-bench-data.sql generates the history in the server
-#    (1,000,000 users, 10,000,000 reads over 2026-W46 and the week before, 20,000 articles; not timed
-#    as part of the run, its time is reported).
+#    (1,000,000 users, 20,000,000 reads over 2026-W46 and the three weeks before, 40,000 articles,
+#    and in the outbox the sent digests of the two previous weeks, five picks each; not timed as part
+#    of the run, its time is reported). Those outbox rows are saved in bench_outbox_before.
 # 5. Timed: `digest run --send-at now` with one worker, then with two worker processes started
-#    together (PGBENCH_TWO_WORKER_RUNS times). Between runs: the week's digest_runs row is deleted
-#    (its chunks go with it) and digest_outbox truncated. /usr/bin/time -v gives each process's wall
+#    together (PGBENCH_TWO_WORKER_RUNS times). Before each run: the week's digest_runs row is deleted
+#    (its chunks go with it), digest_outbox truncated and refilled from bench_outbox_before (the
+#    previous weeks' digests, as generated), then VACUUM (ANALYZE) and CHECKPOINT: every run starts
+#    from the same outbox. /usr/bin/time -v gives each process's wall
 #    time, CPU and peak RSS; users/s = users / (last worker's exit - first worker's start).
 #    CPU of the postgres processes (postmaster, its live children and the children it reaped) and
 #    of everything else on the machine is read from /proc before and after, and every 5 s.
-# 6. After each run, its outbox rows are exported with COPY TO, the outbox emptied, and the reference
+# 6. After each run, its outbox rows (the week's: not the previous weeks') are exported with COPY TO,
+#    the outbox emptied, and the reference
 #    timed: `\copy digest_outbox_ref (...) FROM file` into `CREATE TABLE digest_outbox_ref (LIKE
 #    digest_outbox INCLUDING ALL)` (same columns, defaults, identity, checks and indexes), fresh and
 #    empty each time: the same number of rows of the same sizes, in one COPY.
@@ -29,7 +33,8 @@
 # would put it in a session, and so a scheduling group, of its own): the run's processes and the
 # server share the cores as ordinary threads do, ahead of other people's builds.
 #
-# Knobs (environment): PGBENCH_USERS=1000000, PGBENCH_READS=10000000, PGBENCH_ARTICLES=20000,
+# Knobs (environment): PGBENCH_USERS=1000000, PGBENCH_READS=20000000, PGBENCH_ARTICLES=40000,
+# PGBENCH_WEEKS=4 (weeks of reads), PGBENCH_DIGESTS=2 (previous weeks' digests in the outbox),
 # PGBENCH_WEEK=2026-W46, PGBENCH_SEED=2026, PGBENCH_CHUNK_SIZE=1000, PGBENCH_ONE_WORKER_RUNS=1,
 # PGBENCH_TWO_WORKER_RUNS=2, PGBENCH_OUT=bench-out/postgres, PGBENCH_REPORT=BENCHMARKS.md
 # (PGBENCH_REPORT=none writes no report), PGBENCH_KEEP=0 (1 keeps the cluster directory and prints
@@ -40,8 +45,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 USERS=${PGBENCH_USERS:-1000000}
-READS=${PGBENCH_READS:-10000000}
-ARTICLES=${PGBENCH_ARTICLES:-20000}
+READS=${PGBENCH_READS:-20000000}
+ARTICLES=${PGBENCH_ARTICLES:-40000}
+WEEKS=${PGBENCH_WEEKS:-4}
+DIGESTS=${PGBENCH_DIGESTS:-2}
 WEEK=${PGBENCH_WEEK:-2026-W46}
 SEED=${PGBENCH_SEED:-2026}
 CHUNK_SIZE=${PGBENCH_CHUNK_SIZE:-1000}
@@ -188,27 +195,37 @@ log "digest migrate"
 "$DIGEST" migrate --db "$URL" >"$OUT/migrate.log"
 SCHEMA_FILTER='^\\(un)?restrict '
 "$PGBIN/pg_dump" -s -h 127.0.0.1 -p "$PORT" -U postgres bench | grep -Ev "$SCHEMA_FILTER" >"$OUT/schema-migrated.sql"
-log "generating $USERS users, $READS reads, $ARTICLES articles for $WEEK in the server (scripts/postgres-bench-data.sql)"
+log "generating $USERS users, $READS reads over $WEEKS weeks, $ARTICLES articles, $DIGESTS previous weeks' digests for $WEEK in the server (scripts/postgres-bench-data.sql)"
 GEN_START=$(now)
-"${PSQL[@]}" -v users="$USERS" -v reads="$READS" -v articles="$ARTICLES" -v week="$WEEK" -v seed="$SEED" \
-  -f scripts/postgres-bench-data.sql >"$OUT/generate.log"
+"${PSQL[@]}" -v users="$USERS" -v reads="$READS" -v articles="$ARTICLES" -v weeks="$WEEKS" -v digests="$DIGESTS" \
+  -v week="$WEEK" -v seed="$SEED" -f scripts/postgres-bench-data.sql >"$OUT/generate.log"
 GEN_SECONDS=$(awk -v a="$GEN_START" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
 "$PGBIN/pg_dump" -s -h 127.0.0.1 -p "$PORT" -U postgres bench | grep -Ev "$SCHEMA_FILTER" >"$OUT/schema-generated.sql"
 if ! diff -u "$OUT/schema-migrated.sql" "$OUT/schema-generated.sql" >"$OUT/schema.diff"; then
   echo "bench-postgres: the generator left a schema different from the migration's: $OUT/schema.diff" >&2
   exit 1
 fi
-read -r N_USERS N_DEVICES N_ARTICLES N_READS N_OPTED N_NODEV DB_MB < <("${PSQL[@]}" -At -F ' ' -c "
+read -r N_USERS N_DEVICES N_ARTICLES N_READS N_OPTED N_NODEV N_PREVIOUS N_INDEXES DB_MB < <("${PSQL[@]}" -At -F ' ' -c "
   SELECT (SELECT count(*) FROM digest_users), (SELECT count(*) FROM digest_devices),
          (SELECT count(*) FROM digest_articles), (SELECT count(*) FROM digest_reads),
          (SELECT count(*) FROM digest_users WHERE opted_out),
          (SELECT count(*) FROM digest_users u WHERE NOT EXISTS (SELECT 1 FROM digest_devices d WHERE d.user_id = u.id)),
+         (SELECT count(*) FROM digest_outbox), (SELECT count(*) FROM pg_index WHERE indrelid = 'digest_outbox'::regclass),
          pg_database_size('bench') / 1048576")
-log "generated in ${GEN_SECONDS}s: $N_USERS users ($N_OPTED opted out, $N_NODEV without devices), $N_DEVICES devices, $N_ARTICLES articles, $N_READS reads; database $DB_MB MB"
+log "generated in ${GEN_SECONDS}s: $N_USERS users ($N_OPTED opted out, $N_NODEV without devices), $N_DEVICES devices, $N_ARTICLES articles, $N_READS reads, $N_PREVIOUS previous weeks' digests in the outbox; database $DB_MB MB"
+# The previous weeks' digests, put back into the outbox before every run (reset_run).
+"${PSQL[@]}" -c "CREATE TABLE bench_outbox_before AS SELECT * FROM digest_outbox"
 
 COLUMNS_LIST="dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at"
 
+# Before a run: the outbox as generated (the previous weeks' digests only), its statistics fresh.
 reset_run() {
+  "${PSQL[@]}" -c "DELETE FROM digest_runs WHERE week = '$WEEK'" -c "TRUNCATE digest_outbox" \
+    -c "INSERT INTO digest_outbox OVERRIDING SYSTEM VALUE SELECT * FROM bench_outbox_before ORDER BY id" \
+    -c "VACUUM (ANALYZE) digest_outbox" -c "CHECKPOINT"
+}
+# Before the reference: nothing in the outbox.
+empty_outbox() {
   "${PSQL[@]}" -c "DELETE FROM digest_runs WHERE week = '$WEEK'" -c "TRUNCATE digest_outbox" -c "CHECKPOINT"
 }
 
@@ -293,7 +310,7 @@ one_run() {
            shared_blks_hit, shared_blks_read, wal_bytes, left(regexp_replace(query, '\s+', ' ', 'g'), 300)
     FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >"$OUT/$name-statements.tsv"
   local messages digest_cpu rss_each max_rss
-  messages=$("${PSQL[@]}" -At -c "SELECT count(*) FROM digest_outbox")
+  messages=$("${PSQL[@]}" -At -c "SELECT count(*) FROM digest_outbox WHERE week = '$WEEK'")
   digest_cpu=$(cat "$OUT/$name"-w*.time | awk '/User time|System time/ { s += $NF } END { printf "%.1f", s }')
   rss_each=$(for w in $(seq "$workers"); do awk '/Maximum resident set size/ { printf "%.0f", $NF / 1024 }' "$OUT/$name-w$w.time"; echo; done | paste -sd/)
   max_rss=$(tr '/' '\n' <<<"$rss_each" | sort -n | tail -n1)
@@ -309,8 +326,8 @@ one_run() {
 
   # ---- the reference: the same rows, COPY into an identical empty table ----
   local copy_file="$CLUSTER/outbox.copy"
-  "${PSQL[@]}" -c "\\copy (SELECT $COLUMNS_LIST FROM digest_outbox ORDER BY id) TO '$copy_file'"
-  reset_run
+  "${PSQL[@]}" -c "\\copy (SELECT $COLUMNS_LIST FROM digest_outbox WHERE week = '$WEEK' ORDER BY id) TO '$copy_file'"
+  empty_outbox
   "${PSQL[@]}" -c "DROP TABLE IF EXISTS digest_outbox_ref" -c "CREATE TABLE digest_outbox_ref (LIKE digest_outbox INCLUDING ALL)" \
     -c "CHECKPOINT"
   local rquiet
@@ -354,17 +371,17 @@ SECTION="$OUT/section.md"
   echo
   echo "Machine: $(nproc) cores (nproc), $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1), $(free -g | awk '/^Mem:/ { print $2 }') GiB RAM, Linux $(uname -r), PostgreSQL $PG_VERSION (Debian package, throwaway cluster on the same machine, 127.0.0.1), $(swift --version 2>/dev/null | head -n1), release build. The server and the workers share the 2 cores."
   echo
-  echo "Data (\`scripts/postgres-bench-data.sql\`, generated in the server in ${GEN_SECONDS} s, not timed): $(commas "$N_USERS") users ($(commas "$N_OPTED") opted out, $(commas "$N_NODEV") without devices), $(commas "$N_DEVICES") devices with 169-character tokens, $(commas "$N_ARTICLES") articles published over the 14 days before the week's end, $(commas "$N_READS") reads over $WEEK and the week before; database $(commas "$DB_MB") MB. Shaped like the demo data set: locales of Templates/ plus 1% fr-FR, 13 time zones plus 0.5% unknown, 1–3 devices on android/ios/web, a user in ten reading only in the week before."
+  echo "Data (\`scripts/postgres-bench-data.sql\`, generated in the server in ${GEN_SECONDS} s, not timed): $(commas "$N_USERS") users ($(commas "$N_OPTED") opted out, $(commas "$N_NODEV") without devices), $(commas "$N_DEVICES") devices with 169-character tokens, $(commas "$N_ARTICLES") articles in four languages published over the $((WEEKS * 7)) days before the week's end, $(commas "$N_READS") reads over $WEEK and the $((WEEKS - 1)) weeks before, and in the outbox $(commas "$N_PREVIOUS") sent digests of the $DIGESTS previous weeks (one per user with devices who is not opted out, and week; five picks each); database $(commas "$DB_MB") MB. Shaped like the demo data set: locales of Templates/ plus 1% fr-FR, 13 time zones plus 0.5% unknown, 1–3 devices on android/ios/web, readers reading mostly their locale's language (one in four also a second), a user in ten reading only in the weeks before $WEEK."
   echo
   echo "Server settings: \`initdb -A trust --no-sync -E UTF8 --locale=C.UTF-8\`; shared_buffers=1GB, max_wal_size=8GB, checkpoint_timeout=30min, maintenance_work_mem=1GB, pg_stat_statements loaded; fsync, synchronous_commit, full_page_writes and wal_level at their defaults (on, on, on, replica) for the runs and the reference alike. A CHECKPOINT before each timed step, none inside one."
   echo
-  echo "Method, per run: \`DELETE FROM digest_runs WHERE week = '$WEEK'\` (its chunks cascade), \`TRUNCATE digest_outbox\`, CHECKPOINT; then N workers started together, each"
+  echo "Method, per run: \`DELETE FROM digest_runs WHERE week = '$WEEK'\` (its chunks cascade), \`TRUNCATE digest_outbox\`, the previous weeks' digests put back as generated (from a copy made after generating), \`VACUUM (ANALYZE) digest_outbox\`, CHECKPOINT; then N workers started together, each"
   echo
   echo '```'
   echo "/usr/bin/time -v digest run --db 'postgres://postgres@127.0.0.1:PORT/bench?sslmode=disable' --week $WEEK --send-at now --chunk-size $CHUNK_SIZE --worker bench-RUN-wN --progress-interval 10 --report FILE${RUN_ARGS:+ $RUN_ARGS}"
   echo '```'
   echo
-  echo "users/s = users ÷ wall time from the first worker's start to the last one's exit (start-up, the chunk split and the final counts included). Then \`digest run --db URL --week $WEEK --status\`, and the reference: the run's outbox rows exported with \`\\copy (SELECT $COLUMNS_LIST FROM digest_outbox ORDER BY id) TO FILE\`, the outbox emptied as above, \`CREATE TABLE digest_outbox_ref (LIKE digest_outbox INCLUDING ALL)\` (same columns, identity, defaults, checks and all five indexes) and CHECKPOINT, then timed: \`psql -c \"\\copy digest_outbox_ref ($COLUMNS_LIST) FROM FILE\"\` (one COPY, one commit; the same number of rows with the same bytes). Ratio = run wall time ÷ the COPY's wall time right after it. CPU: the digest processes' user + system time from time -v; the server's from /proc (postmaster, its live children and the children it reaped); others = the machine's busy time minus both. Figures are medians over the runs. As root, the timed part ran in a session of its own whose scheduling group had nice $NICE, the server in it (started directly, not through \`pg_ctl start\`), so that the server and the workers share the cores like ordinary threads, ahead of other sessions' builds."
+  echo "users/s = users ÷ wall time from the first worker's start to the last one's exit (start-up, the chunk split and the final counts included). Then \`digest run --db URL --week $WEEK --status\`, and the reference: the run's outbox rows exported with \`\\copy (SELECT $COLUMNS_LIST FROM digest_outbox WHERE week = '$WEEK' ORDER BY id) TO FILE\` (the previous weeks' rows are not the run's), the outbox emptied (\`TRUNCATE\`), \`CREATE TABLE digest_outbox_ref (LIKE digest_outbox INCLUDING ALL)\` (same columns, identity, defaults, checks and all $N_INDEXES indexes; empty) and CHECKPOINT, then timed: \`psql -c \"\\copy digest_outbox_ref ($COLUMNS_LIST) FROM FILE\"\` (one COPY, one commit; the same number of rows with the same bytes). Ratio = run wall time ÷ the COPY's wall time right after it. CPU: the digest processes' user + system time from time -v; the server's from /proc (postmaster, its live children and the children it reaped); others = the machine's busy time minus both. Figures are medians over the runs. As root, the timed part ran in a session of its own whose scheduling group had nice $NICE, the server in it (started directly, not through \`pg_ctl start\`), so that the server and the workers share the cores like ordinary threads, ahead of other sessions' builds."
   echo
   awk -F'\t' -v OFS=' | ' '
     function med(list,   n, a, i, j, t) { n = split(list, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }

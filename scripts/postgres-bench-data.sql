@@ -1,28 +1,40 @@
 -- The PostgreSQL benchmark's history, generated in the server (scripts/bench-postgres.sh runs it
 -- with psql after `digest migrate`). Shaped like the demo's and digest-bench's history
--- (Sources/DigestDemo/DemoHistory.swift), at scale:
+-- (Sources/DigestDemo/DemoHistory.swift, Benchmarks/Sources/digest-bench/Generate.swift), at scale:
 --   users     ids u1…uN; locales as in Templates/ (en, pl, ru, zh-Hans and regional variants, 1% fr-FR
 --             that falls back to English); 13 time zones, 0.5% an unknown one (Mars/Olympus);
 --             3% opted out; 2% without devices, the others 1–3 devices on android/ios/web with
 --             169-character FCM-like tokens (22 characters, ":APA91b", 140 more);
---   articles  a1…aM in four languages round robin, headlines like the demo's (emoji, flags, CJK,
---             braces), 1–3 distinct topics of 18, 70% with an image_url, published one after another
---             over the 14 days before the week's end, 2–18 reading minutes;
---   reads     exactly R, over the week and the week before (a user in ten reads only in the week
---             before: the "change against last week" has both signs); 70% of reads go to a user
+--   articles  a1…aM in four languages (en, pl, ru, zh-Hans) round robin, headlines like the demo's
+--             (emoji, flags, CJK, braces), 1–3 distinct topics of 18, 70% with an image_url, published
+--             one after another over the W weeks before the week's end, 2–18 reading minutes;
+--   reads     exactly R, over the week and the W - 1 weeks before it (a user in ten reads only in the
+--             weeks before: the "change against last week" has both signs); 70% of reads go to a user
 --             drawn uniformly, 30% to the tenth of users whose number ends in 0 (heavy readers:
---             ~37 reads against ~7); each read is of an article published before it, mostly one of
---             the 60 latest.
+--             ~74 reads against ~14 at the defaults); each read is of an article published before it,
+--             mostly one of the 60 latest, then moved to the nearest article (earlier if there is
+--             one) in the language read: the reader's locale's (English for fr-FR), or for a reader
+--             in four, a read in three, a second one (English; Russian for English readers);
+--   outbox    the D previous weeks' digests (week - 1, week - 2, …): for every user with devices who
+--             is not opted out, one `sent` row a week (dedupe key `<week>:<user id>:<sha256 of the
+--             first device's token>`, that device's platform, message '{}', report
+--             {"variant":"BigText","picks":[five article ids drawn from all articles]}), as
+--             digest-bench generate writes them for SQLite.
 -- Deterministic: every draw is a hash of (row number, draw, seed), so the same variables give the
--- same rows. The history tables' constraints and indexes are dropped while loading and then rebuilt
--- from the definitions the migrations left (bench-postgres.sh checks the schema dump is unchanged).
+-- same rows. The history tables' and the outbox's constraints and indexes are dropped while loading
+-- and then rebuilt from the definitions the migrations left (bench-postgres.sh checks the schema
+-- dump is unchanged).
 --
--- Variables (psql -v): users (1000000), reads (10000000), articles (20000), week (2026-W46), seed (2026).
+-- Variables (psql -v): users (1000000), reads (20000000), articles (40000), weeks (4, at least 2),
+-- digests (2, the previous weeks in the outbox), week (2026-W46), seed (2026). The defaults keep
+-- the weekly density of the two-week history they replaced (10,000,000 reads, 20,000 articles).
 
 \set ON_ERROR_STOP on
 \if :{?users} \else \set users 1000000 \endif
-\if :{?reads} \else \set reads 10000000 \endif
-\if :{?articles} \else \set articles 20000 \endif
+\if :{?reads} \else \set reads 20000000 \endif
+\if :{?articles} \else \set articles 40000 \endif
+\if :{?weeks} \else \set weeks 4 \endif
+\if :{?digests} \else \set digests 2 \endif
 \if :{?week} \else \set week 2026-W46 \endif
 \if :{?seed} \else \set seed 2026 \endif
 \timing on
@@ -40,9 +52,11 @@ CREATE FUNCTION pg_temp.below(n bigint, draw int, k bigint) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN floor(pg_temp.r(n, draw) * k)::bigint;
 
--- The week's end (Monday 00:00 UTC after it) and the start of the 14 days before it, as epoch seconds.
+-- The week's end (Monday 00:00 UTC after it) and the start of the W weeks before it, as epoch seconds;
+-- the reads of a user in ten end where the week starts.
 SELECT extract(epoch FROM (to_date(replace(:'week', 'W', ''), 'IYYY-IW') + 7)::timestamp AT TIME ZONE 'UTC')::bigint AS week_end \gset
-SELECT :week_end - 14 * 86400 AS window_start, 14 * 86400 - 3600 AS span \gset
+SELECT :week_end - :weeks * 7 * 86400 AS window_start, :weeks * 7 * 86400 - 3600 AS span,
+    (:weeks - 1) * 7 * 86400 AS before_week \gset
 -- Article n (1-based) comes out at window_start + (n - 1 + draw) * span / articles: in order, so the
 -- articles out before an instant t are exactly 1 … floor((t - window_start) * articles / span).
 
@@ -56,13 +70,13 @@ CREATE TEMP TABLE bench_saved_constraints ON COMMIT DROP AS
 SELECT conrelid::regclass::text AS tbl, conname, contype, pg_get_constraintdef(oid) AS def
 FROM pg_constraint
 WHERE conrelid IN ('digest_import_users'::regclass, 'digest_import_devices'::regclass,
-                   'digest_import_articles'::regclass, 'digest_import_reads'::regclass)
+                   'digest_import_articles'::regclass, 'digest_import_reads'::regclass, 'digest_outbox'::regclass)
   AND contype IN ('p', 'u', 'f');
 CREATE TEMP TABLE bench_saved_indexes ON COMMIT DROP AS
 SELECT indexrelid::regclass::text AS name, pg_get_indexdef(indexrelid) AS def
 FROM pg_index
 WHERE indrelid IN ('digest_import_users'::regclass, 'digest_import_devices'::regclass,
-                   'digest_import_articles'::regclass, 'digest_import_reads'::regclass)
+                   'digest_import_articles'::regclass, 'digest_import_reads'::regclass, 'digest_outbox'::regclass)
   AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = indexrelid AND c.contype IN ('p', 'u'));
 DO $$
 DECLARE c record;
@@ -87,19 +101,26 @@ SELECT 'u' || n,
     pg_temp.r(n, 5) < 0.03
 FROM generate_series(1, :users::bigint) n;
 
+-- Device d of user n: its token and platform (the outbox rows below name device 1's).
+CREATE FUNCTION pg_temp.token(n bigint, d int) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN (SELECT substr(b64, 1, 22) || ':APA91b' || substr(b64, 23, 140)
+    FROM (SELECT int8send(n) || int4send(d) || int8send(:seed::bigint) AS key) k
+    CROSS JOIN LATERAL (SELECT replace(replace(replace(encode(
+        sha256(key || '\x01'::bytea) || sha256(key || '\x02'::bytea) || sha256(key || '\x03'::bytea) || sha256(key || '\x04'::bytea),
+        'base64'), E'\n', ''), '+', '-'), '/', '_') AS b64) t);
+CREATE FUNCTION pg_temp.platform(n bigint, d int) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN (ARRAY['android', 'ios', 'web'])[1 + pg_temp.below(n * 4 + d, 8, 3)];
+
 \echo devices
 INSERT INTO digest_import_devices (user_id, token, platform)
-SELECT 'u' || n, substr(b64, 1, 22) || ':APA91b' || substr(b64, 23, 140),
-    (ARRAY['android', 'ios', 'web'])[1 + pg_temp.below(n * 4 + d, 8, 3)]
+SELECT 'u' || n, pg_temp.token(n, d::int), pg_temp.platform(n, d::int)
 FROM generate_series(1, :users::bigint) n
-CROSS JOIN LATERAL generate_series(1, CASE WHEN pg_temp.r(n, 6) < 0.02 THEN 0 ELSE 1 + pg_temp.below(n, 7, 3) END) d
-CROSS JOIN LATERAL (SELECT int8send(n) || int4send(d::int) || int8send(:seed::bigint) AS key) k
-CROSS JOIN LATERAL (SELECT replace(replace(replace(encode(
-    sha256(key || '\x01'::bytea) || sha256(key || '\x02'::bytea) || sha256(key || '\x03'::bytea) || sha256(key || '\x04'::bytea),
-    'base64'), E'\n', ''), '+', '-'), '/', '_') AS b64) t;
+CROSS JOIN LATERAL generate_series(1, CASE WHEN pg_temp.r(n, 6) < 0.02 THEN 0 ELSE 1 + pg_temp.below(n, 7, 3) END) d;
 
 \echo articles
-INSERT INTO digest_import_articles (id, title, url, image_url, topics, published_at, reading_minutes)
+INSERT INTO digest_import_articles (id, title, url, image_url, topics, published_at, reading_minutes, language)
 SELECT 'a' || n,
     CASE pg_temp.below(n, 30, 10)
         WHEN 0 THEN headline || ' 🚀'
@@ -111,7 +132,8 @@ SELECT 'a' || n,
     CASE WHEN pg_temp.r(n, 21) < 0.7 THEN 'https://images.digest.example/a' || n || '.jpg' END,
     topics,
     to_timestamp(:window_start + (n - 1 + pg_temp.r(n, 22)) * :span / :articles),
-    2 + pg_temp.below(n, 23, 17)
+    2 + pg_temp.below(n, 23, 17),
+    language
 FROM generate_series(1, :articles::bigint) n
 CROSS JOIN LATERAL (SELECT (ARRAY['en', 'pl', 'ru', 'zh-Hans'])[1 + (n - 1) % 4] AS language) l
 CROSS JOIN LATERAL (
@@ -151,18 +173,54 @@ CROSS JOIN LATERAL (
         || endings[1 + pg_temp.below(n, 33, cardinality(endings))] || separator || '#' || topics[1] AS headline) h;
 
 \echo reads
+-- The languages a user reads, as indexes into the round robin (0 en, 1 pl, 2 ru, 3 zh-Hans): the
+-- locale's (draws 1 and 2, as for the users above; fr-FR reads English), and for a user in four a
+-- second one (English, or Russian for English readers).
+CREATE FUNCTION pg_temp.own_language(u bigint) RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE WHEN pg_temp.r(u, 1) < 0.01 THEN 0 ELSE (ARRAY[0, 0, 0, 1, 1, 2, 2, 3, 3])[1 + pg_temp.below(u, 2, 9)] END;
+
 INSERT INTO digest_import_reads (user_id, read_at, article_id, seconds)
 SELECT 'u' || u, to_timestamp(:window_start + offset_s), 'a' || article,
     20 + pg_temp.below(i, 47, (2 + pg_temp.below(article, 23, 17)) * 90 - 19)
-FROM generate_series(1, :reads::bigint) i
-CROSS JOIN LATERAL (SELECT CASE WHEN pg_temp.r(i, 41) < 0.7 THEN 1 + pg_temp.below(i, 42, :users)
-    ELSE 10 * (1 + pg_temp.below(i, 42, :users / 10)) END AS u) who
--- From the window's second hour to the week's end, or (a user in ten) to the end of the week before.
-CROSS JOIN LATERAL (SELECT 3600 + pg_temp.r(i, 43) * (CASE WHEN pg_temp.r(u, 44) < 0.1 THEN 7 * 86400 ELSE 14 * 86400 END - 3600)
-    AS offset_s) t
-CROSS JOIN LATERAL (SELECT least(:articles, floor(offset_s * :articles / :span))::bigint AS available) a
-CROSS JOIN LATERAL (SELECT CASE WHEN pg_temp.r(i, 45) < 0.7 THEN available - pg_temp.below(i, 46, least(available, 60))
-    ELSE 1 + pg_temp.below(i, 46, available) END AS article) p;
+-- (OFFSET 0 keeps each step's values computed once a row: without it the planner inlines them into
+-- one expression that recomputes every step wherever a later one names it.)
+FROM (SELECT i, u, offset_s, available, drawn, language
+    FROM (SELECT i, CASE WHEN pg_temp.r(i, 41) < 0.7 THEN 1 + pg_temp.below(i, 42, :users)
+            ELSE 10 * (1 + pg_temp.below(i, 42, :users / 10)) END AS u
+        FROM generate_series(1, :reads::bigint) i OFFSET 0) who
+    -- From the window's second hour to the week's end, or (a user in ten) to the start of the week.
+    CROSS JOIN LATERAL (SELECT 3600 + pg_temp.r(i, 43) * (CASE WHEN pg_temp.r(u, 44) < 0.1 THEN :before_week ELSE :weeks * 7 * 86400 END - 3600)
+        AS offset_s) t
+    CROSS JOIN LATERAL (SELECT least(:articles, floor(offset_s * :articles / :span))::bigint AS available) a
+    CROSS JOIN LATERAL (SELECT CASE WHEN pg_temp.r(i, 45) < 0.7 THEN available - pg_temp.below(i, 46, least(available, 60))
+        ELSE 1 + pg_temp.below(i, 46, available) END AS drawn) p
+    -- The language of this read.
+    CROSS JOIN LATERAL (SELECT CASE WHEN pg_temp.r(u, 48) < 0.25 AND pg_temp.r(i, 49) < 0.33
+        THEN CASE pg_temp.own_language(u) WHEN 0 THEN 2 ELSE 0 END ELSE pg_temp.own_language(u) END AS language) l
+    OFFSET 0) d
+-- How far back the nearest article in that language is (article n is in language (n - 1) % 4).
+CROSS JOIN LATERAL (SELECT ((drawn - 1 - language) % 4 + 4) % 4 AS back) b
+CROSS JOIN LATERAL (SELECT CASE WHEN drawn - back >= 1 THEN drawn - back
+    WHEN drawn + 4 - back <= available THEN drawn + 4 - back ELSE drawn END AS article) m;
+
+\echo previous digests
+-- Week - w (w = 1 … digests), due on the Monday after it at 09:00 UTC, as digest-bench generate has them.
+INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, state,
+                           attempts, created_at, sent_at)
+SELECT previous_week || ':u' || n || ':' || encode(sha256(convert_to(pg_temp.token(n, 1), 'UTF8')), 'hex'),
+    previous_week, 'u' || n, pg_temp.platform(n, 1), 'BigText', '{}'::jsonb,
+    jsonb_build_object('variant', 'BigText', 'picks', (
+        SELECT jsonb_agg('a' || (1 + pg_temp.below((n * 64 + w) * 8 + k, 50, :articles)) ORDER BY k)
+        FROM generate_series(1, 5) k)),
+    due, 'sent', 1, due - interval '1 hour', due
+FROM generate_series(1, :users::bigint) n
+CROSS JOIN generate_series(1, :digests) w
+CROSS JOIN LATERAL (SELECT to_timestamp(:week_end - 7 * 86400 * w) AS monday_after) m
+CROSS JOIN LATERAL (SELECT to_char(monday_after AT TIME ZONE 'UTC' - interval '1 day', 'IYYY-"W"IW') AS previous_week,
+    monday_after + interval '9 hours' AS due) d
+WHERE pg_temp.r(n, 5) >= 0.03 AND pg_temp.r(n, 6) >= 0.02
+ORDER BY w DESC, n;
 
 \echo constraints and indexes
 DO $$
@@ -179,4 +237,4 @@ END $$;
 COMMIT;
 
 \echo vacuum analyze
-VACUUM (ANALYZE) digest_import_users, digest_import_devices, digest_import_articles, digest_import_reads;
+VACUUM (ANALYZE) digest_import_users, digest_import_devices, digest_import_articles, digest_import_reads, digest_outbox;
