@@ -181,6 +181,7 @@ if [[ " $PARTS " == *" postgres "* ]]; then
     for build in $(order "$round"); do
       db="bench_$(data_of "$build" | tr AB ab)"
       "${PSQL[@]}" -d "$db" -c "DELETE FROM digest_runs WHERE week = '$WEEK'" -c "TRUNCATE digest_outbox" \
+        -c "DO \$\$ BEGIN IF to_regclass('digest_picks') IS NOT NULL THEN DELETE FROM digest_picks WHERE week = '$WEEK'; END IF; END \$\$" \
         -c "INSERT INTO digest_outbox OVERRIDING SYSTEM VALUE SELECT * FROM bench_outbox_before ORDER BY id" \
         -c "VACUUM (ANALYZE) digest_outbox" -c "CHECKPOINT"
       log "postgres: round $round, $build (database $db)"

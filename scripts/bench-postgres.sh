@@ -221,12 +221,14 @@ COLUMNS_LIST="dedupe_key, week, user_id, platform, variant, message, report, ava
 # Before a run: the outbox as generated (the previous weeks' digests only), its statistics fresh.
 reset_run() {
   "${PSQL[@]}" -c "DELETE FROM digest_runs WHERE week = '$WEEK'" -c "TRUNCATE digest_outbox" \
+    -c "DELETE FROM digest_picks WHERE week = '$WEEK'" \
     -c "INSERT INTO digest_outbox OVERRIDING SYSTEM VALUE SELECT * FROM bench_outbox_before ORDER BY id" \
     -c "VACUUM (ANALYZE) digest_outbox" -c "CHECKPOINT"
 }
 # Before the reference: nothing in the outbox.
 empty_outbox() {
-  "${PSQL[@]}" -c "DELETE FROM digest_runs WHERE week = '$WEEK'" -c "TRUNCATE digest_outbox" -c "CHECKPOINT"
+  "${PSQL[@]}" -c "DELETE FROM digest_runs WHERE week = '$WEEK'" -c "TRUNCATE digest_outbox" \
+    -c "DELETE FROM digest_picks WHERE week = '$WEEK'" -c "CHECKPOINT"
 }
 
 # While a run goes: every 5 s, cores used by the server, by the workers and by everything else.

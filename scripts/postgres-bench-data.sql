@@ -18,8 +18,8 @@
 --   outbox    the D previous weeks' digests (week - 1, week - 2, …): for every user with devices who
 --             is not opted out, one `sent` row a week (dedupe key `<week>:<user id>:<sha256 of the
 --             first device's token>`, that device's platform, message '{}', report
---             {"variant":"BigText","picks":[five article ids drawn from all articles]}), as
---             digest-bench generate writes them for SQLite.
+--             {"variant":"BigText","picks":[five article ids drawn from all articles]}), and those
+--             picks in digest_picks, as digest-bench generate writes them for SQLite.
 -- Deterministic: every draw is a hash of (row number, draw, seed), so the same variables give the
 -- same rows. The history tables' and the outbox's constraints and indexes are dropped while loading
 -- and then rebuilt from the definitions the migrations left (bench-postgres.sh checks the schema
@@ -62,7 +62,7 @@ SELECT :week_end - :weeks * 7 * 86400 AS window_start, :weeks * 7 * 86400 - 3600
 
 BEGIN;
 TRUNCATE digest_import_reads, digest_import_devices, digest_import_articles, digest_import_users,
-    digest_unregistered_tokens, digest_outbox, digest_run_chunks, digest_runs;
+    digest_unregistered_tokens, digest_outbox, digest_picks, digest_run_chunks, digest_runs;
 
 -- Loading is faster without the history tables' constraints and indexes: note whatever the
 -- migrations defined (so a later migration's index is rebuilt too), drop it, rebuild it after loading.
@@ -222,6 +222,12 @@ CROSS JOIN LATERAL (SELECT to_char(monday_after AT TIME ZONE 'UTC' - interval '1
 WHERE pg_temp.r(n, 5) >= 0.03 AND pg_temp.r(n, 6) >= 0.02
 ORDER BY w DESC, n;
 
+-- Their picks, as the run's ledger keeps them beside the outbox rows it writes.
+INSERT INTO digest_picks (user_id, week, picks)
+SELECT user_id, week, ARRAY(SELECT jsonb_array_elements_text(report->'picks'))
+FROM digest_outbox WHERE state = 'sent'
+ORDER BY user_id, week;
+
 \echo constraints and indexes
 DO $$
 DECLARE c record;
@@ -237,4 +243,5 @@ END $$;
 COMMIT;
 
 \echo vacuum analyze
-VACUUM (ANALYZE) digest_import_users, digest_import_devices, digest_import_articles, digest_import_reads, digest_outbox;
+VACUUM (ANALYZE) digest_import_users, digest_import_devices, digest_import_articles, digest_import_reads, digest_outbox,
+    digest_picks;

@@ -83,11 +83,15 @@ public struct CandidatePool: Sendable {
         let languageSets = languages.map { $0.compactMap { languageBits[$0] } }
         let low = first >> 6
         let count = (end - 1) >> 6 - low + 1
-        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 2 * count) { buffer in
+        let topics = sets.count
+        let weightsSorted = sets.map(\.1)
+        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: (2 + topics) * count) { buffer in
             // candidates[w]: the word's articles in the window and languages; covered[w]: those sharing
-            // one of the topics scanned so far.
+            // one of the topics scanned so far; topicWords[k * count + w]: topic k's bits (heaviest
+            // first), copied once so the scoring loop reads plain words.
             let candidates = buffer.baseAddress!
             let covered = candidates + count
+            let topicWords = covered + count
             for slot in 0..<count {
                 let word = low + slot
                 var mask: UInt64 = ~0
@@ -101,25 +105,30 @@ public struct CandidatePool: Sendable {
                 candidates[slot] = mask
                 covered[slot] = 0
             }
+            for (k, (bits, _)) in sets.enumerated() {
+                for slot in 0..<count { topicWords[k * count + slot] = bits[low + slot] }
+            }
             // Scored: the articles sharing a topic, grouped by the heaviest topic they share (group j
             // scores at most the weights of topics j, j + 1, … as many as an article carries); the best
             // `limit` kept by score, then index (newest first). Once the worst kept beats a group's
             // bound, no later group can place.
             var kept: [(score: Int, index: Int)] = []
             kept.reserveCapacity(limit)
-            for (group, (bits, _)) in sets.enumerated() {
-                let bound = sets[group..<min(sets.count, group + maxTopicsPerArticle)].reduce(0) { $0 + $1.1 }
+            for group in 0..<topics {
+                let bound = weightsSorted[group..<min(topics, group + maxTopicsPerArticle)].reduce(0, +)
                 if kept.count == limit && kept[limit - 1].score > bound { break }
                 for slot in 0..<count {
-                    let word = low + slot
-                    var matching = candidates[slot] & bits[word] & ~covered[slot]
-                    covered[slot] |= bits[word]
+                    let bits = topicWords[group * count + slot]
+                    var matching = candidates[slot] & bits & ~covered[slot]
+                    covered[slot] |= bits
                     while matching != 0 {
                         let bit = matching & (~matching &+ 1)
-                        let index = word << 6 | matching.trailingZeroBitCount
+                        let index = (low + slot) << 6 | matching.trailingZeroBitCount
                         matching &= matching - 1
-                        var score = 0
-                        for (set, weight) in sets[group...] where set[word] & bit != 0 { score += weight }
+                        var score = weightsSorted[group]
+                        for k in (group + 1)..<topics where topicWords[k * count + slot] & bit != 0 {
+                            score += weightsSorted[k]
+                        }
                         if kept.count == limit {
                             let worst = kept[limit - 1]
                             if score < worst.score || (score == worst.score && index > worst.index) { continue }
