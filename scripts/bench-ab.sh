@@ -137,7 +137,7 @@ if [[ " $PARTS " == *" sqlite "* ]]; then
       cp "$OUT/gen-$(data_of "$build").sqlite" "$OUT/run.sqlite"
       log "sqlite: round $round, $build"
       timed sqlite "$build" "$round" "$USERS" \
-        "$(dir_of "$build")/.build/release/digest" run --db "$OUT/run.sqlite" --week "$WEEK" --send-at now --progress-interval 0
+        "$(dir_of "$build")/.build/release/digest" run --db "$OUT/run.sqlite" --week "$WEEK" --send-at now --progress-interval 0 --templates "$(dir_of "$build")/Templates"
     done
   done
   rm -f "$OUT"/run.sqlite* "$OUT"/gen-*.sqlite*
@@ -186,7 +186,7 @@ if [[ " $PARTS " == *" postgres "* ]]; then
         -c "VACUUM (ANALYZE) digest_outbox" -c "CHECKPOINT"
       log "postgres: round $round, $build (database $db)"
       timed postgres "$build" "$round" "$PG_USERS" \
-        "$(dir_of "$build")/.build/release/digest" run --db "$(url "$db")" --week "$WEEK" --send-at now --progress-interval 0
+        "$(dir_of "$build")/.build/release/digest" run --db "$(url "$db")" --week "$WEEK" --send-at now --progress-interval 0 --templates "$(dir_of "$build")/Templates"
     done
   done
   as_pg "$PGBIN/pg_ctl" -D "$CLUSTER/data" -m immediate stop >/dev/null 2>&1 || true

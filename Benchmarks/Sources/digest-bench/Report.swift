@@ -181,8 +181,9 @@ struct Report: ParsableCommand {
         s += ", release builds.\n\n"
         s += """
             Method: `digest-bench generate` writes N users (1–3 devices each, ~170-byte FCM tokens, locales \
-            en/pl/ru/zh-Hans and variants, 13 time zones), 400 articles and 10 reads per user over the week and \
-            the week before, with the project's schema (not timed). Each pair then copies that file and runs \
+            en/pl/ru/zh-Hans and variants, 13 time zones), 800 articles with their languages and 20 reads per user \
+            over the week and the three before it, and the two previous weeks' digests (outbox rows and their \
+            picks), with the project's schema (not timed). Each pair then copies that file and runs \
             `/usr/bin/time -v .build/release/digest run --db FILE --week 2026-W46 --send-at now --progress-interval 10 \
             --report FILE.json` (wall time and peak RSS of the whole process; the binary is a copy taken right \
             after the build, so a concurrent rebuild cannot swap it); then `digest-bench checkpoint` times \
