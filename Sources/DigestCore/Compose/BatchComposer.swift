@@ -52,6 +52,7 @@ public struct BatchComposer: Sendable {
     ) {
         calendar = WeekCalendar(week: configuration.week, delivery: configuration.delivery)
         builder = DigestBuilder(pool: CandidatePool(articles: articles), configuration: configuration.digest)
+        candidateIDs = builder.pool.articles.map(\.id)
         self.templates = templates
         planner = VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder))
         self.attachments = attachments
@@ -68,7 +69,7 @@ public struct BatchComposer: Sendable {
 
     /// The ids of the articles digests may pick: the reads of them before ``readsSince(_:)`` are the
     /// ones a store looks up for ``ReaderHistory/readEarlier``.
-    public var candidateIDs: [String] { builder.pool.articles.map(\.id) }
+    public let candidateIDs: [String]
 
     /// The weeks whose picks a digest does not repeat, latest first.
     public var noRepeatWeeks: [ISOWeek] {

@@ -73,6 +73,15 @@ public struct CandidatePool: Sendable {
         limit: Int, publishedFrom from: Int64, until: Int64, weights: [String: Int], languages: Set<String>?,
         excluding exclude: Set<String>
     ) -> [Article] {
+        pick(limit: limit, publishedFrom: from, until: until, weights: weights, languages: languages) { exclude.contains($0) }
+    }
+
+    /// As ``pick(limit:publishedFrom:until:weights:languages:excluding:)``, with the articles left out
+    /// given by `isExcluded` (asked only of articles that would otherwise be picked).
+    public func pick(
+        limit: Int, publishedFrom from: Int64, until: Int64, weights: [String: Int], languages: Set<String>?,
+        isExcluded: (String) -> Bool
+    ) -> [Article] {
         guard limit > 0, !articles.isEmpty else { return [] }
         // The window as an index range: articles are newest first.
         let first = firstIndex { $0.publishedAt < until }
@@ -133,7 +142,7 @@ public struct CandidatePool: Sendable {
                             let worst = kept[limit - 1]
                             if score < worst.score || (score == worst.score && index > worst.index) { continue }
                         }
-                        if exclude.contains(articles[index].id) { continue }
+                        if isExcluded(articles[index].id) { continue }
                         var position = kept.count
                         while position > 0
                             && (kept[position - 1].score < score
@@ -154,7 +163,7 @@ public struct CandidatePool: Sendable {
                 while matching != 0 {
                     let index = (low + slot) << 6 | matching.trailingZeroBitCount
                     matching &= matching - 1
-                    guard !exclude.contains(articles[index].id) else { continue }
+                    guard !isExcluded(articles[index].id) else { continue }
                     picked.append(articles[index])
                     if picked.count == limit { return picked }
                 }

@@ -81,13 +81,17 @@ public struct DigestBuilder: Sendable {
         var interests: [String: Int] = [:]
         // Tags as read (few distinct ones), made primary subtags once below.
         var readLanguages: Set<String> = []
-        var excluded = history.readEarlier.union(history.recentPicks)
-        excluded.reserveCapacity(excluded.count + reads.count)
+        var lastLanguage: String?
+        // Every article read (the earlier reads and last weeks' picks are asked separately, below).
+        var readIDs = Set<String>(minimumCapacity: reads.count)
         let weights = configuration.weekWeights
         let interestStart = window.start - Int64(weights.count - 1) * Self.weekSeconds
         for read in reads {
-            excluded.insert(read.articleID)
-            if read.readAt >= interestStart, let language = read.language { readLanguages.insert(language) }
+            readIDs.insert(read.articleID)
+            if read.readAt >= interestStart, let language = read.language, language != lastLanguage {
+                readLanguages.insert(language)
+                lastLanguage = language
+            }
             guard read.readAt >= interestStart, read.readAt < window.end else { continue }
             // Weeks before the digest's week, 0 for the week itself.
             let weeksBefore = Int((window.start + Self.weekSeconds - 1 - read.readAt) / Self.weekSeconds)
@@ -119,8 +123,8 @@ public struct DigestBuilder: Sendable {
             publishedFrom: window.end - configuration.freshnessSeconds,
             until: window.end,
             weights: interests,
-            languages: languages,
-            excluding: excluded)
+            languages: languages
+        ) { readIDs.contains($0) || history.readEarlier.contains($0) || history.recentPicks.contains($0) }
         return WeeklyDigest(reader: reader, window: window, stats: stats, picks: picks)
     }
 
