@@ -213,39 +213,42 @@ public actor PostgresHistoryReader: HistoryReader {
     /// The reads of `articles` by the chunk's users before `before`, in one query on the reads
     /// index by article (`digest_import_reads_article`; an adopter's view needs one like it).
     public func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [Set<String>] {
-        var result = [Set<String>](repeating: [], count: users.count)
-        guard let first = users.first?.reader.id, let last = users.last?.reader.id, !articles.isEmpty else { return result }
-        var position: [String: Int] = [:]
-        position.reserveCapacity(users.count)
-        for (index, user) in users.enumerated() { position[user.reader.id] = index }
-        let rows = try await session.rows(
+        guard let first = users.first?.reader.id, let last = users.last?.reader.id, !articles.isEmpty else {
+            return users.map { _ in [] }
+        }
+        return try await idsByUser(
+            users,
             """
-            SELECT user_id, article_id FROM digest_reads
+            SELECT user_id, array_agg(article_id) FROM digest_reads
             WHERE article_id = ANY(\(articles)) AND user_id COLLATE "C" >= \(first) AND user_id COLLATE "C" <= \(last)
               AND read_at < to_timestamp(\(before))
+            GROUP BY user_id
             """)
-        for row in rows {
-            let (user, article) = try row.decode((String, String).self)
-            if let index = position[user] { result[index].insert(article) }
-        }
-        return result
     }
 
     /// The picks the ledger kept per user and week (`digest_picks`), for the chunk's range of users.
     public func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) async throws -> [Set<String>] {
-        var result = [Set<String>](repeating: [], count: users.count)
-        guard let first = users.first?.reader.id, let last = users.last?.reader.id, !weeks.isEmpty else { return result }
-        var position: [String: Int] = [:]
-        position.reserveCapacity(users.count)
-        for (index, user) in users.enumerated() { position[user.reader.id] = index }
-        let rows = try await session.rows(
+        guard let first = users.first?.reader.id, let last = users.last?.reader.id, !weeks.isEmpty else {
+            return users.map { _ in [] }
+        }
+        return try await idsByUser(
+            users,
             """
             SELECT user_id, picks FROM digest_picks
             WHERE user_id >= \(first) AND user_id <= \(last) AND week = ANY(\(weeks.map(\.description)))
             """)
-        for row in rows {
-            let (user, picks) = try row.decode((String, [String]).self)
-            if let index = position[user] { result[index].formUnion(picks) }
+    }
+
+    /// For each of `users`, the ids of the rows `query` returns for them (rows of a user id and an
+    /// array of ids; a user may have several rows).
+    private func idsByUser(_ users: [StoredReader], _ query: PostgresQuery) async throws -> [Set<String>] {
+        var position: [String: Int] = [:]
+        position.reserveCapacity(users.count)
+        for (index, user) in users.enumerated() { position[user.reader.id] = index }
+        var result = [Set<String>](repeating: [], count: users.count)
+        for row in try await session.rows(query) {
+            let (user, ids) = try row.decode((String, [String]).self)
+            if let index = position[user] { result[index].formUnion(ids) }
         }
         return result
     }
