@@ -24,12 +24,7 @@ final class SQLiteHistoryQueries {
         var users: [StoredReader] = []
         users.reserveCapacity(limit)
         while try statement.step() {
-            users.append(
-                StoredReader(
-                    key: statement.int64(0),
-                    reader: Reader(
-                        id: statement.string(1), locale: statement.string(2), timeZone: statement.string(3),
-                        optedOut: statement.int64(4) != 0, devices: [])))
+            users.append(Self.storedReader(statement))
         }
         guard let first = users.first, let last = users.last else { return [] }
         let devices = try connection.statement(
@@ -193,12 +188,7 @@ final class SQLiteHistoryQueries {
         statement.bind(limit, at: 2)
         var users: [StoredReader] = []
         while try statement.step() {
-            users.append(
-                StoredReader(
-                    key: statement.int64(0),
-                    reader: Reader(
-                        id: statement.string(1), locale: statement.string(2), timeZone: statement.string(3),
-                        optedOut: statement.int64(4) != 0, devices: [])))
+            users.append(Self.storedReader(statement))
         }
         let devices = try connection.statement("SELECT token, platform FROM devices WHERE user_pk = ? ORDER BY token")
         for index in users.indices {
@@ -210,6 +200,15 @@ final class SQLiteHistoryQueries {
             }
         }
         return users
+    }
+
+    /// A user from a row of `SELECT pk, id, locale, time_zone, opted_out FROM users`, devices to come.
+    private static func storedReader(_ statement: SQLiteStatement) -> StoredReader {
+        StoredReader(
+            key: statement.int64(0),
+            reader: Reader(
+                id: statement.string(1), locale: statement.string(2), timeZone: statement.string(3),
+                optedOut: statement.int64(4) != 0, devices: []))
     }
 
     static func encodeTopics(_ topics: [String]) -> String {
