@@ -77,15 +77,7 @@ rm -f "$OUT"/data-*.txt
 # Server CPU jiffies (postgres part): the postmaster, its live children and the children it reaped.
 POSTMASTER=""
 HZ=$(getconf CLK_TCK)
-pg_jiffies() {
-  [ -n "$POSTMASTER" ] || { echo 0; return; }
-  local total
-  total=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 + $14 + $15 }' "/proc/$POSTMASTER/stat")
-  for child in $(pgrep -P "$POSTMASTER"); do
-    total=$((total + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$child/stat" 2>/dev/null || echo 0)))
-  done
-  echo "$total"
-}
+. scripts/pg-jiffies.sh  # pg_jiffies: the server's CPU while $POSTMASTER is set
 # Runs a command under time(1) and appends "part build round units cpu wall server_cpu" to the
 # results (server CPU while a cluster is up, else empty).
 timed() {

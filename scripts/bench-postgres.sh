@@ -171,15 +171,7 @@ POSTMASTER=$(head -n1 "$DATA/postmaster.pid")
 psql -X -q -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -c "CREATE DATABASE bench"
 "${PSQL[@]}" -c "CREATE EXTENSION pg_stat_statements"
 
-# CPU jiffies of the server: the postmaster, its live children, and the children it has reaped.
-pg_jiffies() {
-  local total
-  total=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 + $14 + $15 }' "/proc/$POSTMASTER/stat")
-  for child in $(pgrep -P "$POSTMASTER"); do
-    total=$((total + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$child/stat" 2>/dev/null || echo 0)))
-  done
-  echo "$total"
-}
+. scripts/pg-jiffies.sh  # pg_jiffies: the server's CPU (the postmaster and its children)
 # CPU jiffies of the given processes (threads included).
 pids_jiffies() {
   local total=0
