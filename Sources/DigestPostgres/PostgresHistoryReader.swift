@@ -212,7 +212,7 @@ public actor PostgresHistoryReader: HistoryReader {
 
     /// The reads of `articles` by the chunk's users before `before`, in one query on the reads
     /// index by article (`digest_import_reads_article`; an adopter's view needs one like it).
-    public func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [Set<String>] {
+    public func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [[String]] {
         guard let first = users.first?.reader.id, let last = users.last?.reader.id, !articles.isEmpty else {
             return users.map { _ in [] }
         }
@@ -227,7 +227,7 @@ public actor PostgresHistoryReader: HistoryReader {
     }
 
     /// The picks the ledger kept per user and week (`digest_picks`), for the chunk's range of users.
-    public func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) async throws -> [Set<String>] {
+    public func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) async throws -> [[String]] {
         guard let first = users.first?.reader.id, let last = users.last?.reader.id, !weeks.isEmpty else {
             return users.map { _ in [] }
         }
@@ -241,14 +241,14 @@ public actor PostgresHistoryReader: HistoryReader {
 
     /// For each of `users`, the ids of the rows `query` returns for them (rows of a user id and an
     /// array of ids; a user may have several rows).
-    private func idsByUser(_ users: [StoredReader], _ query: PostgresQuery) async throws -> [Set<String>] {
+    private func idsByUser(_ users: [StoredReader], _ query: PostgresQuery) async throws -> [[String]] {
         var position: [String: Int] = [:]
         position.reserveCapacity(users.count)
         for (index, user) in users.enumerated() { position[user.reader.id] = index }
-        var result = [Set<String>](repeating: [], count: users.count)
+        var result = [[String]](repeating: [], count: users.count)
         for row in try await session.rows(query) {
             let (user, ids) = try row.decode((String, [String]).self)
-            if let index = position[user] { result[index].formUnion(ids) }
+            if let index = position[user] { result[index].append(contentsOf: ids) }
         }
         return result
     }

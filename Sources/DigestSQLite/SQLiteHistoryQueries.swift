@@ -6,8 +6,12 @@ import Foundation
 /// `reads`: synchronous, on the reader's own thread, where its connection lives.
 final class SQLiteHistoryQueries {
     let connection: SQLiteConnection
-    /// Article id, topics and language by key, for resolving reads without a join per row.
-    private var articleCache: [Int64: (id: String, topics: [String], language: String?)] = [:]
+    /// Article id, topics and language by key, for resolving reads without a join per row: keys
+    /// below ``articleTableLimit`` (article keys count up from 1) in a table indexed by key, any
+    /// other in a dictionary that starts over when full.
+    private var articleTable: [ArticleFacts?] = []
+    private let articleTableLimit: Int64 = 4_000_000
+    private var articleCache: [Int64: ArticleFacts] = [:]
     /// Keys of the articles ``articles(publishedFrom:until:)`` returned, by id.
     private var articleKeys: [String: Int64] = [:]
     private let articleCacheLimit = 500_000
@@ -43,41 +47,66 @@ final class SQLiteHistoryQueries {
         return users
     }
 
+    /// One statement for the batch: the users' keys as a JSON array (`json_each`), each looked up on
+    /// the primary key (user, then time) from the earliest start of the batch; rows before a user's
+    /// own start are dropped here. Rows come in key, then time order.
     func reads(of users: [StoredReader], since: [Int64]) throws -> [[ReadEvent]] {
+        var result = [[ReadEvent]](repeating: [], count: users.count)
+        var keys = JSONWriter(capacity: users.count * 8)
+        keys.beginArray()
+        var earliest = Int64.max
+        for (user, start) in zip(users, since) where start != Int64.max {
+            keys.value(Int(user.key))
+            earliest = min(earliest, start)
+        }
+        keys.endArray()
+        guard earliest != Int64.max else { return result }
         let statement = try connection.statement(
-            "SELECT read_at, article_pk, seconds FROM reads WHERE user_pk = ? AND read_at >= ? ORDER BY read_at")
-        var result: [[ReadEvent]] = []
-        result.reserveCapacity(users.count)
-        for (user, start) in zip(users, since) {
-            statement.reset()
-            statement.bind(user.key, at: 1)
-            statement.bind(start, at: 2)
-            var reads: [ReadEvent] = []
-            while try statement.step() {
-                let article = try self.article(statement.int64(1))
-                reads.append(
-                    ReadEvent(
-                        articleID: article.id, topics: article.topics, readAt: statement.int64(0),
-                        seconds: statement.int(2), language: article.language))
-            }
-            result.append(reads)
+            """
+            SELECT user_pk, read_at, article_pk, seconds FROM reads
+            WHERE user_pk IN (SELECT value FROM json_each(?1)) AND read_at >= ?2 ORDER BY user_pk, read_at
+            """)
+        statement.bindText(keys.bytes, at: 1)
+        statement.bind(earliest, at: 2)
+        var index = 0
+        while try statement.step() {
+            let owner = statement.int64(0)
+            while index < users.count && users[index].key < owner { index += 1 }
+            guard index < users.count, users[index].key == owner else { continue }
+            let readAt = statement.int64(1)
+            guard readAt >= since[index] else { continue }
+            let article = try self.article(statement.int64(2))
+            result[index].append(
+                ReadEvent(
+                    articleID: article.id, topics: article.topics, readAt: readAt, seconds: statement.int(3),
+                    language: article.language))
         }
         return result
     }
 
-    private func article(_ key: Int64) throws -> (id: String, topics: [String], language: String?) {
+    private typealias ArticleFacts = (id: String, topics: [String], language: String?)
+
+    private func article(_ key: Int64) throws -> ArticleFacts {
+        if key >= 0 && key < articleTable.count, let hit = articleTable[Int(key)] { return hit }
         if let hit = articleCache[key] { return hit }
         let statement = try connection.statement("SELECT id, topics, language FROM articles WHERE pk = ?")
         statement.bind(key, at: 1)
-        let value: (id: String, topics: [String], language: String?)
+        let value: ArticleFacts
         if try statement.step() {
             value = (statement.string(0), Self.decodeTopics(statement.string(1)), statement.optionalString(2))
         } else {
             value = ("", [], nil)
         }
         statement.reset()
-        if articleCache.count >= articleCacheLimit { articleCache.removeAll(keepingCapacity: true) }
-        articleCache[key] = value
+        if key >= 0 && key < articleTableLimit {
+            if key >= articleTable.count {
+                articleTable.append(contentsOf: repeatElement(nil, count: max(Int(key) + 1, articleTable.count * 2) - articleTable.count))
+            }
+            articleTable[Int(key)] = value
+        } else {
+            if articleCache.count >= articleCacheLimit { articleCache.removeAll(keepingCapacity: true) }
+            articleCache[key] = value
+        }
         return value
     }
 
@@ -101,58 +130,100 @@ final class SQLiteHistoryQueries {
         return articles
     }
 
-    /// One look-up of the reads index per article (`reads_article`: article, then user), over the
-    /// users' key range; a batch's users are consecutive keys.
-    func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) throws -> [Set<String>] {
-        var result = [Set<String>](repeating: [], count: users.count)
+    /// One statement for the batch: the candidates' keys as a JSON array, each looked up on the
+    /// reads index by article (`reads_article`: article, then user) over the users' key range (a
+    /// batch's users are consecutive keys).
+    func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) throws -> [[String]] {
+        var result = [[String]](repeating: [], count: users.count)
         guard let first = users.first?.key, let last = users.last?.key, !articles.isEmpty else { return result }
-        var position: [Int64: Int] = [:]
-        position.reserveCapacity(users.count)
-        for (index, user) in users.enumerated() { position[user.key] = index }
-        let reads = try connection.statement(
-            "SELECT user_pk FROM reads WHERE article_pk = ? AND user_pk >= ? AND user_pk <= ? AND read_at < ?")
-        let key = try connection.statement("SELECT pk FROM articles WHERE id = ?")
+        var keys = JSONWriter(capacity: articles.count * 8)
+        keys.beginArray()
+        let lookup = try connection.statement("SELECT pk FROM articles WHERE id = ?")
         for id in articles {
-            var articleKey = articleKeys[id]
-            if articleKey == nil {
-                key.reset()
-                key.bind(id, at: 1)
-                guard try key.step() else { continue }
-                articleKey = key.int64(0)
-                articleKeys[id] = articleKey
+            if let key = articleKeys[id] {
+                keys.value(Int(key))
+                continue
             }
-            reads.reset()
-            reads.bind(articleKey!, at: 1)
-            reads.bind(first, at: 2)
-            reads.bind(last, at: 3)
-            reads.bind(before, at: 4)
-            while try reads.step() {
-                if let index = position[reads.int64(0)] { result[index].insert(id) }
+            lookup.bind(id, at: 1)
+            if try lookup.step() {
+                articleKeys[id] = lookup.int64(0)
+                keys.value(Int(lookup.int64(0)))
             }
+            lookup.reset()
         }
-        key.reset()
-        reads.reset()
+        keys.endArray()
+        let statement = try connection.statement(
+            """
+            SELECT user_pk, article_pk FROM reads
+            WHERE article_pk IN (SELECT value FROM json_each(?1)) AND user_pk >= ?2 AND user_pk <= ?3 AND read_at < ?4
+            """)
+        statement.bindText(keys.bytes, at: 1)
+        statement.bind(first, at: 2)
+        statement.bind(last, at: 3)
+        statement.bind(before, at: 4)
+        var position: [Int64: Int] = [:]
+        while try statement.step() {
+            if position.isEmpty {
+                position.reserveCapacity(users.count)
+                for (index, user) in users.enumerated() { position[user.key] = index }
+            }
+            guard let index = position[statement.int64(0)] else { continue }
+            result[index].append(try article(statement.int64(1)).id)
+        }
         return result
     }
 
-    /// The picks the ledger kept per user and week (`digest_picks`, keyed by user and week).
-    func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) throws -> [Set<String>] {
-        guard !weeks.isEmpty else { return users.map { _ in [] } }
+    /// The picks the ledger kept per user and week (`digest_picks`, keyed by user and week): one
+    /// statement for the batch, the users' ids as a JSON array; each row's JSON array of ids is
+    /// split here.
+    func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) throws -> [[String]] {
+        var result = [[String]](repeating: [], count: users.count)
+        guard !weeks.isEmpty, !users.isEmpty else { return result }
         let weekList = weeks.indices.map { "?\($0 + 2)" }.joined(separator: ", ")
         let statement = try connection.statement(
-            "SELECT value FROM digest_picks, json_each(digest_picks.picks) WHERE user_id = ?1 AND week IN (\(weekList))")
-        for (index, week) in weeks.enumerated() { statement.bind(week.description, at: Int32(index + 2)) }
-        var result: [Set<String>] = []
-        result.reserveCapacity(users.count)
-        for user in users {
-            statement.reset()
-            statement.bind(user.reader.id, at: 1)
-            var picks = Set<String>()
-            while try statement.step() { picks.insert(statement.string(0)) }
-            result.append(picks)
+            "SELECT user_id, picks FROM digest_picks WHERE user_id IN (SELECT value FROM json_each(?1)) AND week IN (\(weekList))")
+        var ids = JSONWriter(capacity: users.count * 16)
+        ids.beginArray()
+        var position: [String: Int] = [:]
+        position.reserveCapacity(users.count)
+        for (index, user) in users.enumerated() {
+            ids.value(user.reader.id)
+            position[user.reader.id] = index
         }
-        statement.reset()
+        ids.endArray()
+        statement.bindText(ids.bytes, at: 1)
+        for (index, week) in weeks.enumerated() { statement.bind(week.description, at: Int32(index + 2)) }
+        while try statement.step() {
+            guard let index = position[statement.string(0)] else { continue }
+            result[index].append(contentsOf: Self.decodeStringArray(statement.string(1)))
+        }
         return result
+    }
+
+    func histories(of users: [StoredReader], request: HistoryRequest) throws -> [ReaderHistory] {
+        let reads = try self.reads(of: users, since: request.since)
+        let earlier =
+            if let before = request.before {
+                try earlierReads(of: users, among: request.candidates, before: before)
+            } else {
+                [[String]](repeating: [], count: users.count)
+            }
+        let picks = try recentPicks(of: users, weeks: request.pickWeeks)
+        return (0..<users.count).map { ReaderHistory(reads: reads[$0], readEarlier: earlier[$0], recentPicks: picks[$0]) }
+    }
+
+    /// Runs `body` in a read transaction (`BEGIN DEFERRED`: its first statement takes the snapshot
+    /// every later one reads); ends it on return either way.
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        try connection.execute("BEGIN")
+        do {
+            let value = try body()
+            try connection.execute("COMMIT")
+            return value
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
     }
 
     func countUsers(after key: Int64) throws -> Int {
@@ -219,7 +290,38 @@ final class SQLiteHistoryQueries {
         return writer.string
     }
 
-    static func decodeTopics(_ text: String) -> [String] {
-        (try? JSONDecoder().decode([String].self, from: Data(text.utf8))) ?? []
+    static func decodeTopics(_ text: String) -> [String] { decodeStringArray(text) }
+
+    /// A JSON array of strings as the ledger and importer write them (`["a","b"]`); anything else,
+    /// escapes included, through `JSONDecoder`; `[]` when it is not such an array.
+    static func decodeStringArray(_ text: String) -> [String] {
+        var text = text
+        let fast: [String]? = text.withUTF8 { bytes in
+            var result: [String] = []
+            var index = 0
+            func skipSpaces() { while index < bytes.count, bytes[index] == 0x20 { index += 1 } }
+            guard bytes.count >= 2, bytes[0] == UInt8(ascii: "[") else { return nil }
+            index = 1
+            skipSpaces()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { return index == bytes.count - 1 ? [] : nil }
+            while index < bytes.count {
+                guard bytes[index] == UInt8(ascii: "\"") else { return nil }
+                let start = index + 1
+                var end = start
+                while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 { end += 1 }
+                guard end < bytes.count, bytes[end] == UInt8(ascii: "\"") else { return nil }
+                result.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self))
+                index = end + 1
+                skipSpaces()
+                guard index < bytes.count else { return nil }
+                if bytes[index] == UInt8(ascii: "]") { return index == bytes.count - 1 ? result : nil }
+                guard bytes[index] == UInt8(ascii: ",") else { return nil }
+                index += 1
+                skipSpaces()
+            }
+            return nil
+        }
+        if let fast { return fast }
+        return (try? JSONDecoder().decode([String].self, from: Data(text.utf8))) ?? []
     }
 }

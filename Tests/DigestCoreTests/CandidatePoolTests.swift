@@ -260,6 +260,51 @@ struct DigestBuilderTests {
         #expect(!DigestBuilder(pool: pool, configuration: never).isDormant(window: Self.window, reads: []))
     }
 
+    /// A heavy reader (hundreds of reads, more distinct articles and topics than the builder counts
+    /// without hashing) gets the stats and picks a plain reference computes.
+    @Test(arguments: [5, 40, 400]) func heavyReadersMatchAPlainReference(readCount: Int) {
+        var seed: UInt64 = 0x2545_F491_4F6C_DD1D
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        let topics = (0..<60).map { "topic\($0)" }
+        let end = Self.window.end
+        let pool = CandidatePool(
+            articles: (0..<200).map { i in
+                Article(
+                    id: "c\(i)", title: "t", url: "https://news.example/c\(i)", imageURL: nil,
+                    topics: (0..<(1 + next(3))).map { _ in topics[next(topics.count)] }, publishedAt: end - Int64(1 + next(300)) * Self.hour,
+                    readingMinutes: 3, language: ["en", "pl", nil][next(3)])
+            })
+        let week: Int64 = 7 * Self.day
+        let reads = (0..<readCount).map { _ in
+            // Articles of the pool and others, over the four weeks of interests and the week after.
+            ReadEvent(
+                articleID: next(2) == 0 ? "c\(next(200))" : "o\(next(300))", topics: (0..<next(3)).map { _ in topics[next(topics.count)] },
+                readAt: Self.window.start - 3 * week + Int64(next(Int(5 * week))), seconds: next(400))
+        }.sorted { $0.readAt < $1.readAt }
+        let digest = DigestBuilder(pool: pool).build(reader: Self.reader, window: Self.window, history: ReaderHistory(reads: reads))
+
+        let inWeek = reads.filter { $0.readAt >= Self.window.start && $0.readAt < end }
+        let inPrevious = reads.filter { $0.readAt >= Self.window.previousStart && $0.readAt < Self.window.start }
+        var weekTopics: [String: Int] = [:]
+        for read in inWeek { for topic in read.topics { weekTopics[topic, default: 0] += 1 } }
+        var weights: [String: Int] = [:]
+        for read in reads where read.readAt < end {
+            let weeksBefore = Int((Self.window.start + week - 1 - read.readAt) / week)
+            for topic in read.topics { weights[topic, default: 0] += [8, 4, 2, 1][max(0, weeksBefore)] }
+        }
+        #expect(digest.stats.articlesRead == Set(inWeek.map(\.articleID)).count)
+        #expect(digest.stats.previousArticlesRead == Set(inPrevious.map(\.articleID)).count)
+        #expect(digest.stats.topTopic == weekTopics.max { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }?.key)
+        let expected = pool.pick(
+            limit: 5, publishedFrom: end - 14 * Self.day, until: end, weights: weights, languages: ["en"],
+            excluding: Set(reads.map(\.articleID)))
+        #expect(digest.picks.map(\.id) == expected.map(\.id))
+        #expect(!digest.picks.isEmpty)
+    }
+
     @Test func idleUserIsRankedOnThePreviousWeekAndCappedAtFive() {
         let end = Self.window.end
         let pool = CandidatePool(articles: (1...8).map { article("r\($0)", ["rust"], at: end - Int64($0) * Self.hour) }

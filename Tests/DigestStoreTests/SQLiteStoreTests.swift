@@ -32,6 +32,37 @@ import Testing
         #expect(try await database.outboxStats(now: 0).byState == ["ready": 2])
     }
 
+    /// The picks the ledger keeps come back as they were, whatever characters the ids hold (the
+    /// reader splits the stored JSON itself, falling back to a full decoder for escapes).
+    @Test func recentPicksComeBackAsWrittenWhateverTheIds() async throws {
+        let dir = try TemporaryDirectory()
+        let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
+        let weeks = try ["2026-W44", "2026-W45", "2026-W46"].map { try ISOWeek(parsing: $0) }
+        let picks: [String: [[String]]] = [
+            "u1": [["a1", "a2"], ["a3"], ["later"]],
+            "u2": [[#"quote"d"#, #"back\slash"#, "tab\tin", "żółć 記事", "emoji 🇵🇱", " spaced "], [], []],
+            "u3": [[], [], []],
+        ]
+        for (index, week) in weeks.enumerated() {
+            var messages: [OutboxMessage] = []
+            for user in picks.keys.sorted() {
+                var outbox = message("\(user)-\(week)", user: user)
+                outbox.week = week.description
+                outbox.picks = picks[user]![index]
+                messages.append(outbox)
+            }
+            _ = try await database.withLedger { ledger async throws in
+                _ = try await ledger.begin(week: week, now: 100)
+                return try await ledger.commit(week: week, through: 1, messages: messages, counters: RunCounters(), now: 100)
+            }
+        }
+        let users = ["u1", "u2", "u3", "nobody"].enumerated().map { index, id in
+            StoredReader(key: Int64(index + 1), reader: Reader(id: id, locale: "en", timeZone: "UTC", optedOut: false, devices: []))
+        }
+        let recent = try await database.withHistoryReader { try await $0.recentPicks(of: users, weeks: [weeks[1], weeks[0]]) }
+        #expect(recent.map { Set($0) } == [["a1", "a2", "a3"], Set(picks["u2"]![0]), [], []])
+    }
+
     @Test func aFailedBatchLeavesNeitherMessagesNorCursor() async throws {
         let dir = try TemporaryDirectory()
         let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))

@@ -82,13 +82,25 @@ public struct CandidatePool: Sendable {
         limit: Int, publishedFrom from: Int64, until: Int64, weights: [String: Int], languages: Set<String>?,
         isExcluded: (String) -> Bool
     ) -> [Article] {
+        pick(
+            limit: limit, publishedFrom: from, until: until, weights: weights.map { ($0.key, $0.value) }, languages: languages,
+            isExcluded: isExcluded)
+    }
+
+    /// As above, with the weights as (topic, weight) pairs, each topic once.
+    public func pick(
+        limit: Int, publishedFrom from: Int64, until: Int64, weights: [(topic: String, weight: Int)], languages: Set<String>?,
+        isExcluded: (String) -> Bool
+    ) -> [Article] {
         guard limit > 0, !articles.isEmpty else { return [] }
         // The window as an index range: articles are newest first.
         let first = firstIndex { $0.publishedAt < until }
         let end = firstIndex { $0.publishedAt < from }
         guard first < end else { return [] }
-        let sets = weights.compactMap { topic, weight in weight > 0 ? topicBits[topic].map { ($0, weight) } : nil }
-            .sorted { $0.1 > $1.1 }
+        // Heaviest first; equal weights by topic, so the order (and the scan) does not depend on the
+        // order the weights came in.
+        let sets = weights.filter { $0.weight > 0 }.sorted { $0.weight != $1.weight ? $0.weight > $1.weight : $0.topic < $1.topic }
+            .compactMap { entry in topicBits[entry.topic].map { ($0, entry.weight) } }
         let languageSets = languages.map { $0.compactMap { languageBits[$0] } }
         let low = first >> 6
         let count = (end - 1) >> 6 - low + 1
@@ -135,12 +147,31 @@ public struct CandidatePool: Sendable {
                         let index = (low + slot) << 6 | matching.trailingZeroBitCount
                         matching &= matching - 1
                         var score = weightsSorted[group]
-                        for k in (group + 1)..<topics where topicWords[k * count + slot] & bit != 0 {
-                            score += weightsSorted[k]
-                        }
+                        var slots = maxTopicsPerArticle - 1  // further topics the article may carry
                         if kept.count == limit {
+                            // Once the kept are full, the article must reach the worst of them: stop
+                            // scoring when even the heaviest topics left cannot get it there (weights
+                            // fall along k, so `slots` times the next weight bounds what is left).
                             let worst = kept[limit - 1]
-                            if score < worst.score || (score == worst.score && index > worst.index) { continue }
+                            let needed = index < worst.index ? worst.score : worst.score + 1
+                            var k = group + 1
+                            while k < topics && slots > 0 && score + slots * weightsSorted[k] >= needed {
+                                if topicWords[k * count + slot] & bit != 0 {
+                                    score += weightsSorted[k]
+                                    slots -= 1
+                                }
+                                k += 1
+                            }
+                            if score < needed { continue }
+                        } else {
+                            var k = group + 1
+                            while k < topics && slots > 0 {
+                                if topicWords[k * count + slot] & bit != 0 {
+                                    score += weightsSorted[k]
+                                    slots -= 1
+                                }
+                                k += 1
+                            }
                         }
                         if isExcluded(articles[index].id) { continue }
                         var position = kept.count

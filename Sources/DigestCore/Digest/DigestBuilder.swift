@@ -3,12 +3,13 @@ public struct ReaderHistory: Sendable, Hashable {
     /// Their reads since ``DigestBuilder/historyStart(of:)``, oldest first (reads after the week
     /// count as already read).
     public var reads: [ReadEvent]
-    /// Candidate articles they read before those reads (a republished story read weeks ago).
-    public var readEarlier: Set<String>
-    /// Articles picked for them in the previous weeks' digests.
-    public var recentPicks: Set<String>
+    /// Candidate articles they read before those reads (a republished story read weeks ago); few,
+    /// so looked up in turn.
+    public var readEarlier: [String]
+    /// Articles picked for them in the previous weeks' digests (a few a week).
+    public var recentPicks: [String]
 
-    public init(reads: [ReadEvent], readEarlier: Set<String> = [], recentPicks: Set<String> = []) {
+    public init(reads: [ReadEvent], readEarlier: [String] = [], recentPicks: [String] = []) {
         self.reads = reads
         self.readEarlier = readEarlier
         self.recentPicks = recentPicks
@@ -71,38 +72,39 @@ public struct DigestBuilder: Sendable {
     /// Builds the digest from the reader's history (see ``ReaderHistory``).
     public func build(reader: Reader, window: WeekWindow, history: ReaderHistory) -> WeeklyDigest {
         let reads = history.reads
-        // Sized once: growing a set from empty reallocates and rehashes several times for ten reads.
-        var weekArticles = Set<String>(minimumCapacity: reads.count)
-        var previousArticles = Set<String>(minimumCapacity: reads.count)
+        // A reader's reads of a few weeks, their topics and languages are few: counted in small
+        // arrays searched in turn (no hashing), which become hashed sets past a few dozen.
+        var weekArticles = SmallSet()
+        var previousArticles = SmallSet()
         var weekSeconds = 0
         var previousSeconds = 0
         var activeDays: UInt16 = 0  // bit d: day d of the window (0 to 13) had a read
-        var weekTopics: [String: Int] = [:]
-        var interests: [String: Int] = [:]
+        var weekTopics = SmallCounter()
+        var interests = SmallCounter()
         // Tags as read (few distinct ones), made primary subtags once below.
-        var readLanguages: Set<String> = []
+        var readLanguages: [String] = []
         var lastLanguage: String?
         // Every article read (the earlier reads and last weeks' picks are asked separately, below).
-        var readIDs = Set<String>(minimumCapacity: reads.count)
+        var readIDs = SmallSet()
         let weights = configuration.weekWeights
         let interestStart = window.start - Int64(weights.count - 1) * Self.weekSeconds
         for read in reads {
             readIDs.insert(read.articleID)
             if read.readAt >= interestStart, let language = read.language, language != lastLanguage {
-                readLanguages.insert(language)
+                if !readLanguages.contains(language) { readLanguages.append(language) }
                 lastLanguage = language
             }
             guard read.readAt >= interestStart, read.readAt < window.end else { continue }
             // Weeks before the digest's week, 0 for the week itself.
             let weeksBefore = Int((window.start + Self.weekSeconds - 1 - read.readAt) / Self.weekSeconds)
             let weight = weights[max(0, weeksBefore)]
-            for topic in read.topics { interests[topic, default: 0] += weight }
+            for topic in read.topics { interests.add(weight, to: topic) }
             guard let day = window.dayIndex(of: read.readAt) else { continue }
             if day >= 7 {
                 weekArticles.insert(read.articleID)
                 weekSeconds += max(0, read.seconds)
                 activeDays |= 1 << UInt16(day)
-                for topic in read.topics { weekTopics[topic, default: 0] += 1 }
+                for topic in read.topics { weekTopics.add(1, to: topic) }
             } else {
                 previousArticles.insert(read.articleID)
                 previousSeconds += max(0, read.seconds)
@@ -110,7 +112,7 @@ public struct DigestBuilder: Sendable {
         }
         var languages = Set(readLanguages.compactMap(LanguageTag.primary))
         if let own = LanguageTag.primary(reader.locale) { languages.insert(own) }
-        let topTopic = weekTopics.max { a, b in a.value != b.value ? a.value < b.value : a.key > b.key }?.key
+        let topTopic = weekTopics.entries.max { a, b in a.count != b.count ? a.count < b.count : a.key > b.key }?.key
         let stats = WeeklyStats(
             articlesRead: weekArticles.count,
             minutesRead: Self.minutes(weekSeconds, articles: weekArticles.count),
@@ -122,7 +124,7 @@ public struct DigestBuilder: Sendable {
             limit: configuration.maxPicks,
             publishedFrom: window.end - configuration.freshnessSeconds,
             until: window.end,
-            weights: interests,
+            weights: interests.entries.map { ($0.key, $0.count) },
             languages: languages
         ) { readIDs.contains($0) || history.readEarlier.contains($0) || history.recentPicks.contains($0) }
         return WeeklyDigest(reader: reader, window: window, stats: stats, picks: picks)
@@ -132,5 +134,55 @@ public struct DigestBuilder: Sendable {
     static func minutes(_ seconds: Int, articles: Int) -> Int {
         let minutes = (seconds + 30) / 60
         return articles > 0 ? max(1, minutes) : minutes
+    }
+}
+
+/// Distinct strings: an array searched in turn while small, a hashed set past ``limit``.
+struct SmallSet {
+    static let limit = 32
+    private var small: [String] = []
+    private var large: Set<String>?
+
+    var count: Int { large?.count ?? small.count }
+
+    mutating func insert(_ value: String) {
+        if large != nil {
+            large!.insert(value)
+        } else if !small.contains(value) {
+            small.append(value)
+            if small.count > Self.limit {
+                large = Set(small)
+                small = []
+            }
+        }
+    }
+
+    func contains(_ value: String) -> Bool { large?.contains(value) ?? small.contains(value) }
+}
+
+/// Counts by string key, in first-seen order: an array searched in turn while small, hashed past
+/// ``SmallSet/limit`` keys.
+struct SmallCounter {
+    private(set) var entries: [(key: String, count: Int)] = []
+    private var positions: [String: Int]?
+
+    mutating func add(_ amount: Int, to key: String) {
+        if let positions {
+            if let index = positions[key] {
+                entries[index].count += amount
+            } else {
+                self.positions![key] = entries.count
+                entries.append((key, amount))
+            }
+            return
+        }
+        if let index = entries.firstIndex(where: { $0.key == key }) {
+            entries[index].count += amount
+            return
+        }
+        entries.append((key, amount))
+        if entries.count > SmallSet.limit {
+            positions = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.key, $0) })
+        }
     }
 }

@@ -35,11 +35,15 @@ public protocol HistoryReader: Sendable {
     func reads(of users: [StoredReader], since: [Int64]) async throws -> [[ReadEvent]]
     /// For each user, which of `articles` (ids) they read before `before`, whenever that was: the
     /// reads a digest's candidates need beyond those ``reads(of:since:)`` returned, looked up by
-    /// article (the reads index on article and user), never by the user's whole history.
-    func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [Set<String>]
+    /// article (the reads index on article and user), never by the user's whole history. In any
+    /// order; an article read twice may come twice.
+    func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [[String]]
     /// For each user, the articles picked for them in the digests of `weeks` (what the ledger kept
     /// of the messages it enqueued: ``OutboxMessage/picks``).
-    func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) async throws -> [Set<String>]
+    /// In any order; an article picked in two of `weeks` may come twice.
+    func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) async throws -> [[String]]
+    /// What `request` asks of each user's history (by default the three queries above in turn).
+    func histories(of users: [StoredReader], request: HistoryRequest) async throws -> [ReaderHistory]
     /// Articles published in `[from, until)`.
     func articles(publishedFrom from: Int64, until: Int64) async throws -> [Article]
     /// Whether any read falls in `[from, until)`.
@@ -50,23 +54,51 @@ public protocol HistoryReader: Sendable {
     func users(idPrefix prefix: String, limit: Int) async throws -> [StoredReader]
 }
 
+/// What a digest asks of each user's history (see ``HistoryReader/histories(of:request:)``).
+public struct HistoryRequest: Sendable {
+    /// Per user, where their reads start (`Int64.max`: none wanted).
+    public var since: [Int64]
+    /// The candidate articles whose earlier reads are wanted, read before `before` (`nil`: none).
+    public var candidates: [String]
+    public var before: Int64?
+    /// The weeks whose picks are wanted (none when empty).
+    public var pickWeeks: [ISOWeek]
+
+    public init(since: [Int64], candidates: [String], before: Int64?, pickWeeks: [ISOWeek]) {
+        self.since = since
+        self.candidates = candidates
+        self.before = before
+        self.pickWeeks = pickWeeks
+    }
+}
+
 extension HistoryReader {
     /// What `composer` needs of each user: their reads since ``BatchComposer/readsSince(_:)``, the
     /// candidates they read before that, and the previous weeks' picks (three queries a batch).
     public func histories(of users: [StoredReader], for composer: BatchComposer) async throws -> [ReaderHistory] {
         let since = users.map { composer.readsSince($0.reader) }
-        let reads = try await self.reads(of: users, since: since)
-        // Reads at or after a user's own start came above; one bound for the batch may return a few
-        // of those again, which changes nothing.
+        // Reads at or after a user's own start come with their reads; one bound for the batch may
+        // return a few of those again, which changes nothing.
         let before = since.lazy.filter { $0 != Int64.max }.max()
+        let request = HistoryRequest(
+            since: since, candidates: composer.candidateIDs, before: before,
+            pickWeeks: before == nil ? [] : composer.noRepeatWeeks)
+        return try await histories(of: users, request: request)
+    }
+
+    /// The reads, earlier reads and picks of `request`, one query after the other (a store may
+    /// answer them together, e.g. in one read transaction).
+    public func histories(of users: [StoredReader], request: HistoryRequest) async throws -> [ReaderHistory] {
+        let reads = try await self.reads(of: users, since: request.since)
         let earlier =
-            if let before { try await earlierReads(of: users, among: composer.candidateIDs, before: before) } else {
-                [Set<String>](repeating: [], count: users.count)
+            if let before = request.before {
+                try await earlierReads(of: users, among: request.candidates, before: before)
+            } else {
+                [[String]](repeating: [], count: users.count)
             }
-        let weeks = composer.noRepeatWeeks
         let picks =
-            before == nil || weeks.isEmpty
-            ? [Set<String>](repeating: [], count: users.count) : try await recentPicks(of: users, weeks: weeks)
+            request.pickWeeks.isEmpty
+            ? [[String]](repeating: [], count: users.count) : try await recentPicks(of: users, weeks: request.pickWeeks)
         return (0..<users.count).map { ReaderHistory(reads: reads[$0], readEarlier: earlier[$0], recentPicks: picks[$0]) }
     }
 }
