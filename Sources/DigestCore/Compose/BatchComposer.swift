@@ -52,7 +52,7 @@ public struct BatchComposer: Sendable {
     ) {
         calendar = WeekCalendar(week: configuration.week, delivery: configuration.delivery)
         builder = DigestBuilder(pool: CandidatePool(articles: articles), configuration: configuration.digest)
-        candidateIDs = builder.pool.articles.map(\.id)
+        candidateIDs = builder.pool.ids
         self.templates = templates
         planner = VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder))
         self.attachments = attachments

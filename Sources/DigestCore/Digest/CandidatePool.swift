@@ -13,6 +13,8 @@
 public struct CandidatePool: Sendable {
     /// Newest first; ties broken by id so picks are deterministic.
     public let articles: [Article]
+    /// The articles' ids in the same order (asking an id of `articles` copies the whole article).
+    let ids: [String]
     /// For each topic, the articles that carry it, as bits.
     let topicBits: [String: [UInt64]]
     /// For each primary language subtag, the articles in it, as bits.
@@ -47,6 +49,7 @@ public struct CandidatePool: Sendable {
             }
         }
         self.articles = sorted
+        self.ids = sorted.map(\.id)
         self.topicBits = bits
         self.languageBits = languages
         self.unlabelledBits = unlabelled
@@ -173,7 +176,7 @@ public struct CandidatePool: Sendable {
                                 k += 1
                             }
                         }
-                        if isExcluded(articles[index].id) { continue }
+                        if isExcluded(ids[index]) { continue }
                         var position = kept.count
                         while position > 0
                             && (kept[position - 1].score < score
@@ -194,7 +197,7 @@ public struct CandidatePool: Sendable {
                 while matching != 0 {
                     let index = (low + slot) << 6 | matching.trailingZeroBitCount
                     matching &= matching - 1
-                    guard !isExcluded(articles[index].id) else { continue }
+                    guard !isExcluded(ids[index]) else { continue }
                     picked.append(articles[index])
                     if picked.count == limit { return picked }
                 }
