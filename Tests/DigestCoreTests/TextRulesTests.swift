@@ -32,7 +32,7 @@ let trickySamples: [TextSample] = [
 
 let limits = [1, 2, 10, 50, 60, 80, 120]
 
-/// The rule of DESIGN.md, written independently: the cut position, then stripping, then the ellipsis.
+/// The rule of docs/007-rules-and-limits.md, written independently: the cut position, then stripping, then the ellipsis.
 func expectedTruncation(_ text: String, limit: Int) -> String {
     let chars = Array(text)
     if chars.count <= limit { return text }

@@ -3,7 +3,7 @@ import DigestPreview
 import Foundation
 import Testing
 
-/// The visible lines of each surface follow PLATFORM-LIMITS.md's "What devices show".
+/// The visible lines of each surface follow docs/007-rules-and-limits.md, "What devices show".
 @Suite struct LineLimitTests {
     let pool = PreviewFixtures.pool
 

@@ -4,7 +4,7 @@ import DigestStore
 import Foundation
 import Testing
 
-/// The FCM errors table (PLATFORM-LIMITS.md) as verdicts, without I/O.
+/// The FCM errors table (docs/007-rules-and-limits.md) as verdicts, without I/O.
 @Suite struct FCMResponseTests {
     static func body(_ code: Int, _ status: String, fcm: String? = nil) -> [UInt8] {
         let details = fcm.map { #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"# } ?? ""

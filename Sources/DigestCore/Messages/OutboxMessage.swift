@@ -1,6 +1,6 @@
 import Crypto
 
-/// A finished message as the run hands it to the outbox (DESIGN.md, "The outbox").
+/// A finished message as the run hands it to the outbox (docs/001-outbox-semantics.md).
 public struct OutboxMessage: Sendable, Hashable {
     /// `<week>:<user id>:<sha256 of token, hex>`: one message per device and week.
     public var dedupeKey: String

@@ -1,7 +1,7 @@
 import Synchronization
 
-/// Chooses a user's variant and fits their texts to every length and byte budget (DESIGN.md, "Text
-/// rules" and "Variants"), recording each rule that fired.
+/// Chooses a user's variant and fits their texts to every length and byte budget
+/// (docs/007-rules-and-limits.md, "Text rules" and "Variants"), recording each rule that fired.
 public struct VariantPlanner: Sendable {
     /// Limits and policy. Lengths are grapheme clusters; budgets are UTF-8 bytes.
     public struct Configuration: Sendable, Hashable {
@@ -137,7 +137,7 @@ public struct VariantPlanner: Sendable {
                 encoded.plan = plan
                 return encoded
             }
-            // Over budget: degrade one step, in DESIGN.md's order, and try again.
+            // Over budget: degrade one step, in the order of docs/007-rules-and-limits.md, and try again.
             if variant == .bigText && limits.bullets > 1 {
                 limits.bullets -= 1
                 rules.set(.budgetBullets, String(limits.bullets))

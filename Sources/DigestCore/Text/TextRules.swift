@@ -1,6 +1,6 @@
 import Foundation
 
-/// The text rules every string of a notification obeys (DESIGN.md, "Text rules").
+/// The text rules every string of a notification obeys (docs/007-rules-and-limits.md).
 ///
 /// Lengths count grapheme clusters, so an emoji ZWJ sequence, a flag or a letter with combining marks
 /// is one character and is never split.

@@ -21,12 +21,12 @@ public struct TextLimits: Sendable, Hashable, Codable {
     public var bodyUTF16: Int?
     /// Newlines become spaces (Android's single-line text view).
     public var singleLineBody: Bool
-    /// Where the numbers come from (PLATFORM-LIMITS.md, "What devices show").
+    /// Where the numbers come from (docs/007-rules-and-limits.md, "What devices show").
     public var source: String
 }
 
-/// The one table of line limits per surface, style and state (PLATFORM-LIMITS.md, "What devices
-/// show"). Numbers marked unconfirmed there are defaults here too.
+/// The one table of line limits per surface, style and state (docs/007-rules-and-limits.md, "What
+/// devices show"). Numbers marked unconfirmed there are defaults here too.
 public enum LineLimits {
     struct Key: Hashable {
         var platform: Platform

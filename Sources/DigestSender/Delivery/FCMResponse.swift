@@ -1,6 +1,6 @@
 public import Foundation
 
-/// What to do with a message after one try (PLATFORM-LIMITS.md, "FCM errors and what a sender does").
+/// What to do with a message after one try (docs/007-rules-and-limits.md, "FCM errors and what the sender does").
 public enum FCMVerdict: Sendable, Hashable {
     /// Accepted: FCM's message name.
     case sent(name: String)

@@ -11,7 +11,7 @@ import Synchronization
 
 /// The reference outbox consumer: leases due messages, posts each to FCM HTTP v1
 /// (`{endpoint}/v1/projects/{project_id}/messages:send`) with a bounded number in flight, and settles
-/// each by FCM's answer (PLATFORM-LIMITS.md, "FCM errors and what a sender does").
+/// each by FCM's answer (docs/007-rules-and-limits.md, "FCM errors and what the sender does").
 ///
 /// A `Service`: on graceful shutdown (SIGTERM in a `ServiceGroup`) it sends nothing new, lets the
 /// requests in flight finish and be settled, releases the leases it still holds, and returns.

@@ -1,4 +1,4 @@
-/// When a failed message is tried again (PLATFORM-LIMITS.md, "FCM errors and what a sender does").
+/// When a failed message is tried again (docs/007-rules-and-limits.md, "FCM errors and what the sender does").
 public struct RetryPolicy: Sendable, Hashable {
     /// The first backoff; doubles with each attempt.
     public var base: Duration = .seconds(1)

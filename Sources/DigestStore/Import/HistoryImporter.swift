@@ -1,7 +1,7 @@
 public import DigestCore
 import Foundation
 
-/// The three input files of DESIGN.md ("Input").
+/// The three input files (README, "Command line": the formats under `digest import`).
 public enum ImportKind: String, Sendable, CaseIterable, Codable {
     case users, articles, reads
 

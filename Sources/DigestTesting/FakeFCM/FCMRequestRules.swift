@@ -2,7 +2,7 @@ import Foundation
 
 /// The FCM HTTP v1 rules the fake server checks each `messages:send` body against: the request shape,
 /// exactly one target, string data values and unreserved keys, the platform sections' shapes and the
-/// byte budgets (PLATFORM-LIMITS.md). Returns what FCM's `INVALID_ARGUMENT` would say, or nil.
+/// byte budgets (docs/007-rules-and-limits.md). Returns what FCM's `INVALID_ARGUMENT` would say, or nil.
 public enum FCMRequestRules {
     /// What a valid request carried that the tests look at.
     public struct Accepted: Sendable, Hashable {
