@@ -29,6 +29,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                     lease_owner = NULL, leased_until = NULL
                 FROM expired WHERE o.id = expired.id
                 """)
+            try await Self.settleWindows(connection, now: now)
             let rows = try await connection.rows(
                 """
                 WITH due AS (
@@ -161,18 +162,46 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
     }
 
     public func backlog(now: Int64) async throws -> OutboxBacklog {
+        try await session.transaction { try await Self.settleWindows($0, now: now) }
         guard
             let row = try await session.rows(
                 """
                 SELECT
                     (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= to_timestamp(\(now))),
                     (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > to_timestamp(\(now)) AND attempts > 0),
-                    (SELECT count(*) FROM digest_outbox WHERE state = 'leased')
+                    (SELECT count(*) FROM digest_outbox WHERE state = 'leased'),
+                    (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > to_timestamp(\(now)) AND attempts = 0),
+                    (SELECT extract(epoch FROM min(available_at))::int8 FROM digest_outbox
+                     WHERE state = 'ready' AND available_at > to_timestamp(\(now)))
                 """
             ).first
         else { return OutboxBacklog() }
-        let (due, retrying, leased) = try row.decode((Int, Int, Int).self)
-        return OutboxBacklog(due: due, retrying: retrying, leased: leased)
+        let (due, retrying, leased, waiting, next) = try row.decode((Int, Int, Int, Int, Int64?).self)
+        return OutboxBacklog(due: due, retrying: retrying, leased: leased, waiting: waiting, nextDue: next)
+    }
+
+    /// Expires ready messages past their TTL and holds those whose window ended (the reader's quiet
+    /// hours began) until the next one, as the SQLite consumer does (docs/003).
+    static func settleWindows(_ connection: PostgresConnection, now: Int64) async throws {
+        try await connection.run(
+            """
+            UPDATE digest_outbox
+            SET state = 'expired',
+                last_error = 'EXPIRED: not sent before its TTL ended at ' || to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+            WHERE state = 'ready' AND expires_at <= to_timestamp(\(now))
+            """)
+        try await connection.run(
+            """
+            WITH held AS (
+                SELECT id, floor(extract(epoch FROM to_timestamp(\(now)) - window_end) / 86400)::int8 AS days
+                FROM digest_outbox WHERE state = 'ready' AND window_end <= to_timestamp(\(now))
+                FOR UPDATE SKIP LOCKED)
+            UPDATE digest_outbox o
+            SET available_at = greatest(o.available_at, o.quiet_until + interval '1 second' * (86400 * held.days)),
+                window_end = o.window_end + interval '1 second' * (86400 * (held.days + 1)),
+                quiet_until = o.quiet_until + interval '1 second' * (86400 * (held.days + 1))
+            FROM held WHERE o.id = held.id
+            """)
     }
 
     static func messages(_ rows: [PostgresRow]) throws -> [LeasedMessage] {

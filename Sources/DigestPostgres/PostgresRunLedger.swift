@@ -67,6 +67,8 @@ public final class PostgresRunLedger: RunLedger {
     ) async throws -> Int {
         var keys: [String] = [], weeks: [String] = [], users: [String] = [], platforms: [String] = [], variants: [String] = []
         var bodies: [PostgresUTF8Text] = [], reports: [String] = [], due: [Int64] = []
+        // 0 stands for NULL (no quiet hours, no expiry).
+        var windowEnds: [Int64] = [], quietUntils: [Int64] = [], expiries: [Int64] = []
         // One picks row per user and week (a user's messages come together and share their picks), the
         // ids joined by a unit separator that the statement splits again.
         var pickUsers: [String] = [], pickWeeks: [String] = [], pickLists: [String] = []
@@ -84,6 +86,9 @@ public final class PostgresRunLedger: RunLedger {
             bodies.append(PostgresUTF8Text(bytes: message.message))
             reports.append(message.report)
             due.append(message.availableAt)
+            windowEnds.append(message.windowEnd ?? 0)
+            quietUntils.append(message.quietUntil ?? 0)
+            expiries.append(message.expiresAt ?? 0)
         }
         let countersJSON = String(decoding: try Self.encoder.encode(counters), as: UTF8.self)
         let name = week.description
@@ -91,10 +96,13 @@ public final class PostgresRunLedger: RunLedger {
         let rows = try await session.rows(
             """
             WITH inserted AS (
-                INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at)
-                SELECT k, w, u, p, v, m::jsonb, r::jsonb, to_timestamp(a), to_timestamp(\(now))
+                INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at,
+                                           window_end, quiet_until, expires_at)
+                SELECT k, w, u, p, v, m::jsonb, r::jsonb, to_timestamp(a), to_timestamp(\(now)),
+                       to_timestamp(nullif(we, 0)), to_timestamp(nullif(qu, 0)), to_timestamp(nullif(ex, 0))
                 FROM unnest(\(keys)::text[], \(weeks)::text[], \(users)::text[], \(platforms)::text[], \(variants)::text[],
-                            \(bodies)::text[], \(reports)::text[], \(due)::int8[]) AS t(k, w, u, p, v, m, r, a)
+                            \(bodies)::text[], \(reports)::text[], \(due)::int8[], \(windowEnds)::int8[], \(quietUntils)::int8[],
+                            \(expiries)::int8[]) AS t(k, w, u, p, v, m, r, a, we, qu, ex)
                 ON CONFLICT (dedupe_key) DO NOTHING
                 RETURNING 1),
             picked AS (

@@ -122,6 +122,17 @@ enum PostgresSchema {
             PRIMARY KEY (user_id, week)
         );
         """,
+        // 4: delivery windows: the reader's quiet hours and the message's expiry as UTC instants
+        // (docs/001); state 'expired'.
+        """
+        ALTER TABLE digest_outbox ADD COLUMN window_end timestamptz;
+        ALTER TABLE digest_outbox ADD COLUMN quiet_until timestamptz;
+        ALTER TABLE digest_outbox ADD COLUMN expires_at timestamptz;
+        ALTER TABLE digest_outbox DROP CONSTRAINT digest_outbox_state_check;
+        ALTER TABLE digest_outbox ADD CONSTRAINT digest_outbox_state_check CHECK (state IN ('ready', 'leased', 'sent', 'dead', 'expired'));
+        CREATE INDEX digest_outbox_window ON digest_outbox (window_end) WHERE state = 'ready' AND window_end IS NOT NULL;
+        CREATE INDEX digest_outbox_expiry ON digest_outbox (expires_at) WHERE state = 'ready' AND expires_at IS NOT NULL
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

@@ -46,15 +46,21 @@ final class SQLiteImportQueries {
     }
 
     private func upsert(user: Reader) throws -> Bool {
+        // `seq` orders users for rolling runs (docs/001): a new user, one that moved zone and one
+        // that gained a device take the next number, so the runs of weeks already under way find them.
         let upsert = try connection.statement(
             """
-            INSERT INTO users (id, locale, time_zone, opted_out) VALUES (?1, ?2, ?3, ?4)
-            ON CONFLICT (id) DO UPDATE SET locale = ?2, time_zone = ?3, opted_out = ?4
+            INSERT INTO users (id, locale, time_zone, opted_out, seq)
+            VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(seq), 0) + 1 FROM users))
+            ON CONFLICT (id) DO UPDATE SET locale = ?2, time_zone = ?3, opted_out = ?4,
+                seq = CASE WHEN time_zone IS NOT ?3 THEN (SELECT max(seq) + 1 FROM users) ELSE seq END
             WHERE locale IS NOT ?2 OR time_zone IS NOT ?3 OR opted_out IS NOT ?4
             """)
+        let rowBefore = connection.lastInsertRowID
         upsert.bind([user.id, user.locale, user.timeZone, user.optedOut ? 1 : 0])
         try upsert.run()
         var changed = connection.changes > 0
+        let inserted = connection.lastInsertRowID != rowBefore
         guard let key = try userKey(user.id) else { return changed }
         // Devices: remove the ones no longer listed, add the new ones.
         let tokens = SQLiteHistoryQueries.encodeTopics(user.devices.map(\.token))
@@ -65,16 +71,29 @@ final class SQLiteImportQueries {
         try remove.run()
         changed = changed || connection.changes > 0
         let insert = try connection.statement(
-            """
-            INSERT INTO devices (user_pk, token, platform) VALUES (?1, ?2, ?3)
-            ON CONFLICT (user_pk, token) DO UPDATE SET platform = ?3 WHERE platform IS NOT ?3
-            """)
+            "INSERT INTO devices (user_pk, token, platform) VALUES (?1, ?2, ?3) ON CONFLICT (user_pk, token) DO NOTHING")
+        let update = try connection.statement(
+            "UPDATE devices SET platform = ?3 WHERE user_pk = ?1 AND token = ?2 AND platform IS NOT ?3")
+        var gainedDevice = false
         for device in user.devices {
             insert.reset()
             insert.bind([key, device.token, device.platform.rawValue])
             try insert.run()
+            if connection.changes > 0 {
+                gainedDevice = true
+                continue
+            }
+            update.reset()
+            update.bind([key, device.token, device.platform.rawValue])
+            try update.run()
             changed = changed || connection.changes > 0
         }
+        if gainedDevice && !inserted {
+            let bump = try connection.statement("UPDATE users SET seq = (SELECT max(seq) + 1 FROM users) WHERE pk = ?")
+            bump.bind(key, at: 1)
+            try bump.run()
+        }
+        changed = changed || gainedDevice
         return changed
     }
 

@@ -39,8 +39,9 @@ final class SQLiteLedgerQueries {
         try connection.transaction {
             let insert = try connection.statement(
                 """
-                INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
+                INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at,
+                    window_end, quiet_until, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
                 """)
             let pick = try connection.statement(
                 "INSERT INTO digest_picks (user_id, week, picks) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
@@ -66,6 +67,9 @@ final class SQLiteLedgerQueries {
                 insert.bind(message.report, at: 7)
                 insert.bind(message.availableAt, at: 8)
                 insert.bind(now, at: 9)
+                insert.bind(message.windowEnd, at: 10)
+                insert.bind(message.quietUntil, at: 11)
+                insert.bind(message.expiresAt, at: 12)
                 try insert.run()
                 inserted += connection.changes
             }

@@ -16,6 +16,7 @@ final class SQLiteOutboxQueries {
             sweep.bind(now, at: 1)
             sweep.bind(maxAttempts, at: 2)
             try sweep.run()
+            try settleWindows(now: now)
             let lease = try connection.statement(SQL.lease)
             lease.bind(owner, at: 1)
             lease.bind(now + leaseSeconds, at: 2)
@@ -33,6 +34,17 @@ final class SQLiteOutboxQueries {
             messages.sort { $0.id < $1.id }
             return messages
         }
+    }
+
+    /// Expires ready messages past their TTL and holds those whose sending window ended (quiet hours)
+    /// until the window after (docs/001).
+    private func settleWindows(now: Int64) throws {
+        let expire = try connection.statement(SQL.expireTTL)
+        expire.bind(now, at: 1)
+        try expire.run()
+        let hold = try connection.statement(SQL.hold)
+        hold.bind(now, at: 1)
+        try hold.run()
     }
 
     @discardableResult
@@ -127,10 +139,13 @@ final class SQLiteOutboxQueries {
     }
 
     func backlog(now: Int64) throws -> OutboxBacklog {
+        try connection.transaction { try settleWindows(now: now) }
         let statement = try connection.statement(SQL.backlog)
         statement.bind(now, at: 1)
         guard try statement.step() else { return OutboxBacklog() }
-        let backlog = OutboxBacklog(due: statement.int(0), retrying: statement.int(1), leased: statement.int(2))
+        let backlog = OutboxBacklog(
+            due: statement.int(0), retrying: statement.int(1), leased: statement.int(2), waiting: statement.int(3),
+            nextDue: statement.isNull(4) ? nil : statement.int64(4))
         statement.reset()
         return backlog
     }
@@ -203,7 +218,26 @@ final class SQLiteOutboxQueries {
             SELECT
                 (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= ?1),
                 (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > ?1 AND attempts > 0),
-                (SELECT count(*) FROM digest_outbox WHERE state = 'leased')
+                (SELECT count(*) FROM digest_outbox WHERE state = 'leased'),
+                (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > ?1 AND attempts = 0),
+                (SELECT min(available_at) FROM digest_outbox WHERE state = 'ready' AND available_at > ?1)
+            """
+        /// A ready message whose TTL ended is never sent.
+        static let expireTTL = """
+            UPDATE digest_outbox
+            SET state = 'expired',
+                last_error = 'EXPIRED: not sent before its TTL ended at ' || strftime('%Y-%m-%dT%H:%M:%SZ', expires_at, 'unixepoch')
+            WHERE state = 'ready' AND expires_at <= ?1
+            """
+        /// A ready message whose window ended (the reader's quiet hours began) waits for the next one:
+        /// its window moves on by whole days until it ends after now; it is due when the quiet hours
+        /// before that window end (at once when that has passed), or at its retry time if later.
+        static let hold = """
+            UPDATE digest_outbox
+            SET available_at = max(available_at, quiet_until + ((?1 - window_end) / 86400) * 86400),
+                window_end = window_end + ((?1 - window_end) / 86400 + 1) * 86400,
+                quiet_until = quiet_until + ((?1 - window_end) / 86400 + 1) * 86400
+            WHERE state = 'ready' AND window_end <= ?1
             """
     }
 }

@@ -79,6 +79,56 @@ enum SQLiteSchema {
             PRIMARY KEY (user_id, week)
         ) WITHOUT ROWID;
         """,
+        // 4: delivery windows (quiet hours, expiry: state 'expired', which the state check gains, so the
+        // outbox is rebuilt); rolling runs: users in a sequence that grows when a user is added, moves
+        // zone or gains a device, walked per zone from each (week, zone)'s cursor.
+        """
+        CREATE TABLE digest_outbox_v4 (
+            id INTEGER PRIMARY KEY,
+            dedupe_key TEXT NOT NULL UNIQUE,
+            week TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            message TEXT NOT NULL,
+            report TEXT NOT NULL,
+            available_at INTEGER NOT NULL,
+            state TEXT NOT NULL DEFAULT 'ready' CHECK (state IN ('ready', 'leased', 'sent', 'dead', 'expired')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            leased_until INTEGER,
+            lease_owner TEXT,
+            last_error TEXT,
+            created_at INTEGER NOT NULL,
+            sent_at INTEGER,
+            fcm_name TEXT,
+            window_end INTEGER,
+            quiet_until INTEGER,
+            expires_at INTEGER
+        );
+        INSERT INTO digest_outbox_v4 (id, dedupe_key, week, user_id, platform, variant, message, report, available_at,
+            state, attempts, leased_until, lease_owner, last_error, created_at, sent_at, fcm_name)
+        SELECT id, dedupe_key, week, user_id, platform, variant, message, report, available_at,
+            state, attempts, leased_until, lease_owner, last_error, created_at, sent_at, fcm_name FROM digest_outbox;
+        DROP TABLE digest_outbox;
+        ALTER TABLE digest_outbox_v4 RENAME TO digest_outbox;
+        CREATE INDEX digest_outbox_lease ON digest_outbox (state, available_at);
+        CREATE INDEX digest_outbox_retrying ON digest_outbox (available_at) WHERE state = 'ready' AND attempts > 0;
+        CREATE INDEX digest_outbox_window ON digest_outbox (window_end) WHERE state = 'ready' AND window_end IS NOT NULL;
+        CREATE INDEX digest_outbox_expiry ON digest_outbox (expires_at) WHERE state = 'ready' AND expires_at IS NOT NULL;
+        ALTER TABLE users ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+        UPDATE users SET seq = pk;
+        CREATE UNIQUE INDEX users_seq ON users (seq);
+        CREATE INDEX users_zone ON users (time_zone, seq);
+        CREATE TABLE digest_zone_runs (
+            week TEXT NOT NULL,
+            time_zone TEXT NOT NULL,
+            cursor INTEGER NOT NULL,
+            ends_at INTEGER NOT NULL,
+            users INTEGER NOT NULL DEFAULT 0,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (week, time_zone)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

@@ -28,6 +28,15 @@ public final class SQLiteStatement {
 
     public func bind(_ value: Int, at index: Int32) { bind(Int64(value), at: index) }
 
+    /// Binds an integer, or NULL.
+    public func bind(_ value: Int64?, at index: Int32) {
+        guard let value else {
+            sqlite3_bind_null(handle, index)
+            return
+        }
+        sqlite3_bind_int64(handle, index, value)
+    }
+
     public func bind(_ value: String?, at index: Int32) {
         guard let value else {
             sqlite3_bind_null(handle, index)

@@ -21,6 +21,8 @@ public struct BatchComposer: Sendable {
         public var week: ISOWeek
         public var sendAt: SendAt = .local
         public var delivery: WeekCalendar.DeliveryTime = .mondayMorning
+        /// Local hours in which no message becomes due (`nil`: none; ignored with ``SendAt/now``).
+        public var quietHours: QuietHours? = .night
         public var digest = DigestBuilder.Configuration()
         public var planner = VariantPlanner.Configuration()
         public var encoder = FCMEncoder.Configuration()
@@ -50,13 +52,26 @@ public struct BatchComposer: Sendable {
         configuration: Configuration, articles: [Article], templates: TemplateCatalog, attachments: any AttachmentProvider,
         now: Int64
     ) {
-        calendar = WeekCalendar(week: configuration.week, delivery: configuration.delivery)
+        calendar = WeekCalendar(
+            week: configuration.week, delivery: configuration.delivery, quietHours: configuration.quietHours)
         builder = DigestBuilder(pool: CandidatePool(articles: articles), configuration: configuration.digest)
         candidateIDs = builder.pool.ids
         self.templates = templates
         planner = VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder))
         self.attachments = attachments
         sendNow = configuration.sendAt == .now ? now : nil
+        self.now = now
+    }
+
+    /// The instant the messages are composed at (the run's).
+    public let now: Int64
+
+    /// When a reader's message becomes due and may be sent (``WeekCalendar/slot(forZone:now:ttl:)``;
+    /// with ``SendAt/now``, at once with no quiet hours).
+    public func slot(for reader: Reader) -> DeliverySlot {
+        let ttl = Int64(planner.encoder.configuration.ttlSeconds)
+        if let sendNow { return DeliverySlot(availableAt: sendNow, windowEnd: nil, quietUntil: nil, expiresAt: sendNow + ttl) }
+        return calendar.slot(forZone: reader.timeZone, now: now, ttl: ttl)
     }
 
     /// Where a reader's reads start: Monday 00:00 in their own zone of the first of the weeks their
@@ -160,10 +175,11 @@ public struct BatchComposer: Sendable {
         user.localeFellBack = localized.fellBackToRoot
         user.image = image
         let platforms = Set(reader.devices.map(\.platform))
+        let slot = slot(for: reader)
         let encoded: EncodedPlan
         do {
             encoded = try planner.planAndEncode(
-                digest, templates: localized, image: image, platforms: platforms, deliverAt: sendNow)
+                digest, templates: localized, image: image, platforms: platforms, deliverAt: slot.availableAt)
         } catch {
             user.skipped = .overBudget
             return user
@@ -179,7 +195,8 @@ public struct BatchComposer: Sendable {
             OutboxMessage(
                 dedupeKey: OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: device.token),
                 week: window.week.description, userID: reader.id, platform: device.platform,
-                variant: plan.variant, message: body, report: report, availableAt: plan.deliverAt, picks: plan.picks)
+                variant: plan.variant, message: body, report: report, availableAt: slot.availableAt, picks: plan.picks,
+                windowEnd: slot.windowEnd, quietUntil: slot.quietUntil, expiresAt: slot.expiresAt)
         }
         return user
     }

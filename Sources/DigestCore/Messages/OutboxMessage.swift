@@ -17,11 +17,21 @@ public struct OutboxMessage: Sendable, Hashable {
     /// The digest's picks (article ids, best first): the store keeps them per user and week so later
     /// digests do not repeat them. The same for every device of a user.
     public var picks: [String]
+    /// When the reader's quiet hours start after `availableAt` (`nil`: none): a sender holds a message
+    /// it did not send by then until `quietUntil`, the same hours each following day.
+    public var windowEnd: Int64?
+    public var quietUntil: Int64?
+    /// Due time plus TTL: not sent at or after it (state `expired`). `nil`: never expires.
+    public var expiresAt: Int64?
 
     public init(
         dedupeKey: String, week: String, userID: String, platform: Platform, variant: Variant,
-        message: [UInt8], report: String, availableAt: Int64, picks: [String] = []
+        message: [UInt8], report: String, availableAt: Int64, picks: [String] = [],
+        windowEnd: Int64? = nil, quietUntil: Int64? = nil, expiresAt: Int64? = nil
     ) {
+        self.windowEnd = windowEnd
+        self.quietUntil = quietUntil
+        self.expiresAt = expiresAt
         self.dedupeKey = dedupeKey
         self.week = week
         self.userID = userID

@@ -24,11 +24,61 @@ public final class WeekCalendar: Sendable {
 
     public let week: ISOWeek
     public let delivery: DeliveryTime
+    /// Local hours in which nothing becomes due (`nil`: none).
+    public let quietHours: QuietHours?
     private let cache = Mutex<[String: (window: WeekWindow, fellBack: Bool)]>([:])
+    private let slots = Mutex<[String: (now: Int64, ttl: Int64, slot: DeliverySlot)]>([:])
 
-    public init(week: ISOWeek, delivery: DeliveryTime = .mondayMorning) {
+    public init(week: ISOWeek, delivery: DeliveryTime = .mondayMorning, quietHours: QuietHours? = .night) {
         self.week = week
         self.delivery = delivery
+        self.quietHours = quietHours
+    }
+
+    /// When a message of this week for a reader in `zone` becomes due, enqueued at `now`: the delivery
+    /// time, or when that has passed, `now`, or when `now` is inside the quiet hours, their end; with
+    /// the window a sender may send it in (docs/001). Cached per zone.
+    public func slot(forZone zone: String, now: Int64, ttl: Int64) -> DeliverySlot {
+        if let hit = slots.withLock({ $0[zone] }), hit.now == now, hit.ttl == ttl { return hit.slot }
+        let window = window(forZone: zone).window
+        let timeZone = TimeZone(identifier: window.timeZone) ?? TimeZone(secondsFromGMT: 0)!
+        let slot = Self.makeSlot(deliverAt: window.deliverAt, timeZone: timeZone, quiet: quietHours, now: now, ttl: ttl)
+        slots.withLock { $0[zone] = (now, ttl, slot) }
+        return slot
+    }
+
+    static func makeSlot(deliverAt: Int64, timeZone: TimeZone, quiet: QuietHours?, now: Int64, ttl: Int64) -> DeliverySlot {
+        var due = max(now, deliverAt)
+        guard let quiet else { return DeliverySlot(availableAt: due, windowEnd: nil, quietUntil: nil, expiresAt: due + ttl) }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        if quiet.contains(minuteOfDay: localMinute(of: due, in: timeZone)) {
+            due = nextLocal(minuteOfDay: quiet.end, after: due, calendar: calendar)
+        }
+        let windowEnd = nextLocal(minuteOfDay: quiet.start, after: due, calendar: calendar)
+        let quietUntil = nextLocal(minuteOfDay: quiet.end, after: windowEnd, calendar: calendar)
+        return DeliverySlot(availableAt: due, windowEnd: windowEnd, quietUntil: quietUntil, expiresAt: due + ttl)
+    }
+
+    /// Minutes after local midnight at an instant.
+    static func localMinute(of instant: Int64, in timeZone: TimeZone) -> Int {
+        let local = instant + Int64(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant))))
+        let seconds = ((local % 86_400) + 86_400) % 86_400
+        return Int(seconds / 60)
+    }
+
+    /// The first instant after `instant` whose local time is `minuteOfDay` (a time skipped by a DST
+    /// change counts as the moment after the gap).
+    static func nextLocal(minuteOfDay: Int, after instant: Int64, calendar: Calendar) -> Int64 {
+        let offset = Int64(calendar.timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant))))
+        let local = instant + offset
+        let today = CivilDate(daysSinceEpoch: Int(local >= 0 ? local / 86_400 : (local - 86_399) / 86_400))
+        for days in 0...2 {
+            let candidate = localInstant(
+                today.adding(days: days), hour: minuteOfDay / 60, minute: minuteOfDay % 60, calendar: calendar)
+            if candidate > instant { return candidate }
+        }
+        preconditionFailure("a local time comes round within two days")
     }
 
     /// The week's window in a zone; an unknown zone gives UTC and `fellBack == true`.

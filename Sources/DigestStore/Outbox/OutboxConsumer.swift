@@ -105,13 +105,21 @@ public struct OutboxBacklog: Sendable, Hashable {
     public var retrying: Int
     /// `leased` by anyone.
     public var leased: Int
+    /// `ready`, never tried, not due yet: waiting for their delivery time or held through the
+    /// reader's quiet hours.
+    public var waiting: Int
+    /// The earliest `available_at` of the ready messages not due yet (`nil`: none).
+    public var nextDue: Int64?
 
-    public init(due: Int = 0, retrying: Int = 0, leased: Int = 0) {
+    public init(due: Int = 0, retrying: Int = 0, leased: Int = 0, waiting: Int = 0, nextDue: Int64? = nil) {
         self.due = due
         self.retrying = retrying
         self.leased = leased
+        self.waiting = waiting
+        self.nextDue = nextDue
     }
 
-    /// Nothing due, waiting to be retried, or held.
+    /// Nothing due, waiting to be retried, or held (messages waiting for a later delivery time do not
+    /// count: a draining sender stops and says how many wait until when).
     public var isEmpty: Bool { due == 0 && retrying == 0 && leased == 0 }
 }
