@@ -75,6 +75,26 @@ public struct SQLiteDatabase: DigestDatabase {
         try RunLock(path: path + ".lock")
     }
 
+    public var supportsRollingRuns: Bool { true }
+
+    /// Every zone's users (one pass over the index on zone), with the week's cursor and count.
+    public func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress] {
+        let rows: [(String, Int, Int)] = try await withConnection { connection in
+            let statement = try connection.statement(
+                """
+                SELECT u.time_zone, coalesce(z.users, 0), sum(u.seq > coalesce(z.cursor, 0))
+                FROM users u LEFT JOIN digest_zone_runs z ON z.week = ?1 AND z.time_zone = u.time_zone
+                GROUP BY u.time_zone
+                """)
+            statement.bind(week.description, at: 1)
+            var rows: [(String, Int, Int)] = []
+            while try statement.step() { rows.append((statement.string(0), statement.int(1), statement.int(2))) }
+            return rows
+        }
+        let calendar = WeekCalendar(week: week)
+        return rows.map { ZoneProgress(week: week.description, zone: $0.0, offset: calendar.utcOffset(forZone: $0.0), done: $0.1, waiting: $0.2) }
+    }
+
     public func runStatus(week: ISOWeek?) async throws -> [RunStatus] {
         try await withConnection { connection in
             let statement = try connection.statement(

@@ -130,12 +130,31 @@ final class SQLiteHistoryQueries {
         return articles
     }
 
-    /// One statement for the batch: the candidates' keys as a JSON array, each looked up on the
-    /// reads index by article (`reads_article`: article, then user) over the users' key range (a
-    /// batch's users are consecutive keys).
+    /// The candidates' reads before the history window (a republished story read long ago), by user
+    /// key: looked up once per run on the reads index by article and time (`reads_article_time`),
+    /// which finds only those old reads, whatever users a batch holds; kept while the candidates stay
+    /// the same and `before` within `bound`.
+    private var earlierCache: (articles: [String], bound: Int64, byUser: [Int64: [Int64]])?
+
+    /// For each user, the candidates they read before `before`. Reads at or after a user's own start
+    /// may come again (the bound covers every zone's start), which changes nothing.
     func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) throws -> [[String]] {
         var result = [[String]](repeating: [], count: users.count)
-        guard let first = users.first?.key, let last = users.last?.key, !articles.isEmpty else { return result }
+        guard !users.isEmpty, !articles.isEmpty else { return result }
+        if earlierCache == nil || earlierCache!.bound < before || earlierCache!.articles != articles {
+            earlierCache = (articles, before + 2 * 86_400, try oldReads(of: articles, before: before + 2 * 86_400))
+        }
+        guard let byUser = earlierCache?.byUser, !byUser.isEmpty else { return result }
+        for (index, user) in users.enumerated() {
+            guard let keys = byUser[user.key] else { continue }
+            result[index] = try keys.map { try article($0).id }
+        }
+        return result
+    }
+
+    /// Every read of `articles` before `before`, by user key: one statement, the articles' keys as a
+    /// JSON array, each a range of the index on (article, time).
+    private func oldReads(of articles: [String], before: Int64) throws -> [Int64: [Int64]] {
         var keys = JSONWriter(capacity: articles.count * 8)
         keys.beginArray()
         let lookup = try connection.statement("SELECT pk FROM articles WHERE id = ?")
@@ -153,24 +172,14 @@ final class SQLiteHistoryQueries {
         }
         keys.endArray()
         let statement = try connection.statement(
-            """
-            SELECT user_pk, article_pk FROM reads
-            WHERE article_pk IN (SELECT value FROM json_each(?1)) AND user_pk >= ?2 AND user_pk <= ?3 AND read_at < ?4
-            """)
+            "SELECT user_pk, article_pk FROM reads WHERE article_pk IN (SELECT value FROM json_each(?1)) AND read_at < ?2")
         statement.bindText(keys.bytes, at: 1)
-        statement.bind(first, at: 2)
-        statement.bind(last, at: 3)
-        statement.bind(before, at: 4)
-        var position: [Int64: Int] = [:]
+        statement.bind(before, at: 2)
+        var byUser: [Int64: [Int64]] = [:]
         while try statement.step() {
-            if position.isEmpty {
-                position.reserveCapacity(users.count)
-                for (index, user) in users.enumerated() { position[user.key] = index }
-            }
-            guard let index = position[statement.int64(0)] else { continue }
-            result[index].append(try article(statement.int64(1)).id)
+            byUser[statement.int64(0), default: []].append(statement.int64(1))
         }
-        return result
+        return byUser
     }
 
     /// The picks the ledger kept per user and week (`digest_picks`, keyed by user and week): one
@@ -224,6 +233,84 @@ final class SQLiteHistoryQueries {
             try? connection.execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// The distinct zones, by skipping along the index on (time_zone, seq): one seek a zone.
+    func timeZones() throws -> [String] {
+        let statement = try connection.statement(
+            """
+            WITH RECURSIVE z(zone) AS (
+                SELECT min(time_zone) FROM users
+                UNION ALL
+                SELECT (SELECT min(time_zone) FROM users WHERE time_zone > z.zone) FROM z WHERE z.zone IS NOT NULL)
+            SELECT zone FROM z WHERE zone IS NOT NULL
+            """)
+        var zones: [String] = []
+        while try statement.step() { zones.append(statement.string(0)) }
+        return zones
+    }
+
+    /// Up to `limit` users after the zones' cursors, zone by zone (a range of the index on
+    /// (time_zone, seq) each), returned in key order with their devices.
+    func users(zones: [ZoneCursor], limit: Int) throws -> ZoneBatch {
+        let statement = try connection.statement(
+            "SELECT pk, id, locale, time_zone, opted_out, seq FROM users WHERE time_zone = ? AND seq > ? ORDER BY seq LIMIT ?")
+        var users: [StoredReader] = []
+        users.reserveCapacity(limit)
+        var cursors: [ZoneCursor] = []
+        var exhausted: [String] = []
+        for zone in zones where users.count < limit {
+            let wanted = limit - users.count
+            statement.reset()
+            statement.bind(zone.zone, at: 1)
+            statement.bind(zone.seq, at: 2)
+            statement.bind(wanted, at: 3)
+            var taken = 0
+            var last = zone.seq
+            while try statement.step() {
+                users.append(Self.storedReader(statement))
+                last = statement.int64(5)
+                taken += 1
+            }
+            if taken > 0 { cursors.append(ZoneCursor(zone: zone.zone, seq: last, taken: taken)) }
+            if taken < wanted { exhausted.append(zone.zone) }
+        }
+        statement.reset()
+        users.sort { $0.key < $1.key }
+        var keys = JSONWriter(capacity: users.count * 8)
+        keys.beginArray()
+        for user in users { keys.value(Int(user.key)) }
+        keys.endArray()
+        let devices = try connection.statement(
+            """
+            SELECT user_pk, token, platform FROM devices WHERE user_pk IN (SELECT value FROM json_each(?1))
+            ORDER BY user_pk, token
+            """)
+        devices.bindText(keys.bytes, at: 1)
+        var index = 0
+        while try devices.step() {
+            let owner = devices.int64(0)
+            while index < users.count && users[index].key < owner { index += 1 }
+            guard index < users.count, users[index].key == owner,
+                let platform = Platform(rawValue: devices.string(2))
+            else { continue }
+            users[index].reader.devices.append(Device(token: devices.string(1), platform: platform))
+        }
+        devices.reset()
+        return ZoneBatch(users: users, cursors: cursors, exhausted: exhausted)
+    }
+
+    func countUsers(zones: [ZoneCursor]) throws -> Int {
+        let statement = try connection.statement("SELECT count(*) FROM users WHERE time_zone = ? AND seq > ?")
+        var total = 0
+        for zone in zones {
+            statement.reset()
+            statement.bind(zone.zone, at: 1)
+            statement.bind(zone.seq, at: 2)
+            if try statement.step() { total += statement.int(0) }
+        }
+        statement.reset()
+        return total
     }
 
     func countUsers(after key: Int64) throws -> Int {

@@ -19,6 +19,18 @@ public final class SQLiteHistoryReader: HistoryReader {
         }
     }
 
+    public func timeZones() async throws -> [String] {
+        try await thread.run { try $0.timeZones() }
+    }
+
+    public func nextBatch(zones: [ZoneCursor], limit: Int) async throws -> ZoneBatch {
+        try await thread.run { queries in try queries.readTransaction { try queries.users(zones: zones, limit: limit) } }
+    }
+
+    public func countUsers(zones: [ZoneCursor]) async throws -> Int {
+        try await thread.run { try $0.countUsers(zones: zones) }
+    }
+
     public func countUsers(week: ISOWeek, after key: Int64) async throws -> Int {
         try await thread.run { try $0.countUsers(after: key) }
     }

@@ -36,7 +36,14 @@ final class SQLiteLedgerQueries {
     func commit(
         week: ISOWeek, through key: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64
     ) throws -> Int {
-        try connection.transaction {
+        try connection.transaction { try write(week: week, through: key, messages: messages, counters: counters, now: now) }
+    }
+
+    /// The batch's messages, picks and the week's cursor and totals, inside the caller's transaction.
+    private func write(
+        week: ISOWeek, through key: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64
+    ) throws -> Int {
+        do {
             let insert = try connection.statement(
                 """
                 INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at,
@@ -85,6 +92,61 @@ final class SQLiteLedgerQueries {
             totals = newTotals
             return inserted
         }
+    }
+
+    func zoneCursors(week: ISOWeek, zones: [String], endsAt: [Int64], now: Int64) throws -> [ZoneCursor] {
+        _ = try begin(week: week, now: now)
+        return try connection.transaction {
+            let insert = try connection.statement(
+                """
+                INSERT INTO digest_zone_runs (week, time_zone, cursor, ends_at, updated_at) VALUES (?1, ?2, 0, ?3, ?4)
+                ON CONFLICT (week, time_zone) DO NOTHING
+                """)
+            let select = try connection.statement("SELECT cursor FROM digest_zone_runs WHERE week = ? AND time_zone = ?")
+            var cursors: [ZoneCursor] = []
+            for (zone, end) in zip(zones, endsAt) {
+                insert.reset()
+                insert.bind([week.description, zone, end, now])
+                try insert.run()
+                select.reset()
+                select.bind(week.description, at: 1)
+                select.bind(zone, at: 2)
+                cursors.append(ZoneCursor(zone: zone, seq: try select.step() ? select.int64(0) : 0))
+            }
+            select.reset()
+            return cursors
+        }
+    }
+
+    func commit(
+        week: ISOWeek, zones: [ZoneCursor], users: Int, messages: [OutboxMessage], counters: RunCounters, now: Int64
+    ) throws -> Int {
+        try connection.transaction {
+            let inserted = try write(week: week, through: 0, messages: messages, counters: counters, now: now)
+            let move = try connection.statement(
+                """
+                UPDATE digest_zone_runs SET cursor = max(cursor, ?3), users = users + ?4, updated_at = ?5
+                WHERE week = ?1 AND time_zone = ?2
+                """)
+            for zone in zones {
+                move.reset()
+                move.bind([week.description, zone.zone, zone.seq, zone.taken, now])
+                try move.run()
+            }
+            return inserted
+        }
+    }
+
+    func latestWeek() throws -> ISOWeek? {
+        let statement = try connection.statement("SELECT max(week) FROM digest_runs")
+        defer { statement.reset() }
+        guard try statement.step(), !statement.isNull(0) else { return nil }
+        return try? ISOWeek(parsing: statement.string(0))
+    }
+
+    func finishRolling(week: ISOWeek, complete: Bool, now: Int64) throws -> RunCounters {
+        if complete { return try finish(week: week, now: now) }
+        return totals
     }
 
     func maintain() throws {

@@ -22,6 +22,26 @@ public final class SQLiteRunLedger: RunLedger {
         try await thread.run { try $0.commit(week: week, through: key, messages: messages, counters: counters, now: now) }
     }
 
+    public func zoneCursors(week: ISOWeek, zones: [String], endsAt: [Int64], now: Int64) async throws -> [ZoneCursor] {
+        try await thread.run { try $0.zoneCursors(week: week, zones: zones, endsAt: endsAt, now: now) }
+    }
+
+    public func commit(
+        week: ISOWeek, zones: [ZoneCursor], users: Int, messages: [OutboxMessage], counters: RunCounters, now: Int64
+    ) async throws -> Int {
+        try await thread.run {
+            try $0.commit(week: week, zones: zones, users: users, messages: messages, counters: counters, now: now)
+        }
+    }
+
+    public func latestWeek() async throws -> ISOWeek? {
+        try await thread.run { try $0.latestWeek() }
+    }
+
+    public func finishRolling(week: ISOWeek, complete: Bool, now: Int64) async throws -> RunCounters {
+        try await thread.run { try $0.finishRolling(week: week, complete: complete, now: now) }
+    }
+
     public func maintain() async throws {
         try await thread.run { try $0.maintain() }
     }

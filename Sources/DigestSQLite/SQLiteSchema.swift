@@ -81,7 +81,8 @@ enum SQLiteSchema {
         """,
         // 4: delivery windows (quiet hours, expiry: state 'expired', which the state check gains, so the
         // outbox is rebuilt); rolling runs: users in a sequence that grows when a user is added, moves
-        // zone or gains a device, walked per zone from each (week, zone)'s cursor.
+        // zone or gains a device, walked per zone from each (week, zone)'s cursor; the candidates' old
+        // reads found by article and time (only the old ones, whichever users a batch holds).
         """
         CREATE TABLE digest_outbox_v4 (
             id INTEGER PRIMARY KEY,
@@ -119,6 +120,8 @@ enum SQLiteSchema {
         UPDATE users SET seq = pk;
         CREATE UNIQUE INDEX users_seq ON users (seq);
         CREATE INDEX users_zone ON users (time_zone, seq);
+        DROP INDEX reads_article;
+        CREATE INDEX reads_article_time ON reads (article_pk, read_at);
         CREATE TABLE digest_zone_runs (
             week TEXT NOT NULL,
             time_zone TEXT NOT NULL,

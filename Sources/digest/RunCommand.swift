@@ -12,11 +12,16 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Build every user's digest for a week and enqueue one message per device.",
         discussion: """
-            Without --week, runs the latest ISO week that has ended in every time zone. Safe to start from \
-            cron at any hour: a rerun enqueues nothing twice, a killed run resumes where it stopped, and a \
-            second run on the same SQLite file is refused while one is going. On PostgreSQL any number of \
-            processes on any number of machines share the week: each claims chunks of users under a lease, \
-            and a chunk whose process died is claimed again when its lease ends (--status shows the chunks).
+            Without --week (SQLite), a rolling run: every reader whose local week has ended (at least --grace \
+            ago) and who has no digest of it yet, zone by zone; scheduled hourly it reaches each reader within \
+            the hour after their local Sunday midnight, and readers or devices added later get the week's \
+            digest in the next run. Messages are due at --deliver-at in the reader's zone (Monday 09:00), or, \
+            when that has passed, at the next moment outside --quiet-hours. With --week, one week for every \
+            reader whose local week has ended. A rerun enqueues nothing twice, a killed run resumes where it \
+            stopped, and a run that finds another holding the SQLite lock says so and exits 0. On PostgreSQL \
+            (--week, or without it the latest week ended in every zone) any number of processes on any number \
+            of machines share the week: each claims chunks of users under a lease, and a chunk whose process \
+            died is claimed again when its lease ends (--status shows the chunks).
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -49,21 +54,46 @@ struct RunCommand: AsyncParsableCommand {
             let week = try options.week.map { try ISOWeek(parsing: $0) }
             let runs = try await store.runStatus(week: week)
             if runs.isEmpty { print("no runs\(week.map { " of \($0)" } ?? "")") }
-            for run in runs { print(run.line) }
+            for run in runs {
+                print(run.line)
+                guard let zones = try? await store.zoneProgress(week: try ISOWeek(parsing: run.week)), !zones.isEmpty else { continue }
+                for line in ZoneProgress.lines(zones) { print("  " + line) }
+            }
             return
         }
-        let summary = try await options.execute(database: store)
-        for line in summary.lines() { print(line) }
+        do {
+            let summaries = try await options.executeAll(database: store)
+            for (index, summary) in summaries.enumerated() {
+                if index > 0 { print("") }
+                for line in summary.lines() { print(line) }
+            }
+            if summaries.isEmpty { print("no zone has ended a week that is still to do: nothing to do") }
+        } catch let error as RunLockError where options.week == nil {
+            // Rolling runs overlap by design: the next hour picks up what this one would have done.
+            print("another digest run holds the lock on \(error.path.dropLast(5)): leaving this hour's work to it")
+        }
     }
 }
 
 /// The options of `digest run`, shared with `digest demo`.
 struct RunOptions: ParsableArguments {
-    @Option(help: "The ISO week, e.g. 2026-W47 (default: the latest complete week).")
+    @Option(help: "The ISO week, e.g. 2026-W47 (default: a rolling run of every week that has ended in some zone; PostgreSQL: the latest week ended in every zone).")
     var week: String?
 
-    @Option(help: "When messages become due: 'local' (the Monday after, 09:00 in each user's zone) or 'now'.")
+    @Option(help: "The run's instant, RFC 3339 (default: now): for backfills, tests and replays.")
+    var asOf: String?
+
+    @Option(help: "Rolling runs: wait this long after a zone's week ended for late reads, e.g. 30m, 2h (default 0).")
+    var grace: String = "0"
+
+    @Option(help: "When messages become due: 'local' (--deliver-at in each user's zone, outside --quiet-hours) or 'now' (at once, no quiet hours).")
     var sendAt: String = "local"
+
+    @Option(help: "Local delivery time in the week after the digest's week: 09:00 (Monday) or e.g. 'tue 10:30'.")
+    var deliverAt: String = "09:00"
+
+    @Option(help: "Local hours in which no message becomes due or is sent, e.g. 21:00-08:00, or off.")
+    var quietHours: String = "21:00-08:00"
 
     @OptionGroup var plan: PlanOptions
 
@@ -96,6 +126,13 @@ struct RunOptions: ParsableArguments {
         guard batchSize > 0 else { throw ValidationError("--batch-size must be positive") }
         if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be positive") }
         if let week { _ = try ISOWeek(parsing: week) }
+        if let asOf, Timestamp.parse(asOf) == nil {
+            throw ValidationError("--as-of '\(asOf)' is not an RFC 3339 instant like 2026-11-23T05:00:00Z")
+        }
+        guard let grace = Self.seconds(grace), grace >= 0 else {
+            throw ValidationError("--grace '\(grace)' is not a duration like 30m, 2h or 90s")
+        }
+        _ = try deliverySettings()
         if attachments != nil, attachmentsUrl == nil {
             throw ValidationError("--attachments needs --attachments-url (the public URL the directory is served under)")
         }
@@ -103,14 +140,83 @@ struct RunOptions: ParsableArguments {
         try PictureOptions.validate(allowHosts: allowHosts)
     }
 
-    func execute(database: any DigestDatabase, now: Date = Date()) async throws -> RunSummary {
-        let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: now)
+    /// `--deliver-at` and `--quiet-hours`, checked against each other.
+    func deliverySettings() throws -> (WeekCalendar.DeliveryTime, QuietHours?) {
+        do {
+            let delivery = try WeekCalendar.DeliveryTime.parse(deliverAt)
+            let quiet = try QuietHours.parse(quietHours)
+            if let quiet, quiet.contains(minuteOfDay: delivery.hour * 60 + delivery.minute) {
+                throw ValidationError("--deliver-at \(deliverAt) falls inside --quiet-hours \(quiet): pick a time outside them")
+            }
+            return (delivery, quiet)
+        } catch let error as DeliveryOptionError {
+            throw ValidationError(error.description)
+        }
+    }
+
+    /// `30m`, `2h`, `90s`, `1d` or plain seconds.
+    static func seconds(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        if let unit = text.last.flatMap({ units[$0] }) {
+            return Int64(text.dropLast()).map { $0 * unit }
+        }
+        return Int64(text)
+    }
+
+    /// The run's instant: `--as-of`, else `now`.
+    func instant(now: Date) -> Date {
+        asOf.flatMap(Timestamp.parse).map { Date(timeIntervalSince1970: Double($0)) } ?? now
+    }
+
+    /// A rolling run on stores that walk users by zone when no --week is given; otherwise the week's run.
+    func executeAll(database: any DigestDatabase, now: Date = Date()) async throws -> [RunSummary] {
+        guard week == nil, database.supportsRollingRuns else { return [try await execute(database: database, now: now)] }
+        let instant = instant(now: now)
         let catalog = try plan.catalog()
+        let configuration = try configuration(week: RollingRun.latestEndedWeek(at: Int64(instant.timeIntervalSince1970)))
+        let grace = Self.seconds(grace) ?? 0
+        let summaries = try await PictureOptions.withProvider(directory: attachments, baseURL: attachmentsUrl, allowHosts: allowHosts) {
+            provider in
+            try await rolling(
+                database: database, catalog: catalog, attachments: provider, configuration: configuration, now: instant, grace: grace)
+        }
+        if let report {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(summaries).write(to: URL(fileURLWithPath: report))
+        }
+        return summaries
+    }
+
+    private func rolling<Database: DigestDatabase>(
+        database: Database, catalog: TemplateCatalog, attachments: any AttachmentProvider,
+        configuration: WeeklyRunConfiguration, now: Date, grace: Int64
+    ) async throws -> [RunSummary] {
+        let run = WeeklyRun(database: database, templates: catalog, attachments: attachments, configuration: configuration)
+        let printer = ProgressPrinter(interval: progressInterval)
+        let summaries = try await run.runRolling(now: now, grace: grace) { printer.report($0) }
+        printer.finish()
+        return summaries
+    }
+
+    /// The run configuration of these options for `week`.
+    func configuration(week: ISOWeek) throws -> WeeklyRunConfiguration {
         var configuration = plan.configuration(week: week)
+        let (delivery, quiet) = try deliverySettings()
+        configuration.delivery = delivery
+        configuration.compose.quietHours = quiet
         configuration.sendAt = sendAt == "now" ? .now : .local
         configuration.batchSize = batchSize
         if let concurrency { configuration.concurrency = concurrency }
         configuration.allowEmptyWeek = allowEmptyWeek
+        return configuration
+    }
+
+    func execute(database: any DigestDatabase, now: Date = Date()) async throws -> RunSummary {
+        let now = instant(now: now)
+        let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: now)
+        let catalog = try plan.catalog()
+        let configuration = try configuration(week: week)
         let summary = try await PictureOptions.withProvider(directory: attachments, baseURL: attachmentsUrl, allowHosts: allowHosts) {
             provider in
             try await runWeek(database: database, catalog: catalog, attachments: provider, configuration: configuration, now: now)

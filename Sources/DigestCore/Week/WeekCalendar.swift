@@ -97,6 +97,13 @@ public final class WeekCalendar: Sendable {
         return value
     }
 
+    /// A zone's UTC offset in seconds when the week ends there (an unknown zone: 0, as UTC).
+    public func utcOffset(forZone zone: String) -> Int {
+        let window = window(forZone: zone).window
+        let timeZone = TimeZone(identifier: window.timeZone) ?? TimeZone(secondsFromGMT: 0)!
+        return timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(window.end)))
+    }
+
     /// The window in UTC: instants that bracket every zone's window lie within 14 hours of it.
     public var utcWindow: WeekWindow { window(forZone: "UTC").window }
 

@@ -7,6 +7,8 @@ struct ReadBatch: Sendable {
     var histories: [ReaderHistory]
     /// Where the run stands once this batch commits (cursor or chunk, as the store decides).
     var lastKey: Int64
+    /// Rolling runs: the zones' cursors once this batch commits.
+    var zoneCursors: [ZoneCursor]? = nil
 
     /// The next batch after `key`, or `nil` when no users are left, with what each user's digest
     /// needs of their history.
@@ -21,7 +23,7 @@ struct ReadBatch: Sendable {
     /// The batch's digests, plans and messages.
     func compose(with composer: BatchComposer) async -> BatchResult {
         let composed = await composer.compose(users.map(\.reader), histories: histories)
-        return BatchResult(lastKey: lastKey, composed: composed)
+        return BatchResult(lastKey: lastKey, composed: composed, zoneCursors: zoneCursors)
     }
 }
 
@@ -29,4 +31,5 @@ struct ReadBatch: Sendable {
 struct BatchResult: Sendable {
     var lastKey: Int64
     var composed: ComposedBatch
+    var zoneCursors: [ZoneCursor]? = nil
 }

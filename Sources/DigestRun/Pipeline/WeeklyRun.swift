@@ -52,26 +52,77 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         defer { withExtendedLifetime(lock) {} }
         return try await database.withHistoryReader { history in
             try await database.withLedger { ledger in
-                try await run(history: history, ledger: ledger, now: now, progress: progress)
+                try await run(history: history, ledger: ledger, walk: nil, now: now, progress: progress)
+            }
+        }
+    }
+
+    /// A rolling run at `now`: for each week from the oldest one still under way (at most
+    /// ``RollingRun/catchUpWeeks`` before the latest) to the latest that has ended in some zone, oldest
+    /// first, the users of every zone whose week has ended at least `grace` seconds before `now` and
+    /// who have no digest of it yet (users added, moved to the zone or given a device since the zone's
+    /// last run included). Returns one summary per week that had zones to walk; the lock on SQLite is
+    /// refused when another run holds it.
+    public func runRolling(
+        now: Date = Date(), grace: Int64 = 0, progress: @escaping @Sendable (RunProgress) -> Void = { _ in }
+    ) async throws -> [RunSummary] {
+        let lock = try await database.acquireRunLock()
+        defer { withExtendedLifetime(lock) {} }
+        let nowSeconds = Int64(now.timeIntervalSince1970)
+        return try await database.withHistoryReader { history in
+            try await database.withLedger { ledger in
+                let latest = RollingRun.latestEndedWeek(at: nowSeconds - grace)
+                let weeks = RollingRun.weeks(latest: latest, lastRun: try await ledger.latestWeek())
+                let zones = try await history.timeZones()
+                var summaries: [RunSummary] = []
+                for week in weeks {
+                    var weekConfiguration = configuration
+                    weekConfiguration.week = week
+                    let weekRun = WeeklyRun(
+                        database: database, templates: templates, attachments: attachments, configuration: weekConfiguration,
+                        logger: logger)
+                    let calendar = WeekCalendar(week: week, delivery: configuration.delivery)
+                    let ends = zones.map { calendar.window(forZone: $0).window.end }
+                    let ended = zip(zones, ends).filter { $0.1 + grace <= nowSeconds }
+                    guard !ended.isEmpty else { continue }
+                    let cursors = try await ledger.zoneCursors(
+                        week: week, zones: ended.map(\.0), endsAt: ended.map(\.1), now: nowSeconds)
+                    let walk = ZoneWalk(cursors, allZonesEnded: ended.count == zones.count)
+                    var summary = try await weekRun.run(history: history, ledger: ledger, walk: walk, now: now, progress: progress)
+                    summary.zones = ended.count
+                    summary.zonesLeft = zones.count - ended.count
+                    summary.offsets = RollingRun.offsets(of: walk.touched, calendar: calendar)
+                    summaries.append(summary)
+                }
+                return summaries
             }
         }
     }
 
     private func run(
-        history: Database.History, ledger: Database.Ledger, now: Date, progress: @escaping @Sendable (RunProgress) -> Void
+        history: Database.History, ledger: Database.Ledger, walk: ZoneWalk?, now: Date,
+        progress: @escaping @Sendable (RunProgress) -> Void
     ) async throws -> RunSummary {
         let started = ContinuousClock.now
         let week = configuration.week
         let nowSeconds = Int64(now.timeIntervalSince1970)
         let utc = WeekCalendar(week: week, delivery: configuration.delivery).utcWindow
 
-        let checkpoint = try await ledger.begin(week: week, now: nowSeconds)
-        let remaining = try await history.countUsers(week: week, after: checkpoint.cursor)
+        let checkpoint: RunCheckpoint
+        let remaining: Int
+        if let walk {
+            checkpoint = RunCheckpoint(cursor: 0, finished: false, counters: RunCounters())
+            remaining = try await history.countUsers(zones: walk.remaining)
+        } else {
+            checkpoint = try await ledger.begin(week: week, now: nowSeconds)
+            remaining = try await history.countUsers(week: week, after: checkpoint.cursor)
+        }
+        let started0 = walk?.started ?? false
         // Every zone's week lies within 14 hours (ahead) or 12 hours (behind) of the UTC week.
         let hasReads = try await history.hasReads(from: utc.start - 14 * 3600, until: utc.end + 12 * 3600)
         let range = configuration.compose.articleRange
         let articles = try await history.articles(publishedFrom: range.from, until: range.until)
-        guard hasReads || configuration.allowEmptyWeek || checkpoint.cursor > 0 else {
+        guard hasReads || configuration.allowEmptyWeek || checkpoint.cursor > 0 || started0 else {
             throw RunError("no reads in week \(week) (\(Timestamp.format(utc.start)) to \(Timestamp.format(utc.end)), UTC): import that week's reads first, or pass --allow-empty-week")
         }
         logger.info(
@@ -98,7 +149,10 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                     case .read(let after):
                         group.addTask {
                             await PipelineEvent.catching {
-                                .read(try await ReadBatch.load(from: history, after: after, limit: batchSize, composer: composer))
+                                if let walk {
+                                    return .read(try await walk.load(from: history, limit: batchSize, composer: composer))
+                                }
+                                return .read(try await ReadBatch.load(from: history, after: after, limit: batchSize, composer: composer))
                             }
                         }
                     case .compose(let sequence, let batch):
@@ -106,9 +160,16 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                     case .write(let sequence, let result):
                         group.addTask {
                             await PipelineEvent.catching {
-                                let inserted = try await ledger.commit(
-                                    week: week, through: result.lastKey, messages: result.composed.messages,
-                                    counters: result.composed.counters, now: nowSeconds)
+                                let inserted =
+                                    if let cursors = result.zoneCursors {
+                                        try await ledger.commit(
+                                            week: week, zones: cursors, users: result.composed.userCount,
+                                            messages: result.composed.messages, counters: result.composed.counters, now: nowSeconds)
+                                    } else {
+                                        try await ledger.commit(
+                                            week: week, through: result.lastKey, messages: result.composed.messages,
+                                            counters: result.composed.counters, now: nowSeconds)
+                                    }
                                 return .written(sequence, result, inserted)
                             }
                         }
@@ -154,14 +215,19 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                 }
             }
         }
-        let totals = try await ledger.finish(week: week, now: nowSeconds)
+        let totals =
+            if let walk {
+                try await ledger.finishRolling(week: week, complete: walk.remaining.isEmpty && walk.allZonesEnded, now: nowSeconds)
+            } else {
+                try await ledger.finish(week: week, now: nowSeconds)
+            }
         let elapsed = started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let images = await (attachments as? any AttachmentStatistics)?.statistics() ?? [:]
         return RunSummary(
             week: week.description, sendAt: configuration.sendAt.rawValue, resumedFromCursor: checkpoint.cursor,
             resumed: checkpoint.resumed,
-            wasComplete: checkpoint.finished && remaining == 0, seconds: seconds,
+            wasComplete: walk == nil ? checkpoint.finished && remaining == 0 : remaining == 0, seconds: seconds,
             usersPerSecond: seconds > 0 ? Double(thisRun.users) / seconds : 0, thisRun: thisRun, weekTotals: totals,
             images: images)
     }

@@ -19,6 +19,11 @@ public struct RunSummary: Sendable, Codable {
     public var weekTotals: RunCounters
     /// Images fetched, reused and failed by reason (from the attachment provider).
     public var images: [String: Int]
+    /// Rolling runs: zones whose week had ended (walked), zones still in the week, and the UTC
+    /// offsets of the zones this run took users from.
+    public var zones: Int? = nil
+    public var zonesLeft: Int? = nil
+    public var offsets: [String]? = nil
 
     /// The summary as lines for a person.
     public func lines() -> [String] {
@@ -26,8 +31,11 @@ public struct RunSummary: Sendable, Codable {
             values.isEmpty ? "none" : values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         }
         var lines: [String] = []
-        if wasComplete {
+        if wasComplete && offsets == nil {
             lines.append("week \(week) was already complete: nothing to do, nothing enqueued")
+        } else if let offsets {
+            let covered = offsets.isEmpty ? "no new users" : "UTC offsets \(offsets.joined(separator: ", "))"
+            lines.append("week \(week): \(covered) (\(zones ?? 0) zones ended, \(zonesLeft ?? 0) still in the week)")
         } else if let resumed {
             lines.append("week \(week): \(resumed)")
         } else {

@@ -44,6 +44,15 @@ public protocol DigestDatabase: Sendable {
     func outboxRows(week: String, userID: String) async throws -> [OutboxRow]
     /// The weeks the outbox holds messages of this user for, newest first.
     func outboxWeeks(userID: String) async throws -> [String]
+    /// Whether `digest run` without a week walks users zone by zone (rolling runs).
+    var supportsRollingRuns: Bool { get }
+    /// Rolling runs: per zone, the week's users digested and still waiting.
+    func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress]
+}
+
+extension DigestDatabase {
+    public var supportsRollingRuns: Bool { false }
+    public func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress] { [] }
 }
 
 /// Counts of outbox messages.

@@ -33,4 +33,34 @@ public protocol RunLedger: Sendable {
     func maintain() async throws
     /// Marks the week's run done and returns the week's totals over every run of it.
     func finish(week: ISOWeek, now: Int64) async throws -> RunCounters
+
+    /// Rolling runs: starts or resumes the week (as ``begin(week:now:)``) and returns the cursors of
+    /// `zones` (`seq` 0 for a zone the week has not walked yet); `endsAt` is when the week ends in
+    /// each zone (for the status).
+    func zoneCursors(week: ISOWeek, zones: [String], endsAt: [Int64], now: Int64) async throws -> [ZoneCursor]
+    /// Rolling runs: as ``commit(week:through:messages:counters:now:)``, also moving the cursors of
+    /// the zones the batch came from, in the same transaction.
+    func commit(
+        week: ISOWeek, zones: [ZoneCursor], users: Int, messages: [OutboxMessage], counters: RunCounters, now: Int64
+    ) async throws -> Int
+    /// Rolling runs: the latest week any run started, `nil` before the first.
+    func latestWeek() async throws -> ISOWeek?
+    /// Rolling runs: marks the week done when every zone's users are done (`complete`), and returns
+    /// the week's totals over every run of it.
+    func finishRolling(week: ISOWeek, complete: Bool, now: Int64) async throws -> RunCounters
+}
+
+extension RunLedger {
+    public func zoneCursors(week: ISOWeek, zones: [String], endsAt: [Int64], now: Int64) async throws -> [ZoneCursor] {
+        throw RollingRunsUnsupported(store: "\(Self.self)")
+    }
+    public func commit(
+        week: ISOWeek, zones: [ZoneCursor], users: Int, messages: [OutboxMessage], counters: RunCounters, now: Int64
+    ) async throws -> Int {
+        throw RollingRunsUnsupported(store: "\(Self.self)")
+    }
+    public func latestWeek() async throws -> ISOWeek? { throw RollingRunsUnsupported(store: "\(Self.self)") }
+    public func finishRolling(week: ISOWeek, complete: Bool, now: Int64) async throws -> RunCounters {
+        throw RollingRunsUnsupported(store: "\(Self.self)")
+    }
 }
