@@ -120,6 +120,8 @@ enum SQLiteSchema {
         UPDATE users SET seq = pk;
         CREATE UNIQUE INDEX users_seq ON users (seq);
         CREATE INDEX users_zone ON users (time_zone, seq);
+        CREATE TRIGGER users_seq_insert AFTER INSERT ON users WHEN NEW.seq = 0
+        BEGIN UPDATE users SET seq = (SELECT max(seq) + 1 FROM users) WHERE pk = NEW.pk; END;
         DROP INDEX reads_article;
         CREATE INDEX reads_article_time ON reads (article_pk, read_at);
         CREATE TABLE digest_zone_runs (

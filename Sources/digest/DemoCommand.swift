@@ -42,7 +42,7 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let now = Date()
+        let now = options.instant(now: Date())
         let week = try options.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: now)
         let outURL = URL(fileURLWithPath: out)
         let fm = FileManager.default

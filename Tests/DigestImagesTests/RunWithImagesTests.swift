@@ -39,7 +39,7 @@ import Testing
             #expect(imported.status == 0, "\(imported.stderr)")
             let attachments = dir.path("attachments")
             let run = try await Self.run([
-                "run", "--db", db, "--week", "2026-W46", "--attachments", attachments, "--attachments-url", "https://cdn.example/a",
+                "run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--attachments", attachments, "--attachments-url", "https://cdn.example/a",
                 "--allow-hosts", "127.0.0.1", "--report", dir.path("report.json"),
             ])
             #expect(run.status == 0, "\(run.stderr)")

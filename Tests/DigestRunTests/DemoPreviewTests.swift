@@ -9,7 +9,7 @@ import Testing
 @Suite struct DemoPreviewTests {
     @Test func demoPreviewsDrawTheRunsOwnPictures() throws {
         let dir = try TemporaryDirectory()
-        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "200", "--week", "2026-W46"])
+        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "200", "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(demo.status == 0, "\(demo.stderr)")
         let previews = dir.url.appendingPathComponent("demo/previews")
         var imagePreviews = 0
@@ -35,7 +35,7 @@ import Testing
         try FileManager.default.copyItem(at: DigestBinary.templates, to: templates)
         try FileManager.default.copyItem(at: templates.appendingPathComponent("en"), to: templates.appendingPathComponent("de"))
         let demo = try DigestBinary.run([
-            "demo", "--out", dir.path("demo"), "--users", "200", "--images", "0", "--week", "2026-W46",
+            "demo", "--out", dir.path("demo"), "--users", "200", "--images", "0", "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z",
             "--templates", templates.path,
         ])
         #expect(demo.status == 0, "\(demo.stderr)")

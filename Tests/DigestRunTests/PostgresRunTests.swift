@@ -40,7 +40,7 @@ import Testing
         let db = dir.path("reference.sqlite")
         let files = ["users", "articles", "reads"].map { data.appendingPathComponent("\($0).jsonl").path }
         guard try DigestBinary.run(["import", "--db", db] + files).status == 0,
-            try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"]).status == 0
+            try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"]).status == 0
         else { throw PostgresClusterError("the SQLite reference run failed") }
         let peek = try DigestBinary.run(["queue", "stats", "--db", db, "--json"])
         let stats = try JSONSerialization.jsonObject(with: Data(peek.stdout.utf8)) as! [String: Any]
@@ -79,7 +79,7 @@ import Testing
         let sqlite = dir.path("digest.sqlite")
         #expect(try DigestBinary.run(["import", "--db", sqlite] + files).status == 0)
         for db in [sqlite, url] {
-            let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--chunk-size", "2"])
+            let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--chunk-size", "2"])
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stdout.contains("messages: 5 built, 5 enqueued"), "\(run.stdout)")
         }
@@ -88,7 +88,7 @@ import Testing
         #expect(rows.count == 5)
         #expect(rows == expected)
         // A rerun enqueues nothing.
-        let rerun = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46"])
+        let rerun = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(rerun.status == 0 && rerun.stdout.contains("0 enqueued"), "\(rerun.stdout)")
     }
 
@@ -98,7 +98,7 @@ import Testing
         let cluster = try PostgresCluster.shared()
         let files = ["users", "articles", "reads"].map { Self.fixtures.appendingPathComponent("\($0).jsonl").path }
         let reference = try database(with: files, on: cluster)
-        #expect(try DigestBinary.run(["run", "--db", reference, "--week", "2026-W46"]).status == 0)
+        #expect(try DigestBinary.run(["run", "--db", reference, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"]).status == 0)
         let url = try database(with: files, on: cluster)
         // Move the history into "the app's" tables, with its own names and types, and empty digest's.
         try cluster.sql(
@@ -128,7 +128,7 @@ import Testing
                 FROM app_reading_log;
             """, url: url)
         #expect(try cluster.sql("SELECT count(*) FROM digest_import_reads", url: url) == "0")
-        let run = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46"])
+        let run = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(run.status == 0, "\(run.stderr)")
         let expected = try outbox(reference)
         #expect(expected.count == 5)
@@ -139,7 +139,7 @@ import Testing
         let cluster = try PostgresCluster.shared()
         let url = try database(with: try demoFiles(), on: cluster)
         let dir = try TemporaryDirectory()
-        let arguments = ["run", "--db", url, "--week", "2026-W46", "--chunk-size", "15", "--lease", "2", "--progress-interval", "0"]
+        let arguments = ["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--chunk-size", "15", "--lease", "2", "--progress-interval", "0"]
         let first = try DigestBinary.start(arguments + ["--worker", "w1"], name: "w1", in: dir.url)
         let second = try DigestBinary.start(arguments + ["--worker", "w2"], name: "w2", in: dir.url)
         let third = try DigestBinary.start(arguments + ["--worker", "w3"], name: "w3", in: dir.url)
@@ -175,7 +175,7 @@ import Testing
         let url = try database(with: try demoFiles(), on: cluster)
         let dir = try TemporaryDirectory()
         let run = try DigestBinary.start(
-            ["run", "--db", url, "--week", "2026-W46", "--chunk-size", "15", "--progress-interval", "0", "--concurrency", "1"],
+            ["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--chunk-size", "15", "--progress-interval", "0", "--concurrency", "1"],
             name: "run", in: dir.url)
         // Restart from a watcher's thread as soon as four progress lines are out (a starved test
         // task could otherwise see the run finish first).
@@ -214,7 +214,7 @@ import Testing
             ("postgres://postgres@127.0.0.1:\(cluster.port)/\(name)?sslmode=require", "does not offer TLS"),
         ]
         for (url, expected) in cases {
-            let run = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46"])
+            let run = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
             let lines = run.stderr.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
             #expect(run.status != 0)
             #expect(lines.count == 1, "\(run.stderr)")

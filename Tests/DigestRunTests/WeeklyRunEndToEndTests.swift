@@ -30,11 +30,23 @@ import Testing
         let dir = try TemporaryDirectory()
         let db = dir.path("digest.sqlite")
         #expect(try importFixtures(into: db).status == 0)
-        let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"])
-        #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.contains("skipped: no_devices 1, opted_out 1"))
-        #expect(run.stdout.contains("messages: 5 built, 5 enqueued"))
-        #expect(run.stdout.contains("1 time zone (UTC)"))
+        // Scheduled hourly from the moment the week ends at UTC+14 to after it has ended everywhere:
+        // each reader's message is enqueued by the first run after their local week ended, due at
+        // their Monday 09:00 (Warsaw 08:00Z, Shanghai 01:00Z, New York 14:00Z, Mars/Olympus as UTC).
+        var stdout = ""
+        for hour in 0...27 {
+            let instant = Timestamp.format(Timestamp.parse("2026-11-15T10:00:00Z")! + Int64(hour) * 3600)
+            let run = try DigestBinary.run(["run", "--db", db, "--as-of", instant])
+            #expect(run.status == 0, "\(run.stderr)")
+            stdout += run.stdout
+        }
+        #expect(stdout.contains("skipped: no_devices 1, opted_out 1"))
+        #expect(stdout.contains("1 time zone (UTC)"))
+        // Before Shanghai's Sunday midnight (16:00Z) no fixture zone has ended the week.
+        #expect(stdout.components(separatedBy: "no zone has ended a week that is still to do").count - 1 == 6, "\(stdout)")
+        let enqueued = stdout.split(separator: "\n").filter { $0.hasPrefix("messages: ") && !$0.hasPrefix("messages: 0 built") }
+        #expect(enqueued == ["messages: 1 built, 1 enqueued, 0 already in the outbox", "messages: 2 built, 2 enqueued, 0 already in the outbox",
+                             "messages: 1 built, 1 enqueued, 0 already in the outbox", "messages: 1 built, 1 enqueued, 0 already in the outbox"], "\(stdout)")
 
         let golden = try String(contentsOf: Self.fixtures.appendingPathComponent("golden-2026-W46.tsv"), encoding: .utf8)
         var expected: [String: [String]] = [:]
@@ -61,9 +73,9 @@ import Testing
         #expect(again.stdout.contains("users: 6 lines, 0 new or changed, 6 unchanged"))
         #expect(again.stdout.contains("reads: 10 lines, 0 new or changed, 10 unchanged"))
 
-        #expect(try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"]).status == 0)
+        #expect(try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"]).status == 0)
         let before = try outbox(db)
-        let rerun = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--send-at", "now"])
+        let rerun = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--send-at", "now"])
         #expect(rerun.status == 0)
         #expect(rerun.stdout.contains("already complete"))
         #expect(rerun.stdout.contains("0 enqueued"))
@@ -75,21 +87,21 @@ import Testing
         let db = dir.path("digest.sqlite")
         // No images: the resumed run below has no attachment store, so its messages must match a text-only demo.
         let demo = try DigestBinary.run([
-            "demo", "--out", dir.path("demo"), "--users", "3000", "--images", "0", "--week", "2026-W46", "--progress-interval", "100",
+            "demo", "--out", dir.path("demo"), "--users", "3000", "--images", "0", "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--progress-interval", "100",
         ])
         #expect(demo.status == 0, "\(demo.stderr)")
         // A fresh database with the same data, run in small batches and killed after three commits.
         let data = dir.url.appendingPathComponent("demo/data")
         _ = try DigestBinary.run(["import", "--db", db] + ["users", "articles", "reads"].map { data.appendingPathComponent("\($0).jsonl").path })
         let killed = try DigestBinary.runAndKill(
-            ["run", "--db", db, "--week", "2026-W46", "--batch-size", "10", "--progress-interval", "0"],
+            ["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--batch-size", "10", "--progress-interval", "0"],
             afterLines: 4, containing: "progress:")
         #expect(killed, "the run must be killed while it was still going")
         let partial = try outbox(db).count
         let expected = try outbox(dir.path("demo/digest.sqlite"))
         #expect(partial > 0 && partial < expected.count, "partial \(partial) of \(expected.count)")
 
-        let resumed = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"])
+        let resumed = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(resumed.stdout.contains("resumed after user key"))
         let rows = try outbox(db)
@@ -125,7 +137,7 @@ import Testing
         let db = dir.path("digest.sqlite")
         _ = try importFixtures(into: db)
         let lock = try RunLock(path: db + ".lock")
-        let refused = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"])
+        let refused = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("another digest run holds the lock"))
         withExtendedLifetime(lock) {}
@@ -135,7 +147,7 @@ import Testing
         let dir = try TemporaryDirectory()
         let db = dir.path("corrupt.sqlite")
         try Data(repeating: 0x42, count: 8192).write(to: URL(fileURLWithPath: db))
-        let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"])
+        let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(run.status != 0)
         #expect(run.stderr.contains("file is not a database"))
         #expect(run.stderr.contains(db))
@@ -196,7 +208,7 @@ import Testing
         let dir = try TemporaryDirectory()
         let db = dir.path("digest.sqlite")
         _ = try importFixtures(into: db)
-        _ = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46"])
+        _ = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         let stats = try DigestBinary.run(["queue", "stats", "--db", db])
         #expect(stats.stdout.contains("by state: ready 5"))
         #expect(stats.stdout.contains("by platform: android 2, ios 2, web 1"))

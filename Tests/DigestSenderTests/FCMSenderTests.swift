@@ -54,6 +54,47 @@ import Testing
         try await server.shutdown()
     }
 
+    /// The sender keeps the delivery promise at its own clock: nothing before its due time, a message
+    /// whose window ended while the sender was down held through the reader's quiet hours, one past
+    /// its TTL expired with its reason and never sent.
+    @Test func aLateSenderHoldsThroughQuietHoursAndExpiresWhatOutlivedItsTTL() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        // Due Monday 09:00 in Warsaw (08:00Z); quiet from 21:00 (20:00Z) to Tuesday 08:00 (07:00Z).
+        let due = Timestamp.parse("2026-11-16T08:00:00Z")!
+        let hour: Int64 = 3600
+        try OutboxFixture.fill(path: db, count: 3, availableAt: due)
+        _ = try OutboxFixture.scalar(path: db, """
+            UPDATE digest_outbox SET window_end = \(due + 12 * hour), quiet_until = \(due + 23 * hour),
+                expires_at = CASE user_id WHEN 'u2' THEN \(due + hour) ELSE \(due + 48 * hour) END
+            WHERE user_id IN ('u1', 'u2')
+            """)  // u3: a --send-at now message, no window
+        let server = try await FakeFCMServer.start()
+        func drain(at instant: Int64) async throws -> SendSummary {
+            try await SenderHarness.withSender(db: db, server: server, dir: dir) { configuration in
+                configuration.clock = { instant }
+            } _: { sender, _ in try await sender.send() }
+        }
+        let early = try await drain(at: due - hour)
+        #expect(early.sent == 0 && early.waiting == 3 && early.nextDue == due)
+        #expect(early.lines().contains("not due yet: 3 (the first at 2026-11-16T08:00:00Z), waiting for their delivery time or held through quiet hours"))
+
+        // The sender comes back at 23:00 in Warsaw: u3 goes at once, u1 waits for 08:00, u2 expired.
+        let night = try await drain(at: due + 14 * hour)
+        #expect(night.sent == 1 && night.waiting == 1 && night.nextDue == due + 23 * hour)
+        #expect(try OutboxFixture.states(path: db) == ["sent": 1, "ready": 1, "expired": 1])
+        #expect(try OutboxFixture.scalar(path: db, "SELECT last_error FROM digest_outbox WHERE user_id = 'u2'")
+            == "EXPIRED: not sent before its TTL ended at 2026-11-16T09:00:00Z")
+        #expect(try OutboxFixture.scalar(path: db, "SELECT available_at || ' ' || window_end FROM digest_outbox WHERE user_id = 'u1'")
+            == "\(due + 23 * hour) \(due + 36 * hour)")
+
+        let morning = try await drain(at: due + 23 * hour)
+        #expect(morning.sent == 1 && morning.waiting == 0)
+        #expect(try OutboxFixture.states(path: db) == ["sent": 2, "expired": 1])
+        #expect(server.stats.delivered == 2)
+        try await server.shutdown()
+    }
+
     @Test func thirdPartyAuthErrorStopsTheSenderAndReleasesItsLeases() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("outbox.sqlite")

@@ -52,7 +52,7 @@ import Testing
                 return tokens
             }
             #expect(tokens == ["tok-1", "tok-2", "tok-3", "tok-5"])
-            #expect(try await consumer.backlog(now: 11) == OutboxBacklog(due: 1, retrying: 1, leased: 0))
+            #expect(try await consumer.backlog(now: 11) == OutboxBacklog(due: 1, retrying: 1, leased: 0, waiting: 0, nextDue: 70))
             #expect(try await consumer.requeueDead(reasonPrefix: "UNREGISTERED", week: nil, now: 20) == 1)
             #expect(try await consumer.requeueDead(reasonPrefix: nil, week: "2026-W45", now: 20) == 0)
             #expect(try await consumer.requeueDead(reasonPrefix: nil, week: "2026-W46", now: 20) == 1)

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Local hours in which no digest may become due or be sent, e.g. `21:00-08:00` (wrapping midnight).
 public struct QuietHours: Sendable, Hashable, CustomStringConvertible {

@@ -122,6 +122,14 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         let hasReads = try await history.hasReads(from: utc.start - 14 * 3600, until: utc.end + 12 * 3600)
         let range = configuration.compose.articleRange
         let articles = try await history.articles(publishedFrom: range.from, until: range.until)
+        if walk != nil, !hasReads, !configuration.allowEmptyWeek, !started0 {
+            // Rolling: the week's reads are not imported yet; the next hourly run looks again.
+            var summary = RunSummary(
+                week: week.description, sendAt: configuration.sendAt.rawValue, resumedFromCursor: 0, resumed: nil,
+                wasComplete: false, seconds: 0, usersPerSecond: 0, thisRun: RunCounters(), weekTotals: RunCounters(), images: [:])
+            summary.waitingForReads = true
+            return summary
+        }
         guard hasReads || configuration.allowEmptyWeek || checkpoint.cursor > 0 || started0 else {
             throw RunError("no reads in week \(week) (\(Timestamp.format(utc.start)) to \(Timestamp.format(utc.end)), UTC): import that week's reads first, or pass --allow-empty-week")
         }

@@ -24,6 +24,8 @@ public struct RunSummary: Sendable, Codable {
     public var zones: Int? = nil
     public var zonesLeft: Int? = nil
     public var offsets: [String]? = nil
+    /// Rolling runs: the week has no reads yet, so no zone was walked (the next run looks again).
+    public var waitingForReads: Bool? = nil
 
     /// The summary as lines for a person.
     public func lines() -> [String] {
@@ -31,11 +33,15 @@ public struct RunSummary: Sendable, Codable {
             values.isEmpty ? "none" : values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         }
         var lines: [String] = []
+        if waitingForReads == true {
+            return ["week \(week): no reads in the week yet, nothing done (import them; the next run looks again, or pass --allow-empty-week)"]
+        }
         if wasComplete && offsets == nil {
             lines.append("week \(week) was already complete: nothing to do, nothing enqueued")
         } else if let offsets {
             let covered = offsets.isEmpty ? "no new users" : "UTC offsets \(offsets.joined(separator: ", "))"
-            lines.append("week \(week): \(covered) (\(zones ?? 0) zones ended, \(zonesLeft ?? 0) still in the week)")
+            let ended = zones ?? 0
+            lines.append("week \(week): \(covered) (\(ended) zone\(ended == 1 ? "" : "s") ended, \(zonesLeft ?? 0) still in the week)")
         } else if let resumed {
             lines.append("week \(week): \(resumed)")
         } else {

@@ -46,6 +46,9 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         /// One request's deadline.
         public var requestTimeout: TimeAmount = .seconds(30)
         public var retry = RetryPolicy()
+        /// The sender's clock in Unix seconds: what is due, leases, retries, holds and expiry all
+        /// follow it (tests set a fixed instant).
+        public var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
         /// The lease owner written to the outbox: host and process by default.
         public var owner = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
 
@@ -126,7 +129,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                     let applied: Int
                     do {
                         applied = try await session.inStoreOrder {
-                            let applied = try await session.consumer.settle(batch, owner: owner, now: Self.unixNow(), maxAttempts: maxAttempts)
+                            let applied = try await session.consumer.settle(batch, owner: owner, now: configuration.clock(), maxAttempts: maxAttempts)
                             session.book.settled(batch.lazy.map(\.id))
                             return applied
                         }
@@ -149,7 +152,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                         if dispatched.isRequested { break }
                         let (ids, lost) = try await session.inStoreOrder {
                             let ids = session.book.held
-                            let kept = try await session.consumer.extendLeases(ids: ids, owner: owner, until: Self.unixNow() + leaseSeconds)
+                            let kept = try await session.consumer.extendLeases(ids: ids, owner: owner, until: configuration.clock() + leaseSeconds)
                             return (ids, session.book.extended(asked: ids, kept: kept))
                         }
                         if lost > 0 {
@@ -194,7 +197,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             while session.fatal.value == nil && !stop.isRequested {
                 // Refill.
                 if buffer.count - head < configuration.concurrency, lastEmptyFetch.map({ clock.now - $0 >= configuration.pollInterval }) ?? true {
-                    let now = Self.unixNow()
+                    let now = configuration.clock()
                     let batch: [LeasedMessage]
                     if configuration.validateOnly {
                         batch = try await session.consumer.peekDue(afterID: scanCursor, limit: batchSize, now: now)
@@ -219,8 +222,14 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                 if head == buffer.count && lanes.running == 0 {
                     if configuration.validateOnly { break }
                     if configuration.drain {
-                        let backlog = try await session.consumer.backlog(now: Self.unixNow())
-                        if backlog.isEmpty { break }
+                        let backlog = try await session.consumer.backlog(now: configuration.clock())
+                        if backlog.isEmpty {
+                            session.summary.value.withLock {
+                                $0.waiting = backlog.waiting
+                                $0.nextDue = backlog.nextDue
+                            }
+                            break
+                        }
                     }
                     try await stop.sleep(for: min(configuration.pollInterval, .milliseconds(100)))
                     continue
@@ -365,7 +374,6 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         return "{\"validate_only\":true," + body.dropFirst()
     }
 
-    static func unixNow() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
     static func stopError(_ code: SenderError.Code, errorCode: String, detail: String, account: ServiceAccount) -> SenderError {
         let advice: String

@@ -1,4 +1,5 @@
 import Foundation
+import DigestStore
 
 /// What one `digest send` did.
 public struct SendSummary: Sendable, Hashable, Codable {
@@ -14,6 +15,10 @@ public struct SendSummary: Sendable, Hashable, Codable {
     public var devicesRemoved = 0
     /// Leases given back untried at shutdown.
     public var released = 0
+    /// Draining: messages left `ready` and not due yet (waiting for their delivery time, or held
+    /// through their reader's quiet hours), and when the first of them is due.
+    public var waiting = 0
+    public var nextDue: Int64?
     /// Wall time, seconds.
     public var seconds = 0.0
 
@@ -34,6 +39,10 @@ public struct SendSummary: Sendable, Hashable, Codable {
         lines.append("dead: \(deadTotal)\(list(dead))")
         if devicesRemoved > 0 { lines.append("devices removed (unregistered): \(devicesRemoved)") }
         if released > 0 { lines.append("released at shutdown: \(released)") }
+        if waiting > 0 {
+            let at = nextDue.map { " (the first at \(Timestamp.format($0)))" } ?? ""
+            lines.append("not due yet: \(waiting)\(at), waiting for their delivery time or held through quiet hours")
+        }
         lines.append("time: \(String(format: "%.1f", seconds)) s, \(String(format: "%.0f", rate)) messages/s")
         return lines
     }
