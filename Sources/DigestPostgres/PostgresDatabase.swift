@@ -78,6 +78,34 @@ public struct PostgresDatabase: DigestDatabase {
     /// No file lock: processes coordinate through the run table's chunk leases.
     public func acquireRunLock() async throws -> RunLock? { nil }
 
+    /// Rolling runs walk zone chunks planned over `digest_users.seq` (docs/005).
+    public var supportsRollingRuns: Bool { true }
+
+    /// Per zone of `digest_users`: the users of the week's done zone chunks, and those still waiting
+    /// (in open chunks, or past the zone's plan: all of them before the zone's week has ended).
+    public func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress] {
+        let name = week.description
+        let rows = try await withSession { session in
+            try await PostgresRollingPlan.requireSeq(session)
+            return try await session.rows(
+                """
+                WITH plans AS (SELECT time_zone, planned FROM digest_zone_runs WHERE week = \(name)),
+                chunks AS (
+                    SELECT time_zone, sum(users) FILTER (WHERE state = 'done') AS done, sum(users) FILTER (WHERE state <> 'done') AS open
+                    FROM digest_run_chunks WHERE week = \(name) AND time_zone IS NOT NULL GROUP BY time_zone)
+                SELECT u.time_zone, coalesce(max(c.done), 0)::int8,
+                       (count(*) FILTER (WHERE u.seq > coalesce(p.planned, 0)) + coalesce(max(c.open), 0))::int8
+                FROM digest_users u LEFT JOIN plans p ON p.time_zone = u.time_zone LEFT JOIN chunks c ON c.time_zone = u.time_zone
+                GROUP BY u.time_zone
+                """
+            ).map { try $0.decode((String, Int, Int).self) }
+        }
+        let calendar = WeekCalendar(week: week)
+        return rows.map {
+            ZoneProgress(week: name, zone: $0.0, offset: calendar.utcOffset(forZone: $0.0), done: $0.1, waiting: $0.2)
+        }
+    }
+
     public func outboxStats(now: Int64) async throws -> OutboxStats {
         try await withSession { session in
             var stats = OutboxStats()

@@ -14,6 +14,9 @@ public actor PostgresHistoryReader: HistoryReader {
     private let topicsLimit = 500_000
     /// Whether `digest_articles` has a `language` column (an adopter's view may not): asked once.
     private var articlesHaveLanguage: Bool?
+    /// Rolling runs: batches are a zone's users, whose ids are not consecutive, so their reads,
+    /// earlier reads and picks are asked by the list of ids instead of by the range first…last.
+    var byList = false
 
     init(session: PostgresSession, coordination: PostgresRunCoordination) {
         self.session = session
@@ -34,7 +37,8 @@ public actor PostgresHistoryReader: HistoryReader {
                     leased_until = now() + make_interval(secs => \(lease))
                 WHERE (c.week, c.chunk) = (
                     SELECT week, chunk FROM digest_run_chunks
-                    WHERE week = \(week.description) AND state <> 'done' AND (state = 'ready' OR leased_until <= now())
+                    WHERE week = \(week.description) AND time_zone IS NULL AND state <> 'done'
+                      AND (state = 'ready' OR leased_until <= now())
                     ORDER BY chunk LIMIT 1 FOR UPDATE SKIP LOCKED)
                 RETURNING c.chunk, c.after_user, c.through_user
                 """)
@@ -48,7 +52,7 @@ public actor PostgresHistoryReader: HistoryReader {
             let open = try await session.rows(
                 """
                 SELECT count(*), coalesce(extract(epoch FROM min(leased_until) - now()), 0)::float8
-                FROM digest_run_chunks WHERE week = \(week.description) AND state <> 'done'
+                FROM digest_run_chunks WHERE week = \(week.description) AND time_zone IS NULL AND state <> 'done'
                 """)
             guard let first = open.first else { return nil }
             let (left, soonest) = try first.decode((Int, Double).self)
@@ -62,21 +66,33 @@ public actor PostgresHistoryReader: HistoryReader {
         let query = PostgresQuery(
             unsafeSQL: "SELECT id, locale, time_zone, opted_out FROM digest_users WHERE \(range.sql) ORDER BY id COLLATE \"C\"",
             binds: range.binds)
+        return try await withDevices(try await session.rows(query))
+    }
+
+    /// Users from rows of (id, locale, time zone, opted out) in id byte order, keyed by position,
+    /// with their devices (one query: by the range of their ids, or by their list under ``byList``)
+    /// less the tokens FCM called unregistered.
+    func withDevices(_ rows: [PostgresRow]) async throws -> [StoredReader] {
         var users: [StoredReader] = []
-        for (index, row) in try await session.rows(query).enumerated() {
+        users.reserveCapacity(rows.count)
+        for (index, row) in rows.enumerated() {
             let (id, locale, zone, optedOut) = try row.decode((String, String, String, Bool).self)
             users.append(
                 StoredReader(
                     key: Int64(index + 1),
                     reader: Reader(id: id, locale: locale, timeZone: zone, optedOut: optedOut, devices: [])))
         }
-        guard let first = users.first?.reader.id, let last = users.last?.reader.id else { return [] }
-        let devices: PostgresQuery = """
-            SELECT d.user_id, d.token, d.platform FROM digest_devices d
-            WHERE d.user_id COLLATE "C" >= \(first) AND d.user_id COLLATE "C" <= \(last)
-              AND NOT EXISTS (SELECT 1 FROM digest_unregistered_tokens u WHERE u.user_id = d.user_id AND u.token = d.token)
-            ORDER BY d.user_id COLLATE "C", d.token
-            """
+        guard !users.isEmpty else { return [] }
+        var binds = PostgresBindings()
+        let condition = usersCondition(users, &binds, column: "d.user_id")
+        let devices = PostgresQuery(
+            unsafeSQL: """
+                SELECT d.user_id, d.token, d.platform FROM digest_devices d
+                WHERE \(condition)
+                  AND NOT EXISTS (SELECT 1 FROM digest_unregistered_tokens u WHERE u.user_id = d.user_id AND u.token = d.token)
+                ORDER BY d.user_id COLLATE "C", d.token
+                """,
+            binds: binds)
         var index = 0
         for row in try await session.rows(devices) {
             let (owner, token, platformName) = try row.decode((String, String, String).self)
@@ -107,19 +123,22 @@ public actor PostgresHistoryReader: HistoryReader {
     /// come from this reader's cache (one more query for the articles it has not seen yet), not from
     /// a join per chunk.
     public func reads(of users: [StoredReader], since: [Int64]) async throws -> [[ReadEvent]] {
-        guard let first = users.first?.reader.id, let last = users.last?.reader.id,
-            let earliest = since.min(), earliest != Int64.max
-        else { return users.map { _ in [] } }
+        guard !users.isEmpty, let earliest = since.min(), earliest != Int64.max else { return users.map { _ in [] } }
         // One row per user with their reads as arrays: rows, more than values, cost to move and decode.
         // The arrays follow the sorted subquery (the digest does not depend on the order of reads).
+        var binds = PostgresBindings()
+        let condition = usersCondition(users, &binds)
+        binds.append(earliest)
         let rows = try await session.rows(
-            """
-            SELECT user_id, array_agg(extract(epoch FROM read_at)::bigint), array_agg(article_id), array_agg(seconds::bigint)
-            FROM (SELECT user_id, read_at, article_id, seconds FROM digest_reads
-                  WHERE user_id COLLATE "C" >= \(first) AND user_id COLLATE "C" <= \(last) AND read_at >= to_timestamp(\(earliest))
-                  ORDER BY user_id COLLATE "C", read_at, article_id) r
-            GROUP BY user_id ORDER BY user_id COLLATE "C"
-            """)
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT user_id, array_agg(extract(epoch FROM read_at)::bigint), array_agg(article_id), array_agg(seconds::bigint)
+                    FROM (SELECT user_id, read_at, article_id, seconds FROM digest_reads
+                          WHERE \(condition) AND read_at >= to_timestamp($\(binds.count))
+                          ORDER BY user_id COLLATE "C", read_at, article_id) r
+                    GROUP BY user_id ORDER BY user_id COLLATE "C"
+                    """,
+                binds: binds))
         var result: [[ReadEvent]] = Array(repeating: [], count: users.count)
         var missing = Set<String>()
         var index = 0
@@ -213,30 +232,45 @@ public actor PostgresHistoryReader: HistoryReader {
     /// The reads of `articles` by the chunk's users before `before`, in one query on the reads
     /// index by article (`digest_import_reads_article`; an adopter's view needs one like it).
     public func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [[String]] {
-        guard let first = users.first?.reader.id, let last = users.last?.reader.id, !articles.isEmpty else {
-            return users.map { _ in [] }
-        }
+        guard !users.isEmpty, !articles.isEmpty else { return users.map { _ in [] } }
+        var binds = PostgresBindings()
+        binds.append(articles)
+        let condition = usersCondition(users, &binds)
+        binds.append(before)
         return try await idsByUser(
             users,
-            """
-            SELECT user_id, array_agg(article_id) FROM digest_reads
-            WHERE article_id = ANY(\(articles)) AND user_id COLLATE "C" >= \(first) AND user_id COLLATE "C" <= \(last)
-              AND read_at < to_timestamp(\(before))
-            GROUP BY user_id
-            """)
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT user_id, array_agg(article_id) FROM digest_reads
+                    WHERE article_id = ANY($1) AND \(condition) AND read_at < to_timestamp($\(binds.count))
+                    GROUP BY user_id
+                    """,
+                binds: binds))
     }
 
     /// The picks the ledger kept per user and week (`digest_picks`), for the chunk's range of users.
     public func recentPicks(of users: [StoredReader], weeks: [ISOWeek]) async throws -> [[String]] {
-        guard let first = users.first?.reader.id, let last = users.last?.reader.id, !weeks.isEmpty else {
-            return users.map { _ in [] }
-        }
+        guard !users.isEmpty, !weeks.isEmpty else { return users.map { _ in [] } }
+        var binds = PostgresBindings()
+        let condition = usersCondition(users, &binds)
+        binds.append(weeks.map(\.description))
         return try await idsByUser(
             users,
-            """
-            SELECT user_id, picks FROM digest_picks
-            WHERE user_id >= \(first) AND user_id <= \(last) AND week = ANY(\(weeks.map(\.description)))
-            """)
+            PostgresQuery(
+                unsafeSQL: "SELECT user_id, picks FROM digest_picks WHERE \(condition) AND week = ANY($\(binds.count))",
+                binds: binds))
+    }
+
+    /// `user_id` among `users` as SQL whose values are appended to `binds`: the range first…last of
+    /// a chunk of consecutive ids, or the list of ids of a rolling run's batch (``byList``).
+    func usersCondition(_ users: [StoredReader], _ binds: inout PostgresBindings, column: String = "user_id") -> String {
+        if byList {
+            binds.append(users.map(\.reader.id))
+            return "\(column) COLLATE \"C\" = ANY($\(binds.count)::text[])"
+        }
+        binds.append(users.first?.reader.id ?? "")
+        binds.append(users.last?.reader.id ?? "")
+        return "\(column) COLLATE \"C\" >= $\(binds.count - 1) AND \(column) COLLATE \"C\" <= $\(binds.count)"
     }
 
     /// For each of `users`, the ids of the rows `query` returns for them (rows of a user id and an
@@ -259,7 +293,7 @@ public actor PostgresHistoryReader: HistoryReader {
         let done = try await session.rows(
             """
             SELECT coalesce(sum((counters->>'users')::bigint), 0)::bigint FROM digest_run_chunks
-            WHERE week = \(week.description) AND state = 'done'
+            WHERE week = \(week.description) AND time_zone IS NULL AND state = 'done'
             """
         ).first?.decode(Int.self) ?? 0
         return max(0, total - done)

@@ -24,7 +24,8 @@ public final class PostgresImportSink: HistoryImportSink {
     }
 
     /// One statement for the batch's users and devices: upserts that change only what differs, and
-    /// devices no longer listed removed. A user listed twice in a batch counts once, as last listed.
+    /// devices no longer listed removed. A user added, moved to another zone or given a new device
+    /// takes the next `seq` (rolling runs, docs/005). A user listed twice in a batch counts once, as last listed.
     static func write(users records: [Reader], on connection: PostgresConnection) async throws -> ImportBatchResult {
         var latest: [String: Int] = [:]
         for (index, user) in records.enumerated() { latest[user.id] = index }
@@ -44,10 +45,12 @@ public final class PostgresImportSink: HistoryImportSink {
                 INSERT INTO digest_import_users (id, locale, time_zone, opted_out)
                 SELECT * FROM unnest(\(users.map(\.id))::text[], \(users.map(\.locale))::text[],
                                      \(users.map(\.timeZone))::text[], \(users.map(\.optedOut))::bool[])
-                ON CONFLICT (id) DO UPDATE SET locale = excluded.locale, time_zone = excluded.time_zone, opted_out = excluded.opted_out
+                ON CONFLICT (id) DO UPDATE SET locale = excluded.locale, time_zone = excluded.time_zone, opted_out = excluded.opted_out,
+                    seq = CASE WHEN digest_import_users.time_zone IS DISTINCT FROM excluded.time_zone
+                               THEN nextval('digest_user_seq') ELSE digest_import_users.seq END
                 WHERE (digest_import_users.locale, digest_import_users.time_zone, digest_import_users.opted_out)
                     IS DISTINCT FROM (excluded.locale, excluded.time_zone, excluded.opted_out)
-                RETURNING id),
+                RETURNING id, xmax = 0 AS inserted),
             listed AS (
                 SELECT * FROM unnest(\(owners)::text[], \(tokens)::text[], \(platforms)::text[]) AS t(user_id, token, platform)),
             removed AS (
@@ -60,10 +63,18 @@ public final class PostgresImportSink: HistoryImportSink {
                 SELECT user_id, token, platform FROM listed
                 ON CONFLICT (user_id, token) DO UPDATE SET platform = excluded.platform
                 WHERE digest_import_devices.platform IS DISTINCT FROM excluded.platform
-                RETURNING user_id)
-            SELECT count(*) FROM (SELECT id FROM upserted UNION SELECT user_id FROM removed UNION SELECT user_id FROM added) changed
+                RETURNING user_id, xmax = 0 AS fresh)
+            SELECT (SELECT count(*) FROM (SELECT id FROM upserted UNION SELECT user_id FROM removed UNION SELECT user_id FROM added) changed),
+                   coalesce((SELECT array_agg(DISTINCT a.user_id) FROM added a
+                             WHERE a.fresh AND NOT EXISTS (SELECT 1 FROM upserted x WHERE x.id = a.user_id AND x.inserted)), '{}')
             """)
-        let changed = try rows.first?.decode(Int.self) ?? 0
+        let (changed, gained) = try rows.first?.decode((Int, [String]).self) ?? (0, [])
+        if !gained.isEmpty {
+            // A known user with a new device takes a new `seq`, so the rolling runs of a week already
+            // under way find the device (a separate statement: one statement cannot update a row twice).
+            try await connection.run(
+                "UPDATE digest_import_users SET seq = nextval('digest_user_seq') WHERE id = ANY(\(gained)::text[])")
+        }
         return ImportBatchResult(written: changed, unchanged: records.count - changed)
     }
 

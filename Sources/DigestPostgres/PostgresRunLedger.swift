@@ -20,18 +20,25 @@ public final class PostgresRunLedger: RunLedger {
         let name = week.description
         try await session.transaction { connection in
             // A second process starting at the same moment waits here for the first one's split.
-            let created = try await connection.rows(
+            try await connection.run(
                 """
                 INSERT INTO digest_runs (week, state, chunk_size, chunks, users)
-                VALUES (\(name), 'running', \(size), 0, 0) ON CONFLICT (week) DO NOTHING RETURNING week
+                VALUES (\(name), 'running', \(size), 0, 0) ON CONFLICT (week) DO NOTHING
                 """)
-            guard !created.isEmpty else { return }
+            // The first `--week` process splits the week (a rolling run may have begun it with zone
+            // chunks only); the others wait on the run row for its split and find it made.
+            try await connection.run("SELECT 1 FROM digest_runs WHERE week = \(name) FOR UPDATE")
+            let split = try await connection.rows(
+                "SELECT 1 FROM digest_run_chunks WHERE week = \(name) AND time_zone IS NULL LIMIT 1")
+            guard split.isEmpty else { return }
             // Chunk k holds the users in (after_user, through_user] in byte order; the last one is
             // open-ended, so users added later still belong to a chunk.
             try await connection.run(
                 """
                 INSERT INTO digest_run_chunks (week, chunk, after_user, through_user)
-                SELECT \(name), (row_number() OVER (ORDER BY through COLLATE "C" NULLS LAST))::int - 1,
+                SELECT \(name),
+                       (SELECT coalesce(max(chunk), -1) FROM digest_run_chunks WHERE week = \(name))
+                           + (row_number() OVER (ORDER BY through COLLATE "C" NULLS LAST))::int,
                        lag(through) OVER (ORDER BY through COLLATE "C" NULLS LAST), through
                 FROM (
                     SELECT id AS through FROM (
@@ -50,7 +57,7 @@ public final class PostgresRunLedger: RunLedger {
         let run = try await session.rows(
             """
             SELECT r.state, count(c.chunk), r.chunks FROM digest_runs r
-            LEFT JOIN digest_run_chunks c ON c.week = r.week AND c.state = 'done'
+            LEFT JOIN digest_run_chunks c ON c.week = r.week AND c.state = 'done' AND c.time_zone IS NULL
             WHERE r.week = \(name) GROUP BY r.state, r.chunks
             """)
         guard let row = run.first else { throw PostgresStoreError("\(session.location): the run row of \(name) vanished") }
@@ -138,7 +145,7 @@ public final class PostgresRunLedger: RunLedger {
         return try await totals(week: name)
     }
 
-    private func totals(week: String) async throws -> RunCounters {
+    func totals(week: String) async throws -> RunCounters {
         var totals = RunCounters()
         let decoder = JSONDecoder()
         for row in try await session.rows(

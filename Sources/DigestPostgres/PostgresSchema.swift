@@ -133,6 +133,28 @@ enum PostgresSchema {
         CREATE INDEX digest_outbox_window ON digest_outbox (window_end) WHERE state = 'ready' AND window_end IS NOT NULL;
         CREATE INDEX digest_outbox_expiry ON digest_outbox (expires_at) WHERE state = 'ready' AND expires_at IS NOT NULL
         """,
+        // 5: rolling runs. Users carry `seq`, a number taken again when a user is added, moves zone or
+        // gains a device (the import keeps it; the view gains the column only while it is still ours);
+        // each (week, zone) is planned into chunks of `seq` ranges as its week ends, and planned again
+        // for the users whose `seq` passed the plan since.
+        """
+        CREATE SEQUENCE digest_user_seq;
+        ALTER TABLE digest_import_users ADD COLUMN seq bigint NOT NULL DEFAULT nextval('digest_user_seq');
+        CREATE INDEX digest_import_users_zone ON digest_import_users (time_zone, seq);
+        DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_users' AND schemaname = current_schema() AND definition LIKE '%digest_import_users%') THEN CREATE OR REPLACE VIEW digest_users AS SELECT id, locale, time_zone, opted_out, seq FROM digest_import_users; END IF; END $$;
+        ALTER TABLE digest_run_chunks ADD COLUMN time_zone text;
+        ALTER TABLE digest_run_chunks ADD COLUMN after_seq bigint;
+        ALTER TABLE digest_run_chunks ADD COLUMN through_seq bigint;
+        ALTER TABLE digest_run_chunks ADD COLUMN users integer;
+        CREATE UNIQUE INDEX digest_run_chunks_zone ON digest_run_chunks (week, time_zone, through_seq) WHERE time_zone IS NOT NULL;
+        CREATE TABLE digest_zone_runs (
+            week text NOT NULL,
+            time_zone text NOT NULL,
+            planned bigint NOT NULL DEFAULT 0,
+            ends_at timestamptz NOT NULL,
+            PRIMARY KEY (week, time_zone)
+        )
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

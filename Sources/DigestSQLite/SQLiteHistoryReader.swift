@@ -23,11 +23,11 @@ public final class SQLiteHistoryReader: HistoryReader {
         try await thread.run { try $0.timeZones() }
     }
 
-    public func nextBatch(zones: [ZoneCursor], limit: Int) async throws -> ZoneBatch {
+    public func nextBatch(week: ISOWeek, zones: [ZoneCursor], limit: Int) async throws -> ZoneBatch {
         try await thread.run { queries in try queries.readTransaction { try queries.users(zones: zones, limit: limit) } }
     }
 
-    public func countUsers(zones: [ZoneCursor]) async throws -> Int {
+    public func countUsers(week: ISOWeek, zones: [ZoneCursor]) async throws -> Int {
         try await thread.run { try $0.countUsers(zones: zones) }
     }
 

@@ -12,16 +12,16 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Build every user's digest for a week and enqueue one message per device.",
         discussion: """
-            Without --week (SQLite), a rolling run: every reader whose local week has ended (at least --grace \
+            Without --week, a rolling run: every reader whose local week has ended (at least --grace \
             ago) and who has no digest of it yet, zone by zone; scheduled hourly it reaches each reader within \
             the hour after their local Sunday midnight, and readers or devices added later get the week's \
             digest in the next run. Messages are due at --deliver-at in the reader's zone (Monday 09:00), or, \
             when that has passed, at the next moment outside --quiet-hours. With --week, one week for every \
             reader whose local week has ended. A rerun enqueues nothing twice, a killed run resumes where it \
             stopped, and a run that finds another holding the SQLite lock says so and exits 0. On PostgreSQL \
-            (--week, or without it the latest week ended in every zone) any number of processes on any number \
-            of machines share the week: each claims chunks of users under a lease, and a chunk whose process \
-            died is claimed again when its lease ends (--status shows the chunks).
+            any number of processes on any number of machines share the work: each claims chunks of users \
+            (a zone's readers in rolling runs) under a lease, and a chunk whose process died is claimed again \
+            when its lease ends (--status shows the chunks).
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -77,7 +77,7 @@ struct RunCommand: AsyncParsableCommand {
 
 /// The options of `digest run`, shared with `digest demo`.
 struct RunOptions: ParsableArguments {
-    @Option(help: "The ISO week, e.g. 2026-W47 (default: a rolling run of every week that has ended in some zone; PostgreSQL: the latest week ended in every zone).")
+    @Option(help: "The ISO week, e.g. 2026-W47 (default: a rolling run of every week that has ended in some zone).")
     var week: String?
 
     @Option(help: "The run's instant, RFC 3339 (default: now): for backfills, tests and replays.")

@@ -5,11 +5,26 @@ import DigestTesting
 import Foundation
 import Testing
 
-/// Rolling runs through the real binary on SQLite, at fixed instants: a reader in every UTC offset
+/// Rolling runs through the real binary on SQLite and PostgreSQL, at fixed instants: a reader in every UTC offset
 /// gets the week's digest from the first hourly run after their local week ended, due at their
 /// Monday 09:00; a late run never makes a message due at night; readers and devices added after
 /// their zone's run get the week's digest in the next run, once.
 @Suite struct RollingRunTests {
+    enum Backend: String, CaseIterable, Sendable { case sqlite, postgres }
+
+    /// A new empty store of `backend`: a SQLite file in `dir`, or a migrated PostgreSQL database.
+    func store(_ backend: Backend, in dir: TemporaryDirectory) throws -> String {
+        switch backend {
+        case .sqlite:
+            return dir.path("digest.sqlite")
+        case .postgres:
+            let url = try PostgresCluster.shared().makeDatabase("rolling")
+            let migrated = try DigestBinary.run(["migrate", "--db", url])
+            #expect(migrated.status == 0, "\(migrated.stderr)")
+            return url
+        }
+    }
+
     /// One zone for every offset from UTC−12 to UTC+14 in the first days of November 2026, the
     /// :30 and :45 ones included. New York, St John's and Anchorage leave summer time on Sunday
     /// 1 November, inside week 2026-W44: their week ends an hour later than it began.
@@ -45,9 +60,18 @@ import Testing
 
     /// Outbox rows as dedupe key → due time.
     func outbox(_ db: String) throws -> [String: Int64] {
+        var rows: [String: Int64] = [:]
+        if db.hasPrefix("postgres") {
+            let lines = try PostgresCluster.shared().sql(
+                "SELECT dedupe_key, extract(epoch FROM available_at)::bigint FROM digest_outbox", url: db)
+            for line in lines.split(separator: "\n") {
+                let fields = line.split(separator: "|")
+                if fields.count == 2, let due = Int64(fields[1]) { rows[String(fields[0])] = due }
+            }
+            return rows
+        }
         let connection = try SQLiteConnection(path: db)
         let statement = try connection.statement("SELECT dedupe_key, available_at FROM digest_outbox")
-        var rows: [String: Int64] = [:]
         while try statement.step() { rows[statement.string(0)] = statement.int64(1) }
         return rows
     }
@@ -64,9 +88,9 @@ import Testing
         Timestamp.format(Timestamp.parse(text)! + Int64(hours) * 3600)
     }
 
-    @Test func hourlyRunsReachEveryOffsetInTheFirstHourAndAreDueAtMondayNine() throws {
+    @Test(arguments: Backend.allCases) func hourlyRunsReachEveryOffsetInTheFirstHourAndAreDueAtMondayNine(backend: Backend) throws {
         let dir = try TemporaryDirectory()
-        let db = dir.path("digest.sqlite")
+        let db = try store(backend, in: dir)
         try importWorld(into: db, in: dir)
         // Hourly from the hour before 2026-W44 ends at UTC+14 (Sunday 10:00 UTC) to after it ended
         // at UTC−12 (Monday 12:00 UTC).
@@ -107,9 +131,9 @@ import Testing
         #expect(try outbox(db) == rows)
     }
 
-    @Test func aLateFirstRunNeverMakesAMessageDueInQuietHours() throws {
+    @Test(arguments: Backend.allCases) func aLateFirstRunNeverMakesAMessageDueInQuietHours(backend: Backend) throws {
         let dir = try TemporaryDirectory()
-        let db = dir.path("digest.sqlite")
+        let db = try store(backend, in: dir)
         try importWorld(into: db, in: dir)
         // The scheduler was off until Monday 15:00 UTC: 09:00 has passed everywhere east of UTC−6.
         let now = Timestamp.parse("2026-11-02T15:00:00Z")!
@@ -140,9 +164,9 @@ import Testing
         #expect(rows["2026-W44:u-36:\(OutboxMessage.tokenHash("token-36"))"] == Timestamp.parse("2026-11-02T19:00:00Z"))
     }
 
-    @Test func readersAndDevicesAddedLateGetTheWeekInTheNextRunOnce() throws {
+    @Test(arguments: Backend.allCases) func readersAndDevicesAddedLateGetTheWeekInTheNextRunOnce(backend: Backend) throws {
         let dir = try TemporaryDirectory()
-        let db = dir.path("digest.sqlite")
+        let db = try store(backend, in: dir)
         try importWorld(into: db, in: dir, zones: ["Europe/Warsaw", "Asia/Tokyo"])
         // Both zones' weeks ended (Tokyo 15:00Z, Warsaw 23:00Z on Sunday).
         let first = try DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-01T23:30:00Z"])

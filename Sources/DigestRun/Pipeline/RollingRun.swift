@@ -52,8 +52,11 @@ final class ZoneWalk: Sendable {
     let allZonesEnded: Bool
     /// Some zone had been walked before this run.
     let started: Bool
+    /// The week walked.
+    let week: ISOWeek
 
-    init(_ cursors: [ZoneCursor], allZonesEnded: Bool) {
+    init(week: ISOWeek, _ cursors: [ZoneCursor], allZonesEnded: Bool) {
+        self.week = week
         state = Mutex(State(remaining: cursors))
         self.allZonesEnded = allZonesEnded
         started = cursors.contains { $0.seq > 0 }
@@ -68,7 +71,7 @@ final class ZoneWalk: Sendable {
     func load(from history: some HistoryReader, limit: Int, composer: BatchComposer) async throws -> ReadBatch? {
         let zones = remaining
         guard !zones.isEmpty else { return nil }
-        let batch = try await history.nextBatch(zones: zones, limit: limit)
+        let batch = try await history.nextBatch(week: week, zones: zones, limit: limit)
         state.withLock { state in
             let exhausted = Set(batch.exhausted)
             var moved: [String: Int64] = [:]

@@ -87,7 +87,7 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                     guard !ended.isEmpty else { continue }
                     let cursors = try await ledger.zoneCursors(
                         week: week, zones: ended.map(\.0), endsAt: ended.map(\.1), now: nowSeconds)
-                    let walk = ZoneWalk(cursors, allZonesEnded: ended.count == zones.count)
+                    let walk = ZoneWalk(week: week, cursors, allZonesEnded: ended.count == zones.count)
                     var summary = try await weekRun.run(history: history, ledger: ledger, walk: walk, now: now, progress: progress)
                     summary.zones = ended.count
                     summary.zonesLeft = zones.count - ended.count
@@ -112,7 +112,7 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         let remaining: Int
         if let walk {
             checkpoint = RunCheckpoint(cursor: 0, finished: false, counters: RunCounters())
-            remaining = try await history.countUsers(zones: walk.remaining)
+            remaining = try await history.countUsers(week: week, zones: walk.remaining)
         } else {
             checkpoint = try await ledger.begin(week: week, now: nowSeconds)
             remaining = try await history.countUsers(week: week, after: checkpoint.cursor)

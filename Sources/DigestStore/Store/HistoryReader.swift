@@ -50,11 +50,13 @@ public protocol HistoryReader: Sendable {
     func hasReads(from: Int64, until: Int64) async throws -> Bool
     /// Rolling runs: the time zones users are in (each once).
     func timeZones() async throws -> [String]
-    /// Rolling runs: the next users (at most `limit`) after the cursors of `zones`, taken zone by
-    /// zone in the order given, each zone's in `seq` order, with their devices.
-    func nextBatch(zones: [ZoneCursor], limit: Int) async throws -> ZoneBatch
-    /// Rolling runs: how many users are left after the cursors of `zones`.
-    func countUsers(zones: [ZoneCursor]) async throws -> Int
+    /// Rolling runs: the next users of `week` (at most `limit`) after the cursors of `zones`, taken
+    /// zone by zone in the order given, each zone's in `seq` order, with their devices. A store that
+    /// shares the week between processes (PostgreSQL) hands out a claimed chunk of one zone instead,
+    /// and its batch's cursor names that chunk.
+    func nextBatch(week: ISOWeek, zones: [ZoneCursor], limit: Int) async throws -> ZoneBatch
+    /// Rolling runs: how many users of `week` are left after the cursors of `zones`.
+    func countUsers(week: ISOWeek, zones: [ZoneCursor]) async throws -> Int
     /// The user with this id, with their devices; `nil` when there is none.
     func user(id: String) async throws -> StoredReader?
     /// Up to `limit` users whose id starts with `prefix`, in id order, with their devices.
@@ -81,10 +83,10 @@ public struct HistoryRequest: Sendable {
 
 extension HistoryReader {
     public func timeZones() async throws -> [String] { throw RollingRunsUnsupported(store: "\(Self.self)") }
-    public func nextBatch(zones: [ZoneCursor], limit: Int) async throws -> ZoneBatch {
+    public func nextBatch(week: ISOWeek, zones: [ZoneCursor], limit: Int) async throws -> ZoneBatch {
         throw RollingRunsUnsupported(store: "\(Self.self)")
     }
-    public func countUsers(zones: [ZoneCursor]) async throws -> Int { throw RollingRunsUnsupported(store: "\(Self.self)") }
+    public func countUsers(week: ISOWeek, zones: [ZoneCursor]) async throws -> Int { throw RollingRunsUnsupported(store: "\(Self.self)") }
 
     /// What `composer` needs of each user: their reads since ``BatchComposer/readsSince(_:)``, the
     /// candidates they read before that, and the previous weeks' picks (three queries a batch).

@@ -1,0 +1,106 @@
+public import DigestCore
+public import DigestStore
+import PostgresNIO
+
+/// Rolling runs on PostgreSQL: the week's zone chunks (planned by
+/// ``PostgresRunLedger/zoneCursors(week:zones:endsAt:now:)``) are claimed under a lease like the
+/// chunks of a `--week` run, so any number of processes share the zones whose week has ended.
+extension PostgresHistoryReader {
+    /// The time zones of `digest_users`, each once (a skip scan of the index on the zone).
+    public func timeZones() async throws -> [String] {
+        try await PostgresRollingPlan.requireSeq(session)
+        return try await session.rows(
+            """
+            WITH RECURSIVE z(zone) AS (
+                SELECT min(time_zone) FROM digest_users
+                UNION ALL
+                SELECT (SELECT min(time_zone) FROM digest_users WHERE time_zone > z.zone) FROM z WHERE z.zone IS NOT NULL)
+            SELECT zone FROM z WHERE zone IS NOT NULL
+            """
+        ).map { try $0.decode(String.self) }
+    }
+
+    /// Claims the next zone chunk of `week` among `zones` (a ready one, or one whose lease ended) and
+    /// reads its users, in id order, with their devices; the batch's cursor names the chunk (its zone
+    /// and last `seq`). While every other open chunk is held by live workers, waits for them to
+    /// finish or for a lease to end, so that the walk ends (no users, every zone exhausted) only once
+    /// every chunk of these zones is done. A chunk whose users have all moved away is done at once.
+    public func nextBatch(week: ISOWeek, zones: [ZoneCursor], limit: Int) async throws -> ZoneBatch {
+        byList = true
+        let names = zones.map(\.zone)
+        let worker = coordination.settings.worker
+        let lease = coordination.leaseSeconds
+        while true {
+            let claimed = try await session.rows(
+                """
+                UPDATE digest_run_chunks c
+                SET state = 'claimed', lease_owner = \(worker), claims = c.claims + 1,
+                    leased_until = now() + make_interval(secs => \(lease))
+                WHERE (c.week, c.chunk) = (
+                    SELECT week, chunk FROM digest_run_chunks
+                    WHERE week = \(week.description) AND time_zone = ANY(\(names)::text[]) AND state <> 'done'
+                      AND (state = 'ready' OR leased_until <= now())
+                    ORDER BY chunk LIMIT 1 FOR UPDATE SKIP LOCKED)
+                RETURNING c.chunk, c.time_zone, c.after_seq, c.through_seq
+                """)
+            if let row = claimed.first {
+                let (chunk, zone, after, through) = try row.decode((Int, String, Int64, Int64).self)
+                coordination.holding(chunk, week: week.description)
+                let users = try await withDevices(
+                    try await session.rows(
+                        """
+                        SELECT id, locale, time_zone, opted_out FROM digest_users
+                        WHERE time_zone = \(zone) AND seq > \(after) AND seq <= \(through)
+                        ORDER BY id COLLATE "C"
+                        """))
+                guard !users.isEmpty else {
+                    try await session.run(
+                        """
+                        UPDATE digest_run_chunks SET state = 'done', done_by = \(worker), done_at = now(),
+                            lease_owner = NULL, leased_until = NULL
+                        WHERE week = \(week.description) AND chunk = \(chunk) AND state <> 'done'
+                        """)
+                    coordination.released(chunk)
+                    continue
+                }
+                return ZoneBatch(users: users, cursors: [ZoneCursor(zone: zone, seq: through, taken: users.count)], exhausted: [])
+            }
+            let open = try await session.rows(
+                """
+                SELECT count(*), coalesce(extract(epoch FROM min(leased_until) - now()), 0)::float8
+                FROM digest_run_chunks WHERE week = \(week.description) AND time_zone = ANY(\(names)::text[]) AND state <> 'done'
+                """)
+            let (left, soonest) = try open.first?.decode((Int, Double).self) ?? (0, 0)
+            guard left > 0 else { return ZoneBatch(users: [], cursors: [], exhausted: names) }
+            try await Task.sleep(for: .seconds(min(1.0, max(0.05, soonest))))
+        }
+    }
+
+    /// The users in the open zone chunks of `week` among `zones`.
+    public func countUsers(week: ISOWeek, zones: [ZoneCursor]) async throws -> Int {
+        try await session.rows(
+            """
+            SELECT coalesce(sum(users), 0)::int8 FROM digest_run_chunks
+            WHERE week = \(week.description) AND time_zone = ANY(\(zones.map(\.zone))::text[]) AND state <> 'done'
+            """
+        ).first?.decode(Int.self) ?? 0
+    }
+}
+
+/// What rolling runs on PostgreSQL ask of the `digest_users` view.
+enum PostgresRollingPlan {
+    /// Fails with what to do unless `digest_users` has the `seq` column rolling runs walk (an
+    /// adopter's own view from before it was part of the contract may lack it).
+    static func requireSeq(_ session: PostgresSession) async throws {
+        let present = try await session.rows(
+            """
+            SELECT EXISTS (SELECT 1 FROM pg_attribute
+                           WHERE attrelid = to_regclass('digest_users') AND attname = 'seq' AND NOT attisdropped)
+            """
+        ).first?.decode(Bool.self) ?? false
+        guard present else {
+            throw PostgresStoreError(
+                "\(session.location): the digest_users view has no seq column, which rolling runs (digest run without --week) need: add it (docs/005-postgresql.md) or pass --week")
+        }
+    }
+}
