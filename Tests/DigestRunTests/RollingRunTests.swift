@@ -164,6 +164,35 @@ import Testing
         #expect(rows["2026-W44:u-36:\(OutboxMessage.tokenHash("token-36"))"] == Timestamp.parse("2026-11-02T19:00:00Z"))
     }
 
+    /// The scheduler was off for two weeks: the next run catches the missed weeks up, oldest first,
+    /// and no message of theirs is due in the reader's night.
+    @Test(arguments: Backend.allCases) func missedWeeksAreCaughtUpOldestFirstAndNeverDueAtNight(backend: Backend) throws {
+        let dir = try TemporaryDirectory()
+        let db = try store(backend, in: dir)
+        try importWorld(into: db, in: dir, zones: ["Europe/Warsaw", "Asia/Tokyo"])
+        let later = try dir.write("reads-later.jsonl", lines: [0, 1].flatMap { index in
+            ["2026-11-04", "2026-11-11"].map { day in
+                #"{"userId":"u-\#(index)","articleId":"a2","readAt":"\#(day)T12:00:00Z","seconds":240}"#
+            }
+        })
+        #expect(try DigestBinary.run(["import", "--db", db, later]).status == 0)
+        let first = try DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-01T23:30:00Z"])
+        #expect(first.status == 0 && first.stdout.contains("messages: 2 built, 2 enqueued"), "\(first.stdout)")
+        // Back on Monday of 2026-W47 at 15:00 UTC: 16:00 in Warsaw, midnight in Tokyo.
+        let now = Timestamp.parse("2026-11-16T15:00:00Z")!
+        let back = try DigestBinary.run(["run", "--db", db, "--as-of", Timestamp.format(now)])
+        #expect(back.status == 0, "\(back.stderr)")
+        let weeks = back.stdout.split(separator: "\n").filter { $0.hasPrefix("week 2026") }.map { $0.prefix(13) }
+        #expect(weeks == ["week 2026-W44", "week 2026-W45", "week 2026-W46"], "\(back.stdout)")
+        let rows = try outbox(db)
+        #expect(rows.count == 6)
+        for week in ["2026-W45", "2026-W46"] {
+            #expect(rows["\(week):u-0:\(OutboxMessage.tokenHash("token-0"))"] == now, "Warsaw is awake: due at once")
+            #expect(rows["\(week):u-1:\(OutboxMessage.tokenHash("token-1"))"] == Timestamp.parse("2026-11-16T23:00:00Z"),
+                    "Tokyo sleeps: due at 08:00 local")
+        }
+    }
+
     @Test(arguments: Backend.allCases) func readersAndDevicesAddedLateGetTheWeekInTheNextRunOnce(backend: Backend) throws {
         let dir = try TemporaryDirectory()
         let db = try store(backend, in: dir)
