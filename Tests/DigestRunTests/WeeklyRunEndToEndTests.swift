@@ -140,6 +140,11 @@ import Testing
         let refused = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("another digest run holds the lock"))
+        // An hourly rolling run leaves the hour's work to the run holding the lock: one line, exit 0.
+        let hourly = try DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-16T12:00:00Z"])
+        #expect(hourly.status == 0, "\(hourly.stderr)")
+        #expect(hourly.stdout == "another digest run holds the lock on \(db): leaving this hour's work to it\n", "\(hourly.stdout)")
+        #expect(try outbox(db).isEmpty)
         withExtendedLifetime(lock) {}
     }
 
