@@ -22,6 +22,41 @@ import Testing
         }
     }
 
+    /// The delivery window, the same on both stores: nothing before its due time; a message whose
+    /// window ended unsent waits through the quiet hours (due when they end, its window a day on);
+    /// one past its TTL is expired with its reason and never leased; a message without a window
+    /// (`--send-at now`) goes whenever it is due.
+    @Test(arguments: Backend.allCases) func windowsHoldThroughQuietHoursAndExpireWhatOutlivedItsTTL(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        let due = Timestamp.parse("2026-11-16T08:00:00Z")!
+        let hour: Int64 = 3600
+        try await store.outbox(count: 3, availableAt: { _ in due }) { i in
+            switch i {
+            case 1: (due + 12 * hour, due + 23 * hour, due + 48 * hour)
+            case 2: (due + 12 * hour, due + 23 * hour, due + hour)
+            default: nil
+            }
+        }
+        try await store.withConsumer { consumer in
+            #expect(try await consumer.lease(owner: "a", limit: 10, now: due - hour, leaseSeconds: 60, maxAttempts: 5).isEmpty)
+            #expect(try await consumer.backlog(now: due - hour) == OutboxBacklog(waiting: 3, nextDue: due))
+            // The sender comes back in the reader's night: u3 goes, u1 waits for the morning, u2 expired.
+            let night = try await consumer.lease(owner: "a", limit: 10, now: due + 14 * hour, leaseSeconds: 60, maxAttempts: 5)
+            #expect(night.map(\.userID) == ["u3"])
+            #expect(try await consumer.settle(night.map { .sent(id: $0.id, name: "n") }, owner: "a", now: due + 14 * hour, maxAttempts: 5) == 1)
+            let rows = try store.rows()
+            let byUser = Dictionary(uniqueKeysWithValues: rows.values.compactMap { row in
+                row.state == .sent ? ("u3", row) : row.state == .expired ? ("u2", row) : ("u1", row)
+            })
+            #expect(byUser["u2"]?.lastError == "EXPIRED: not sent before its TTL ended at 2026-11-16T09:00:00Z")
+            #expect(byUser["u1"]?.state == .ready && byUser["u1"]?.availableAt == due + 23 * hour)
+            #expect(try store.sql("SELECT count(*) FROM digest_outbox WHERE user_id = 'u1' AND window_end = \(backend == .sqlite ? "\(due + 36 * hour)" : "to_timestamp(\(due + 36 * hour))")") == "1")
+            #expect(try await consumer.lease(owner: "a", limit: 10, now: due + 22 * hour, leaseSeconds: 60, maxAttempts: 5).isEmpty)
+            let morning = try await consumer.lease(owner: "a", limit: 10, now: due + 23 * hour, leaseSeconds: 60, maxAttempts: 5)
+            #expect(morning.map(\.userID) == ["u1"])
+        }
+    }
+
     @Test(arguments: Backend.allCases) func settleAppliesOnlyToTheHolderAndUnregisteredRemovesTheDevice(backend: Backend) async throws {
         let store = try await StoreHarness(backend)
         try await store.outbox(count: 5)
@@ -90,7 +125,11 @@ import Testing
     @Test(arguments: Backend.allCases, [1, 2, 3, 4] as [UInt64]) func sqlFollowsTheStateMachine(backend: Backend, seed: UInt64) async throws {
         let store = try await StoreHarness(backend)
         let count = 8
-        try await store.outbox(count: count) { i in Int64(i % 3) }
+        // Every other message has a delivery window (a short day would be kinder to the test, but
+        // windows move by whole days); every fourth a TTL that ends inside the test's time.
+        try await store.outbox(count: count, availableAt: { i in Int64(i % 3) }) { i in
+            i % 2 == 0 ? (Int64(40 + 30 * i), Int64(200 + 40 * i), i % 4 == 0 ? Int64(600 + 300 * i) : 1_000_000) : nil
+        }
         try await store.withConsumer { consumer in
             var model = try store.rows()
             var random = SplitMix64(seed: seed)  // seeded, so a failing sequence can be replayed
@@ -105,7 +144,10 @@ import Testing
                 case 0, 1:
                     let limit = Int(1 + random.next() % 3)
                     let leased = try await consumer.lease(owner: owner, limit: limit, now: now, leaseSeconds: 30, maxAttempts: maxAttempts)
-                    for key in model.keys { model[key]!.apply(.expire(now: now, maxAttempts: maxAttempts)) }
+                    for key in model.keys {
+                        model[key]!.apply(.expire(now: now, maxAttempts: maxAttempts))
+                        model[key]!.apply(.settleWindow(now: now))
+                    }
                     let due = model.filter { $0.value.isDue(now: now) }
                         .sorted { ($0.value.availableAt, $0.key) < ($1.value.availableAt, $1.key) }.prefix(limit).map(\.key)
                     #expect(leased.map(\.id) == due.sorted())

@@ -77,8 +77,12 @@ struct StoreHarness {
         try await database.withOutboxConsumer { try await body($0) }
     }
 
-    /// Users `u1…u<count>` (token `tok-<i>`, android), each with one message due at `availableAt(i)`.
-    func outbox(count: Int, availableAt: (Int) -> Int64 = { _ in 0 }) async throws {
+    /// Users `u1…u<count>` (token `tok-<i>`, android), each with one message due at `availableAt(i)`,
+    /// with the delivery window `window(i)` gives (end, quiet until, expiry; none by default).
+    func outbox(
+        count: Int, availableAt: (Int) -> Int64 = { _ in 0 },
+        window: (Int) -> (end: Int64, quietUntil: Int64, expiresAt: Int64)? = { _ in nil }
+    ) async throws {
         let users = (1...count).map { i in
             Reader(id: "u\(i)", locale: "en", timeZone: "UTC", optedOut: false, devices: [Device(token: "tok-\(i)", platform: .android)])
         }
@@ -87,7 +91,8 @@ struct StoreHarness {
         let messages = (1...count).map { i in
             OutboxMessage(
                 dedupeKey: "2026-W46:u\(i):h", week: "2026-W46", userID: "u\(i)", platform: .android, variant: .defaultText,
-                message: Array(#"{"message":{"token":"tok-\#(i)"}}"#.utf8), report: "{}", availableAt: availableAt(i))
+                message: Array(#"{"message":{"token":"tok-\#(i)"}}"#.utf8), report: "{}", availableAt: availableAt(i),
+                windowEnd: window(i)?.end, quietUntil: window(i)?.quietUntil, expiresAt: window(i)?.expiresAt)
         }
         try await withLedger { ledger in
             _ = try await ledger.begin(week: week, now: 0)
@@ -102,13 +107,18 @@ struct StoreHarness {
         case .sqlite:
             let connection = try SQLiteDatabase.sqlite(path: directory.path("store.sqlite")).connect()
             let statement = try connection.statement(
-                "SELECT id, state, attempts, available_at, lease_owner, leased_until, last_error, sent_at, fcm_name FROM digest_outbox")
+                """
+                SELECT id, state, attempts, available_at, lease_owner, leased_until, last_error, sent_at, fcm_name,
+                       window_end, quiet_until, expires_at FROM digest_outbox
+                """)
             while try statement.step() {
+                func optional(_ column: Int32) -> Int64? { statement.isNull(column) ? nil : statement.int64(column) }
                 rows[statement.int64(0)] = OutboxDelivery(
                     state: OutboxDelivery.State(rawValue: statement.string(1))!, attempts: statement.int(2),
                     availableAt: statement.int64(3), leaseOwner: statement.optionalString(4),
-                    leasedUntil: statement.isNull(5) ? nil : statement.int64(5), lastError: statement.optionalString(6),
-                    sentAt: statement.isNull(7) ? nil : statement.int64(7), fcmName: statement.optionalString(8))
+                    leasedUntil: optional(5), lastError: statement.optionalString(6),
+                    sentAt: optional(7), fcmName: statement.optionalString(8),
+                    windowEnd: optional(9), quietUntil: optional(10), expiresAt: optional(11))
             }
         case .postgres:
             let null = "\u{1}"
@@ -116,7 +126,10 @@ struct StoreHarness {
                 """
                 SELECT id, state, attempts, extract(epoch FROM available_at)::bigint, coalesce(lease_owner, '\(null)'),
                        coalesce(extract(epoch FROM leased_until)::bigint::text, '\(null)'), coalesce(last_error, '\(null)'),
-                       coalesce(extract(epoch FROM sent_at)::bigint::text, '\(null)'), coalesce(fcm_name, '\(null)')
+                       coalesce(extract(epoch FROM sent_at)::bigint::text, '\(null)'), coalesce(fcm_name, '\(null)'),
+                       coalesce(extract(epoch FROM window_end)::bigint::text, '\(null)'),
+                       coalesce(extract(epoch FROM quiet_until)::bigint::text, '\(null)'),
+                       coalesce(extract(epoch FROM expires_at)::bigint::text, '\(null)')
                 FROM digest_outbox
                 """)
             for line in output.split(separator: "\n") {
@@ -124,7 +137,8 @@ struct StoreHarness {
                 rows[Int64(f[0]!)!] = OutboxDelivery(
                     state: OutboxDelivery.State(rawValue: f[1]!)!, attempts: Int(f[2]!)!, availableAt: Int64(f[3]!)!,
                     leaseOwner: f[4], leasedUntil: f[5].flatMap { Int64($0) }, lastError: f[6], sentAt: f[7].flatMap { Int64($0) },
-                    fcmName: f[8])
+                    fcmName: f[8], windowEnd: f[9].flatMap { Int64($0) }, quietUntil: f[10].flatMap { Int64($0) },
+                    expiresAt: f[11].flatMap { Int64($0) })
             }
         }
         return rows

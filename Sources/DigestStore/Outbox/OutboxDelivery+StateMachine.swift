@@ -17,6 +17,9 @@ extension OutboxDelivery {
         case expire(now: Int64, maxAttempts: Int)
         /// An operator sends a dead message again.
         case requeue(now: Int64)
+        /// A consumer looks at the clock (before each lease, and for its backlog): a ready message
+        /// past its TTL expires; one whose window ended unsent waits through the quiet hours.
+        case settleWindow(now: Int64)
     }
 
     /// Why an event did not apply.
@@ -29,6 +32,8 @@ extension OutboxDelivery {
         case notExpired
         /// `requeue` of a message that is not dead.
         case notDead
+        /// `settleWindow` of a message that is not ready, or still inside its window and its TTL.
+        case inWindow
     }
 
     /// Applies `event`; on refusal the value is unchanged.
@@ -85,6 +90,21 @@ extension OutboxDelivery {
             state = .ready
             attempts = 0
             availableAt = now
+        case .settleWindow(let now):
+            guard state == .ready else { return .failure(.inWindow) }
+            if let expiresAt, expiresAt <= now {
+                state = .expired
+                lastError = "EXPIRED: not sent before its TTL ended at \(Timestamp.format(expiresAt))"
+            } else if let windowEnd, let quietUntil, windowEnd <= now {
+                // The window moves on by whole days until it ends after now; the message is due when
+                // the quiet hours before that window end (at once when that has passed).
+                let days = (now - windowEnd) / 86_400
+                availableAt = max(availableAt, quietUntil + days * 86_400)
+                self.windowEnd = windowEnd + (days + 1) * 86_400
+                self.quietUntil = quietUntil + (days + 1) * 86_400
+            } else {
+                return .failure(.inWindow)
+            }
         }
         return .success(state)
     }

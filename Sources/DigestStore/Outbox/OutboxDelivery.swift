@@ -2,11 +2,13 @@
 ///
 /// ``OutboxDelivery/apply(_:)`` is the lifecycle every backend's SQL follows (see
 /// `docs/003-outbox-consumers.md`): `ready` → `leased` → `sent`, or back to `ready` (nack, release,
-/// expired lease), or `dead`; `dead` → `ready` only by an operator's requeue.
+/// expired lease), or `dead`; `dead` → `ready` only by an operator's requeue; `ready` → `expired`
+/// once its TTL has ended unsent. A message with a delivery window (docs/001) that ended unsent
+/// waits, `ready`, through the reader's quiet hours.
 public struct OutboxDelivery: Sendable, Hashable {
     /// The `state` column.
     public enum State: String, Sendable, Hashable, CaseIterable {
-        case ready, leased, sent, dead
+        case ready, leased, sent, dead, expired
     }
 
     public var state: State
@@ -22,11 +24,22 @@ public struct OutboxDelivery: Sendable, Hashable {
     public var sentAt: Int64?
     /// FCM's name of the sent message (`projects/…/messages/…`).
     public var fcmName: String?
+    /// The end of the hours it may be sent in (the reader's quiet hours begin), Unix seconds; `nil`:
+    /// no window (`--send-at now`).
+    public var windowEnd: Int64?
+    /// When the quiet hours after ``windowEnd`` end.
+    public var quietUntil: Int64?
+    /// When its TTL ends: not sent by then, it never is.
+    public var expiresAt: Int64?
 
     public init(
         state: State = .ready, attempts: Int = 0, availableAt: Int64, leaseOwner: String? = nil,
-        leasedUntil: Int64? = nil, lastError: String? = nil, sentAt: Int64? = nil, fcmName: String? = nil
+        leasedUntil: Int64? = nil, lastError: String? = nil, sentAt: Int64? = nil, fcmName: String? = nil,
+        windowEnd: Int64? = nil, quietUntil: Int64? = nil, expiresAt: Int64? = nil
     ) {
+        self.windowEnd = windowEnd
+        self.quietUntil = quietUntil
+        self.expiresAt = expiresAt
         self.state = state
         self.attempts = attempts
         self.availableAt = availableAt
