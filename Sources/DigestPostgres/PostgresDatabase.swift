@@ -85,8 +85,10 @@ public struct PostgresDatabase: DigestDatabase {
     /// (in open chunks, or past the zone's plan: all of them before the zone's week has ended).
     public func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress] {
         let name = week.description
-        let rows = try await withSession { session in
+        let rows: [(String, Int, Int)] = try await withSession { session in
             try await PostgresRollingPlan.requireSeq(session)
+            // A week no rolling run has planned (a --week run's) has no zone lines.
+            guard try await !session.rows("SELECT 1 FROM digest_zone_runs WHERE week = \(name) LIMIT 1").isEmpty else { return [] }
             return try await session.rows(
                 """
                 WITH plans AS (SELECT time_zone, planned FROM digest_zone_runs WHERE week = \(name)),

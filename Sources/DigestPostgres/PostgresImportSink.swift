@@ -24,8 +24,8 @@ public final class PostgresImportSink: HistoryImportSink {
     }
 
     /// One statement for the batch's users and devices: upserts that change only what differs, and
-    /// devices no longer listed removed. A user added, moved to another zone or given a new device
-    /// takes the next `seq` (rolling runs, docs/005). A user listed twice in a batch counts once, as last listed.
+    /// devices no longer listed removed. A user added, moved to another zone, opted back in or given a
+    /// new device takes the next `seq` (rolling runs, docs/005). A user listed twice in a batch counts once, as last listed.
     static func write(users records: [Reader], on connection: PostgresConnection) async throws -> ImportBatchResult {
         var latest: [String: Int] = [:]
         for (index, user) in records.enumerated() { latest[user.id] = index }
@@ -47,6 +47,7 @@ public final class PostgresImportSink: HistoryImportSink {
                                      \(users.map(\.timeZone))::text[], \(users.map(\.optedOut))::bool[])
                 ON CONFLICT (id) DO UPDATE SET locale = excluded.locale, time_zone = excluded.time_zone, opted_out = excluded.opted_out,
                     seq = CASE WHEN digest_import_users.time_zone IS DISTINCT FROM excluded.time_zone
+                                    OR (digest_import_users.opted_out AND NOT excluded.opted_out)
                                THEN nextval('digest_user_seq') ELSE digest_import_users.seq END
                 WHERE (digest_import_users.locale, digest_import_users.time_zone, digest_import_users.opted_out)
                     IS DISTINCT FROM (excluded.locale, excluded.time_zone, excluded.opted_out)

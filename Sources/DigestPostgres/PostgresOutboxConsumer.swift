@@ -185,10 +185,13 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
     static func settleWindows(_ connection: PostgresConnection, now: Int64) async throws {
         try await connection.run(
             """
-            UPDATE digest_outbox
+            WITH ended AS (
+                SELECT id FROM digest_outbox WHERE state = 'ready' AND expires_at <= to_timestamp(\(now))
+                FOR UPDATE SKIP LOCKED)
+            UPDATE digest_outbox o
             SET state = 'expired',
-                last_error = 'EXPIRED: not sent before its TTL ended at ' || to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-            WHERE state = 'ready' AND expires_at <= to_timestamp(\(now))
+                last_error = 'EXPIRED: not sent before its TTL ended at ' || to_char(o.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+            FROM ended WHERE o.id = ended.id
             """)
         try await connection.run(
             """

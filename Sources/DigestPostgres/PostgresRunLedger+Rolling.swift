@@ -99,9 +99,13 @@ extension PostgresRunLedger {
         return try await commit(week: week, through: Int64(chunk), messages: messages, counters: counters, now: now)
     }
 
-    /// The latest week any run started, `nil` before the first.
-    public func latestWeek() async throws -> ISOWeek? {
-        guard let week = try await session.rows("SELECT max(week) FROM digest_runs").first?.decode(String?.self) else { return nil }
+    /// The oldest week still under way, else the latest week any run started; `nil` before the first.
+    public func resumeWeek() async throws -> ISOWeek? {
+        guard
+            let week = try await session.rows(
+                "SELECT coalesce((SELECT min(week) FROM digest_runs WHERE state = 'running'), (SELECT max(week) FROM digest_runs))"
+            ).first?.decode(String?.self)
+        else { return nil }
         return try? ISOWeek(parsing: week)
     }
 

@@ -87,6 +87,11 @@ public struct SQLiteDatabase: DigestDatabase {
                 GROUP BY u.time_zone
                 """)
             statement.bind(week.description, at: 1)
+            // A week no rolling run has walked (a --week run's) has no zone lines.
+            let walked = try connection.statement("SELECT 1 FROM digest_zone_runs WHERE week = ? LIMIT 1")
+            walked.bind(week.description, at: 1)
+            guard try walked.step() else { return [] }
+            walked.reset()
             var rows: [(String, Int, Int)] = []
             while try statement.step() { rows.append((statement.string(0), statement.int(1), statement.int(2))) }
             return rows

@@ -46,14 +46,14 @@ final class SQLiteImportQueries {
     }
 
     private func upsert(user: Reader) throws -> Bool {
-        // `seq` orders users for rolling runs (docs/001): a new user, one that moved zone and one
+        // `seq` orders users for rolling runs (docs/001): a new user, one that moved zone or opted back in, and one
         // that gained a device take the next number, so the runs of weeks already under way find them.
         let upsert = try connection.statement(
             """
             INSERT INTO users (id, locale, time_zone, opted_out, seq)
             VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(seq), 0) + 1 FROM users))
             ON CONFLICT (id) DO UPDATE SET locale = ?2, time_zone = ?3, opted_out = ?4,
-                seq = CASE WHEN time_zone IS NOT ?3 THEN (SELECT max(seq) + 1 FROM users) ELSE seq END
+                seq = CASE WHEN time_zone IS NOT ?3 OR (opted_out AND NOT ?4) THEN (SELECT max(seq) + 1 FROM users) ELSE seq END
             WHERE locale IS NOT ?2 OR time_zone IS NOT ?3 OR opted_out IS NOT ?4
             """)
         let rowBefore = connection.lastInsertRowID

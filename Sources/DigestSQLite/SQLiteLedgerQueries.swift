@@ -137,8 +137,9 @@ final class SQLiteLedgerQueries {
         }
     }
 
-    func latestWeek() throws -> ISOWeek? {
-        let statement = try connection.statement("SELECT max(week) FROM digest_runs")
+    func resumeWeek() throws -> ISOWeek? {
+        let statement = try connection.statement(
+            "SELECT coalesce((SELECT min(week) FROM digest_runs WHERE state = 'running'), (SELECT max(week) FROM digest_runs))")
         defer { statement.reset() }
         guard try statement.step(), !statement.isNull(0) else { return nil }
         return try? ISOWeek(parsing: statement.string(0))

@@ -34,8 +34,8 @@ public final class SQLiteRunLedger: RunLedger {
         }
     }
 
-    public func latestWeek() async throws -> ISOWeek? {
-        try await thread.run { try $0.latestWeek() }
+    public func resumeWeek() async throws -> ISOWeek? {
+        try await thread.run { try $0.resumeWeek() }
     }
 
     public func finishRolling(week: ISOWeek, complete: Bool, now: Int64) async throws -> RunCounters {

@@ -68,7 +68,7 @@ struct RunCommand: AsyncParsableCommand {
                 for line in summary.lines() { print(line) }
             }
             if summaries.isEmpty { print("no zone has ended a week that is still to do: nothing to do") }
-        } catch let error as RunLockError where options.week == nil {
+        } catch let error as RunLockError where error.isHeld && options.week == nil {
             // Rolling runs overlap by design: the next hour picks up what this one would have done.
             print("another digest run holds the lock on \(error.path.dropLast(5)): leaving this hour's work to it")
         }
@@ -83,7 +83,7 @@ struct RunOptions: ParsableArguments {
     @Option(help: "The run's instant, RFC 3339 (default: now): for backfills, tests and replays.")
     var asOf: String?
 
-    @Option(help: "Rolling runs: wait this long after a zone's week ended for late reads, e.g. 30m, 2h (default 0).")
+    @Option(help: "Rolling runs: wait this long after a zone's week ended for late reads, e.g. 30m, 2h.")
     var grace: String = "0"
 
     @Option(help: "When messages become due: 'local' (--deliver-at in each user's zone, outside --quiet-hours) or 'now' (at once, no quiet hours).")
@@ -168,17 +168,27 @@ struct RunOptions: ParsableArguments {
         asOf.flatMap(Timestamp.parse).map { Date(timeIntervalSince1970: Double($0)) } ?? now
     }
 
-    /// A rolling run on stores that walk users by zone when no --week is given; otherwise the week's run.
+    /// A rolling run on stores that walk users by zone when no --week is given, or when the --week has
+    /// not ended in every zone yet (its readers whose local week has ended); otherwise the week's run.
     func executeAll(database: any DigestDatabase, now: Date = Date()) async throws -> [RunSummary] {
-        guard week == nil, database.supportsRollingRuns else { return [try await execute(database: database, now: now)] }
         let instant = instant(now: now)
+        let only = try week.map { try ISOWeek(parsing: $0) }
+        guard database.supportsRollingRuns, only.map({ $0 > WeekCalendar.latestCompleteWeek(now: instant) }) ?? true else {
+            return [try await execute(database: database, now: now)]
+        }
+        let seconds = Int64(instant.timeIntervalSince1970)
+        if let only, only > RollingRun.latestEndedWeek(at: seconds) {
+            throw RunError(
+                "week \(only) has not ended in any time zone yet at \(Timestamp.format(seconds)); the latest week ended somewhere is \(RollingRun.latestEndedWeek(at: seconds))")
+        }
         let catalog = try plan.catalog()
         let configuration = try configuration(week: RollingRun.latestEndedWeek(at: Int64(instant.timeIntervalSince1970)))
         let grace = Self.seconds(grace) ?? 0
         let summaries = try await PictureOptions.withProvider(directory: attachments, baseURL: attachmentsUrl, allowHosts: allowHosts) {
             provider in
             try await rolling(
-                database: database, catalog: catalog, attachments: provider, configuration: configuration, now: instant, grace: grace)
+                database: database, catalog: catalog, attachments: provider, configuration: configuration, now: instant, grace: grace,
+                only: only)
         }
         if let report {
             let encoder = JSONEncoder()
@@ -190,11 +200,11 @@ struct RunOptions: ParsableArguments {
 
     private func rolling<Database: DigestDatabase>(
         database: Database, catalog: TemplateCatalog, attachments: any AttachmentProvider,
-        configuration: WeeklyRunConfiguration, now: Date, grace: Int64
+        configuration: WeeklyRunConfiguration, now: Date, grace: Int64, only: ISOWeek?
     ) async throws -> [RunSummary] {
         let run = WeeklyRun(database: database, templates: catalog, attachments: attachments, configuration: configuration)
         let printer = ProgressPrinter(interval: progressInterval)
-        let summaries = try await run.runRolling(now: now, grace: grace) { printer.report($0) }
+        let summaries = try await run.runRolling(now: now, grace: grace, only: only) { printer.report($0) }
         printer.finish()
         return summaries
     }

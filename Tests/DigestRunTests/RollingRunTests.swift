@@ -197,28 +197,38 @@ import Testing
         let dir = try TemporaryDirectory()
         let db = try store(backend, in: dir)
         try importWorld(into: db, in: dir, zones: ["Europe/Warsaw", "Asia/Tokyo"])
-        // Both zones' weeks ended (Tokyo 15:00Z, Warsaw 23:00Z on Sunday).
-        let first = try DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-01T23:30:00Z"])
+        let optedOut = try dir.write("users-opted-out.jsonl", lines: [
+            #"{"id":"u-back","locale":"en","timeZone":"Europe/Warsaw","optedOut":true,"devices":[{"token":"token-back","platform":"web"}]}"#
+        ])
+        #expect(try DigestBinary.run(["import", "--db", db, optedOut]).status == 0)
+        // Both zones' weeks ended (Tokyo 15:00Z, Warsaw 23:00Z on Sunday), not yet everywhere: --week
+        // takes the readers whose week has ended, as the hourly runs do.
+        let first = try DigestBinary.run(["run", "--db", db, "--week", "2026-W44", "--as-of", "2026-11-01T23:30:00Z"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("messages: 2 built, 2 enqueued"), "\(first.stdout)")
-        // Then the app exports: a new reader in Warsaw, and a second device for the Tokyo reader.
+        #expect(first.stdout.contains("skipped: opted_out 1"), "\(first.stdout)")
+        // Then the app exports: a new reader in Warsaw, a second device for the Tokyo reader, and the
+        // reader who had opted out opts back in.
         let users = try dir.write("users-later.jsonl", lines: [
             #"{"id":"u-0","locale":"en","timeZone":"Europe/Warsaw","devices":[{"token":"token-0","platform":"android"}]}"#,
             #"{"id":"u-1","locale":"en","timeZone":"Asia/Tokyo","devices":[{"token":"token-1","platform":"android"},{"token":"token-1b","platform":"ios"}]}"#,
             #"{"id":"u-new","locale":"en","timeZone":"Europe/Warsaw","devices":[{"token":"token-new","platform":"android"}]}"#,
+            #"{"id":"u-back","locale":"en","timeZone":"Europe/Warsaw","optedOut":false,"devices":[{"token":"token-back","platform":"web"}]}"#,
         ])
         let reads = try dir.write("reads-later.jsonl", lines: [
-            #"{"userId":"u-new","articleId":"a2","readAt":"2026-10-29T12:00:00Z","seconds":240}"#
+            #"{"userId":"u-new","articleId":"a2","readAt":"2026-10-29T12:00:00Z","seconds":240}"#,
+            #"{"userId":"u-back","articleId":"a3","readAt":"2026-10-29T12:00:00Z","seconds":240}"#,
         ])
         #expect(try DigestBinary.run(["import", "--db", db, users, reads]).status == 0)
         let second = try DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-02T00:00:00Z"])
         #expect(second.status == 0, "\(second.stderr)")
-        // Two new messages: the new reader's and the new device's; the Tokyo reader's first device
-        // already had the week's digest.
-        #expect(second.stdout.contains("messages: 3 built, 2 enqueued, 1 already in the outbox"), "\(second.stdout)")
+        // Three new messages: the new reader's, the new device's and the returning reader's; the Tokyo
+        // reader's first device already had the week's digest.
+        #expect(second.stdout.contains("messages: 4 built, 3 enqueued, 1 already in the outbox"), "\(second.stdout)")
         let rows = try outbox(db)
-        #expect(rows.count == 4)
+        #expect(rows.count == 5)
         #expect(rows["2026-W44:u-new:\(OutboxMessage.tokenHash("token-new"))"] == Self.monday("Europe/Warsaw", hour: 9))
+        #expect(rows["2026-W44:u-back:\(OutboxMessage.tokenHash("token-back"))"] == Self.monday("Europe/Warsaw", hour: 9))
         #expect(rows["2026-W44:u-1:\(OutboxMessage.tokenHash("token-1b"))"] == Self.monday("Asia/Tokyo", hour: 9))
         // The hours after have nothing left to do for the week.
         let third = try DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-02T01:00:00Z"])

@@ -17,8 +17,9 @@ public enum RollingRun {
         return ISOWeek(containing: CivilDate(daysSinceEpoch: day)).previous
     }
 
-    /// The weeks a rolling run walks, oldest first: from the latest week a run started (at most
-    /// ``catchUpWeeks`` back) to `latest`; only `latest` before any run.
+    /// The weeks a rolling run walks, oldest first: from the week runs resume from (the oldest still
+    /// under way, else the latest started; at most ``catchUpWeeks`` back) to `latest`; only `latest`
+    /// before any run.
     public static func weeks(latest: ISOWeek, lastRun: ISOWeek?) -> [ISOWeek] {
         var first = latest
         if let lastRun, lastRun < latest {

@@ -61,10 +61,10 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
     /// ``RollingRun/catchUpWeeks`` before the latest) to the latest that has ended in some zone, oldest
     /// first, the users of every zone whose week has ended at least `grace` seconds before `now` and
     /// who have no digest of it yet (users added, moved to the zone or given a device since the zone's
-    /// last run included). Returns one summary per week that had zones to walk; the lock on SQLite is
-    /// refused when another run holds it.
+    /// last run included). With `only`, that week alone. Returns one summary per week that had zones
+    /// to walk; the lock on SQLite is refused when another run holds it.
     public func runRolling(
-        now: Date = Date(), grace: Int64 = 0, progress: @escaping @Sendable (RunProgress) -> Void = { _ in }
+        now: Date = Date(), grace: Int64 = 0, only: ISOWeek? = nil, progress: @escaping @Sendable (RunProgress) -> Void = { _ in }
     ) async throws -> [RunSummary] {
         let lock = try await database.acquireRunLock()
         defer { withExtendedLifetime(lock) {} }
@@ -72,7 +72,12 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
         return try await database.withHistoryReader { history in
             try await database.withLedger { ledger in
                 let latest = RollingRun.latestEndedWeek(at: nowSeconds - grace)
-                let weeks = RollingRun.weeks(latest: latest, lastRun: try await ledger.latestWeek())
+                let weeks: [ISOWeek]
+                if let only {
+                    weeks = [only]
+                } else {
+                    weeks = RollingRun.weeks(latest: latest, lastRun: try await ledger.resumeWeek())
+                }
                 let zones = try await history.timeZones()
                 var summaries: [RunSummary] = []
                 for week in weeks {

@@ -43,8 +43,10 @@ public protocol RunLedger: Sendable {
     func commit(
         week: ISOWeek, zones: [ZoneCursor], users: Int, messages: [OutboxMessage], counters: RunCounters, now: Int64
     ) async throws -> Int
-    /// Rolling runs: the latest week any run started, `nil` before the first.
-    func latestWeek() async throws -> ISOWeek?
+    /// Rolling runs: the week they resume from: the oldest week whose run is still under way (a zone
+    /// left, or no reads yet when it was reached), else the latest week any run started; `nil`
+    /// before the first run.
+    func resumeWeek() async throws -> ISOWeek?
     /// Rolling runs: marks the week done when every zone's users are done (`complete`), and returns
     /// the week's totals over every run of it.
     func finishRolling(week: ISOWeek, complete: Bool, now: Int64) async throws -> RunCounters
@@ -59,7 +61,7 @@ extension RunLedger {
     ) async throws -> Int {
         throw RollingRunsUnsupported(store: "\(Self.self)")
     }
-    public func latestWeek() async throws -> ISOWeek? { throw RollingRunsUnsupported(store: "\(Self.self)") }
+    public func resumeWeek() async throws -> ISOWeek? { throw RollingRunsUnsupported(store: "\(Self.self)") }
     public func finishRolling(week: ISOWeek, complete: Bool, now: Int64) async throws -> RunCounters {
         throw RollingRunsUnsupported(store: "\(Self.self)")
     }

@@ -12,10 +12,17 @@ public final class RunLock: Sendable {
     /// Takes the lock or fails at once naming the file.
     public init(path: String) throws(RunLockError) {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw RunLockError(path: path, message: "cannot open lock file (errno \(errno))") }
+        guard fd >= 0 else {
+            let code = errno
+            throw RunLockError(path: path, message: "cannot open lock file: \(String(cString: strerror(code))) (errno \(code))")
+        }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
             close(fd)
-            throw RunLockError(path: path, message: "another digest run holds the lock on this database")
+            if code == EWOULDBLOCK {
+                throw RunLockError(path: path, message: "another digest run holds the lock on this database", isHeld: true)
+            }
+            throw RunLockError(path: path, message: "cannot lock the lock file: \(String(cString: strerror(code))) (errno \(code))")
         }
         self.path = path
         self.descriptor = fd
@@ -31,6 +38,14 @@ public final class RunLock: Sendable {
 public struct RunLockError: Error, CustomStringConvertible {
     public let path: String
     public let message: String
+    /// Another process holds the lock (rather than the file being unusable).
+    public let isHeld: Bool
+
+    public init(path: String, message: String, isHeld: Bool = false) {
+        self.path = path
+        self.message = message
+        self.isHeld = isHeld
+    }
 
     public var description: String { "\(path): \(message)" }
 }

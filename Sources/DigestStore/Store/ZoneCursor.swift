@@ -38,7 +38,7 @@ public struct ZoneProgress: Sendable, Codable, Hashable {
     public var zone: String
     /// The zone's UTC offset when the week ends there, in seconds.
     public var offset: Int
-    /// Users the week's runs went through in the zone.
+    /// Users the week's runs went through in the zone (digested or skipped with a reason).
     public var done: Int
     /// Users of the zone after its cursor (all of them before the zone's week has ended).
     public var waiting: Int
@@ -62,14 +62,15 @@ extension ZoneProgress {
         return sign + (hours < 10 ? "0\(hours)" : "\(hours)") + ":" + (rest < 10 ? "0\(rest)" : "\(rest)")
     }
 
-    /// One line per UTC offset, east first: `UTC+05:45: 120 digested, 3 waiting (1 zone)`.
+    /// One line per UTC offset, east first: `UTC+05:45: 120 done, 3 waiting (1 zone)` (done: digested
+    /// or skipped with a reason).
     public static func lines(_ zones: [ZoneProgress]) -> [String] {
         let byOffset = Dictionary(grouping: zones, by: \.offset)
         return byOffset.keys.sorted(by: >).map { offset in
             let group = byOffset[offset]!
             let done = group.reduce(0) { $0 + $1.done }
             let waiting = group.reduce(0) { $0 + $1.waiting }
-            return "UTC\(format(offset: offset)): \(done) digested, \(waiting) waiting (\(group.count) zone\(group.count == 1 ? "" : "s"))"
+            return "UTC\(format(offset: offset)): \(done) done, \(waiting) waiting (\(group.count) zone\(group.count == 1 ? "" : "s"))"
         }
     }
 }
