@@ -2,6 +2,7 @@ public import DigestCore
 public import DigestImageCodecs
 public import Foundation
 public import Logging
+import Crypto
 import NIOCore
 import NIOPosix
 
@@ -11,6 +12,11 @@ import NIOPosix
 ///
 /// Downloads run at most `maxConcurrentDownloads` at a time; decoding and encoding run on a pool of
 /// `renderThreads` threads (CPU work stays off the concurrency pool).
+///
+/// Outcomes also outlive the process: each is remembered in `<directory>/.urls/` for
+/// `urlMemoLifetime`, so a later process over the same directory (the next hourly run of the week,
+/// another worker) answers the URL without fetching it — as long as its rendition files are still
+/// there. Permanent failures are remembered too; transient ones are not (see `URLMemo.isPermanent`).
 ///
 /// ```swift
 /// try await ImageAttachments.with(configuration) { attachments in
@@ -31,6 +37,13 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
         public var icon: RenditionSpec? = RenditionSpec.icon
         public var maxConcurrentDownloads = 16
         public var renderThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        /// How long after its fetch a URL's outcome is answered from `<directory>/.urls/` by later
+        /// processes without fetching it again. Longer than the hourly runs of one week, shorter than
+        /// a week, so next week's digest sees an image that changed behind its URL. Zero turns the
+        /// memo off (nothing is read or written).
+        public var urlMemoLifetime: Duration = .seconds(6 * 24 * 60 * 60)
+        /// Now, Unix seconds: when a URL is fetched, and whether a remembered outcome is young enough.
+        public var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
         public init(directory: URL, baseURL: String) {
             self.directory = directory
@@ -40,6 +53,8 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
 
     public let configuration: Configuration
     private let store: AttachmentStore
+    /// Nil when `urlMemoLifetime` is zero.
+    private let memo: URLMemo?
     private let downloader: ImageDownloader
     private let renderPool: NIOThreadPool
     private let logger: Logger
@@ -51,6 +66,10 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
     private init(configuration: Configuration, renderPool: NIOThreadPool, logger: Logger) throws(ImageError) {
         self.configuration = configuration
         self.store = try AttachmentStore(directory: configuration.directory, baseURL: configuration.baseURL)
+        let lifetime = configuration.urlMemoLifetime.components.seconds
+        self.memo =
+            lifetime > 0
+            ? URLMemo(attachments: configuration.directory, settings: Self.memoSettings(configuration), lifetime: lifetime) : nil
         self.downloader = ImageDownloader(configuration: configuration.downloader)
         self.renderPool = renderPool
         self.logger = logger
@@ -83,6 +102,8 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
         }
     }
 
+    /// The outcome for `url`: fetched once per provider (concurrent askers share it), or answered from
+    /// the URL memo an earlier process left in the directory.
     public func renditions(forImageAt url: String) async -> ImageOutcome {
         if let known = outcomes[url] { return await known.value }
         let task = Task { await self.make(url) }
@@ -91,7 +112,8 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
     }
 
     /// `downloads` (distinct URLs requested), `fetched` (made into new files), `reused` (files already
-    /// there), `failed:<reason>`, `content_type_mismatch`.
+    /// there), `remembered` (answered from the URL memo of an earlier process, without a request; not
+    /// counted in `downloads`), `failed:<reason>`, `content_type_mismatch`.
     public func statistics() async -> [String: Int] { counts }
 
     /// Waits for every image being made.
@@ -100,7 +122,33 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
     }
 
     private func make(_ url: String) async -> ImageOutcome {
-        do throws(ImageError) {
+        let now = configuration.clock()
+        if let memo {
+            switch await lookUp(url, in: memo, now: now) {
+            case .remembered(let outcome):
+                counts["remembered", default: 0] += 1
+                return outcome
+            case .absent:
+                break
+            case .stale(let why):
+                logger.debug("remembered outcome not used", metadata: ["digest.url": "\(url)", "digest.why": "\(why)"])
+            case .unreadable(let why):
+                logger.warning("URL memo entry ignored", metadata: ["digest.url": "\(url)", "digest.why": "\(why)"])
+            }
+        }
+        let fetched = await fetch(url)
+        if let memo, fetched.conclusive, let entry = memo.entry(for: url, outcome: fetched.outcome, fetchedAt: now, store: store) {
+            await remember(entry, in: memo)
+        }
+        return fetched.outcome
+    }
+
+    /// Downloads `url` and makes its renditions. The outcome is conclusive unless making stopped for a
+    /// reason that says nothing about the image (the render pool shut down, the task was cancelled).
+    private func fetch(_ url: String) async -> (outcome: ImageOutcome, conclusive: Bool) {
+        let failure: ImageError
+        var conclusive = true
+        do {
             let download = try await withDownloadSlot { () async throws(ImageError) -> ImageDownloader.Download in
                 counts["downloads", default: 0] += 1
                 return try await downloader.fetch(url)
@@ -116,14 +164,51 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
             }
             let produced = try await produce(download.bytes)
             counts[produced.reused ? "reused" : "fetched", default: 0] += 1
-            return .ready(produced.renditions)
+            return (.ready(produced.renditions), true)
+        } catch let error as ImageError {
+            failure = error
         } catch {
-            counts["failed:\(error.reason)", default: 0] += 1
-            logger.info("image unavailable", metadata: ["digest.url": "\(url)", "digest.reason": "\(error.reason)", "digest.error": "\(error)"])
-            return .unavailable(reason: error.reason)
+            failure = ImageError(.corrupt, "rendering stopped: \(error)")
+            conclusive = false
+        }
+        counts["failed:\(failure.reason)", default: 0] += 1
+        logger.info("image unavailable", metadata: ["digest.url": "\(url)", "digest.reason": "\(failure.reason)", "digest.error": "\(failure)"])
+        return (.unavailable(reason: failure.reason), conclusive)
+    }
+
+    /// The memo's entry for `url`, read on the blocking-I/O pool (the directory may be a network file system).
+    private func lookUp(_ url: String, in memo: URLMemo, now: Int64) async -> URLMemo.Lookup {
+        let store = self.store
+        do {
+            return try await NIOThreadPool.singleton.runIfActive { memo.lookUp(url, now: now, store: store) }
+        } catch {
+            return .absent
         }
     }
 
+    /// Writes `entry` on the blocking-I/O pool; a failure is logged (the next process fetches again).
+    private func remember(_ entry: URLMemo.Entry, in memo: URLMemo) async {
+        do {
+            try await NIOThreadPool.singleton.runIfActive { try memo.write(entry) }
+        } catch {
+            logger.warning("cannot remember the outcome", metadata: ["digest.url": "\(entry.url)", "digest.error": "\(error)"])
+        }
+    }
+
+    /// A hash of every setting an outcome depends on: the renditions' identities (their file names)
+    /// and the limits that decide failures. An entry made under other settings is not used.
+    static func memoSettings(_ configuration: Configuration) -> String {
+        let downloader = configuration.downloader
+        let maker = configuration.maker
+        let text = [
+            configuration.hero.identity, configuration.icon?.identity ?? "no icon",
+            "bytes \(downloader.maxBytes)", "redirects \(downloader.maxRedirects)",
+            "allow \(downloader.addressGuard.allowed.map(\.description).joined(separator: ","))",
+            "pixels \(maker.maxPixels)", "decoder memory \(maker.maxDecoderMemory)", "scans \(maker.maxProgressiveScans)",
+            "quality \(maker.minimumQuality) step \(maker.qualityStep)", "shrink \(maker.shrinkOnLoad)",
+        ].joined(separator: "; ")
+        return String(SHA256.hash(data: Array(text.utf8)).hexString.prefix(16))
+    }
     /// The renditions of `source`: files already in the store, or newly made (on the render pool).
     private struct Produced: Sendable {
         var renditions: ImageRenditions
@@ -131,50 +216,45 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
         var reused: Bool
     }
 
-    private func produce(_ source: [UInt8]) async throws(ImageError) -> Produced {
+    /// Throws the `ImageError` of the source, or the pool's error when it no longer runs work.
+    private func produce(_ source: [UInt8]) async throws -> Produced {
         let store = self.store
         let hero = configuration.hero
         let icon = configuration.icon
         let maker = RenditionMaker(configuration: configuration.maker)
-        do {
-            return try await renderPool.runIfActive { () throws -> Produced in
-                let hash = AttachmentStore.sourceHash(source)
-                let specs = [hero] + (icon.map { [$0] } ?? [])
-                let stems = specs.map { AttachmentStore.stem(sourceHash: hash, spec: $0) }
-                let present = stems.map { store.existing(stem: $0) }
-                let kind = ImageKind(sniffing: source)
-                if kind == .gif, let file = present[0] {
-                    let header = try GIFHeader(source)
-                    let rendition = Rendition(
-                        url: store.url(of: file.name), mimeType: "image/gif", width: header.width, height: header.height, byteCount: file.bytes)
-                    return Produced(renditions: ImageRenditions(hero: rendition, icon: nil), reused: true)
-                }
-                if kind != .gif, present.allSatisfy({ $0 != nil }) {
-                    let renditions = zip(specs, present).map { spec, file in
-                        Rendition(
-                            url: store.url(of: file!.name), mimeType: Self.mimeType(ofFile: file!.name), width: spec.width,
-                            height: spec.height, byteCount: file!.bytes)
-                    }
-                    return Produced(renditions: ImageRenditions(hero: renditions[0], icon: renditions.count > 1 ? renditions[1] : nil), reused: true)
-                }
-                let made = try maker.render(source, specs: specs)
-                var renditions: [String: Rendition] = [:]
-                for image in made {
-                    let stem = AttachmentStore.stem(sourceHash: hash, spec: image.spec)
-                    let name = try store.write(image.data, stem: stem, mimeType: image.mimeType)
-                    renditions[image.spec.name] = Rendition(
-                        url: store.url(of: name), mimeType: image.mimeType, width: image.width, height: image.height,
-                        byteCount: image.data.count)
-                }
-                guard let heroRendition = renditions[hero.name] else {
-                    throw ImageError(.corrupt, "no hero rendition was made")
-                }
-                return Produced(renditions: ImageRenditions(hero: heroRendition, icon: icon.flatMap { renditions[$0.name] }), reused: false)
+        return try await renderPool.runIfActive { () throws -> Produced in
+            let hash = AttachmentStore.sourceHash(source)
+            let specs = [hero] + (icon.map { [$0] } ?? [])
+            let stems = specs.map { AttachmentStore.stem(sourceHash: hash, spec: $0) }
+            let present = stems.map { store.existing(stem: $0) }
+            let kind = ImageKind(sniffing: source)
+            if kind == .gif, let file = present[0] {
+                let header = try GIFHeader(source)
+                let rendition = Rendition(
+                    url: store.url(of: file.name), mimeType: "image/gif", width: header.width, height: header.height, byteCount: file.bytes)
+                return Produced(renditions: ImageRenditions(hero: rendition, icon: nil), reused: true)
             }
-        } catch let error as ImageError {
-            throw error
-        } catch {
-            throw ImageError(.corrupt, "rendering stopped: \(error)")
+            if kind != .gif, present.allSatisfy({ $0 != nil }) {
+                let renditions = zip(specs, present).map { spec, file in
+                    Rendition(
+                        url: store.url(of: file!.name), mimeType: Self.mimeType(ofFile: file!.name), width: spec.width,
+                        height: spec.height, byteCount: file!.bytes)
+                }
+                return Produced(renditions: ImageRenditions(hero: renditions[0], icon: renditions.count > 1 ? renditions[1] : nil), reused: true)
+            }
+            let made = try maker.render(source, specs: specs)
+            var renditions: [String: Rendition] = [:]
+            for image in made {
+                let stem = AttachmentStore.stem(sourceHash: hash, spec: image.spec)
+                let name = try store.write(image.data, stem: stem, mimeType: image.mimeType)
+                renditions[image.spec.name] = Rendition(
+                    url: store.url(of: name), mimeType: image.mimeType, width: image.width, height: image.height,
+                    byteCount: image.data.count)
+            }
+            guard let heroRendition = renditions[hero.name] else {
+                throw ImageError(.corrupt, "no hero rendition was made")
+            }
+            return Produced(renditions: ImageRenditions(hero: heroRendition, icon: icon.flatMap { renditions[$0.name] }), reused: false)
         }
     }
 

@@ -9,6 +9,9 @@ import Testing
 /// The run's attachment provider against a loopback server: one download per URL however many ask,
 /// failures remembered, files named by hash, reuse across runs, and every bad input as a reason.
 @Suite struct ImageAttachmentsTests {
+    /// The providers' clock (Unix seconds): the URL memo's instants are fixed, never the wall clock.
+    static let now: Int64 = 1_794_355_200
+
     static func configuration(_ dir: TemporaryDirectory) throws -> ImageAttachments.Configuration {
         var configuration = ImageAttachments.Configuration(directory: dir.url.appendingPathComponent("att"), baseURL: "https://cdn.example/att/")
         configuration.downloader.addressGuard = try AddressGuard(allowList: "127.0.0.1")
@@ -17,6 +20,7 @@ import Testing
         configuration.downloader.totalTimeout = .seconds(90)
         configuration.downloader.maxBytes = 2_000_000
         configuration.renderThreads = 2
+        configuration.clock = { now }
         return configuration
     }
 
@@ -122,11 +126,24 @@ import Testing
                 #expect(ImageKind(sniffing: data).mimeType == rendition.mimeType)
             }
             #expect(Set([photo.hero.url, photo.icon!.url, logo.hero.url, logo.icon!.url, gif.hero.url]).count == 5)
-            let leftovers = try FileManager.default.contentsOfDirectory(atPath: configuration.directory.path).filter { $0.hasPrefix(".") }
+            let memo = configuration.directory.appendingPathComponent(".urls")
+            let files = try FileManager.default.contentsOfDirectory(atPath: configuration.directory.path)
+            let entries = try FileManager.default.contentsOfDirectory(atPath: memo.path)
+            let leftovers = files.filter { $0.hasPrefix(".") && $0 != ".urls" } + entries.filter { $0.hasPrefix(".") }
             #expect(leftovers.isEmpty, "no temporary files left: \(leftovers)")
 
-            // A later run finds the files and reuses them (it still downloads once to hash the source).
+            // A later run is answered from the URL memo, without a request (see URLMemoTests).
             try await ImageAttachments.with(configuration) { attachments in
+                #expect(await attachments.renditions(forImageAt: server.url("/photo.jpg")) == .ready(photo))
+                #expect(await attachments.statistics() == ["remembered": 1])
+            }
+            #expect(routes.hits["/photo.jpg"] == 1)
+
+            // Without the memo, a later run finds the files and reuses them (it still downloads once to
+            // hash the source).
+            var withoutMemo = configuration
+            withoutMemo.urlMemoLifetime = .zero
+            try await ImageAttachments.with(withoutMemo) { attachments in
                 let again = await attachments.renditions(forImageAt: server.url("/photo.jpg"))
                 #expect(again == .ready(photo))
                 let statistics = await attachments.statistics()

@@ -43,18 +43,31 @@ public struct AttachmentStore: Sendable {
     public func existing(stem: String) -> (name: String, bytes: Int)? {
         for ext in ["jpg", "png", "gif"] {
             let name = "\(stem).\(ext)"
-            var info = stat()
-            if stat(directory.appendingPathComponent(name).path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 {
-                return (name, Int(info.st_size))
-            }
+            if let bytes = size(of: name) { return (name, bytes) }
         }
         return nil
+    }
+
+    /// The size of file `name` in the directory, or nil when it is missing, empty or not a regular file.
+    public func size(of name: String) -> Int? {
+        var info = stat()
+        guard stat(directory.appendingPathComponent(name).path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 else {
+            return nil
+        }
+        return Int(info.st_size)
     }
 
     /// Writes `data` as `<stem>.<ext of mimeType>` (temporary name, then rename); returns the name.
     @discardableResult
     public func write(_ data: [UInt8], stem: String, mimeType: String) throws(ImageError) -> String {
         let name = "\(stem).\(fileExtension(forMIMEType: mimeType))"
+        try Self.write(data, named: name, in: directory)
+        return name
+    }
+
+    /// Writes `data` as `directory/name`: to a temporary name in the same directory (`.<name>.<pid>.<random>.tmp`),
+    /// then renamed, so a reader in any process sees the old file or the whole new one.
+    static func write(_ data: [UInt8], named name: String, in directory: URL) throws(ImageError) {
         let final = directory.appendingPathComponent(name).path
         let temporary = directory.appendingPathComponent(".\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp").path
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
@@ -77,13 +90,12 @@ public struct AttachmentStore: Sendable {
             unlink(temporary)
             throw error
         }
-        return name
     }
 
     /// The public URL of file `name`.
     public func url(of name: String) -> String { "\(baseURL)/\(name)" }
 
-    private func storeError(_ doing: String, _ path: String) -> ImageError {
+    private static func storeError(_ doing: String, _ path: String) -> ImageError {
         ImageError(.storeFailed, "\(doing) \(path): \(String(cString: strerror(errno)))", context: ["path": path, "errno": "\(errno)"])
     }
 }
