@@ -122,6 +122,15 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
             checkpoint = try await ledger.begin(week: week, now: nowSeconds)
             remaining = try await history.countUsers(week: week, after: checkpoint.cursor)
         }
+        if let walk, remaining == 0 {
+            // An hourly run with nothing left in the week: no articles loaded, no batch read.
+            let totals = try await ledger.finishRolling(week: week, complete: walk.allZonesEnded, now: nowSeconds)
+            let elapsed = started.duration(to: .now)
+            return RunSummary(
+                week: week.description, sendAt: configuration.sendAt.rawValue, resumedFromCursor: 0, resumed: nil,
+                wasComplete: true, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+                usersPerSecond: 0, thisRun: RunCounters(), weekTotals: totals, images: [:])
+        }
         let started0 = walk?.started ?? false
         // Every zone's week lies within 14 hours (ahead) or 12 hours (behind) of the UTC week.
         let hasReads = try await history.hasReads(from: utc.start - 14 * 3600, until: utc.end + 12 * 3600)
