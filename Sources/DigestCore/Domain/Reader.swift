@@ -25,10 +25,15 @@ public struct Device: Sendable, Hashable {
     /// The FCM registration token. Never logged whole: use ``maskedToken``.
     public var token: String
     public var platform: Platform
+    /// When the app last registered the token (Unix seconds; `nil`: not said). A token FCM called
+    /// unregistered is alive again once registered after that; of a token listed under several
+    /// readers, the latest registration wins.
+    public var registeredAt: Int64?
 
-    public init(token: String, platform: Platform) {
+    public init(token: String, platform: Platform, registeredAt: Int64? = nil) {
         self.token = token
         self.platform = platform
+        self.registeredAt = registeredAt
     }
 
     /// The token shortened for logs and errors: its last four characters.
