@@ -62,7 +62,7 @@ SELECT :week_end - :weeks * 7 * 86400 AS window_start, :weeks * 7 * 86400 - 3600
 
 BEGIN;
 TRUNCATE digest_import_reads, digest_import_devices, digest_import_articles, digest_import_users,
-    digest_unregistered_tokens, digest_outbox, digest_picks, digest_run_chunks, digest_runs;
+    digest_dead_tokens, digest_outbox, digest_picks, digest_run_chunks, digest_runs, digest_zone_runs;
 
 -- Loading is faster without the history tables' constraints and indexes: note whatever the
 -- migrations defined (so a later migration's index is rebuilt too), drop it, rebuild it after loading.

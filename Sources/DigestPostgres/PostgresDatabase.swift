@@ -146,6 +146,12 @@ public struct PostgresDatabase: DigestDatabase {
         }
     }
 
+    public func reviveToken(_ token: String) async throws -> Bool {
+        try await withSession { session in
+            try await !session.rows("DELETE FROM digest_dead_tokens WHERE token = \(token) RETURNING 1").isEmpty
+        }
+    }
+
     public func outboxWeeks(userID: String) async throws -> [String] {
         try await withSession { session in
             let rows = try await session.rows(

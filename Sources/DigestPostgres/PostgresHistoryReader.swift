@@ -14,6 +14,8 @@ public actor PostgresHistoryReader: HistoryReader {
     private let topicsLimit = 500_000
     /// Whether `digest_articles` has a `language` column (an adopter's view may not): asked once.
     private var articlesHaveLanguage: Bool?
+    /// Whether `digest_devices` has a `registered_at` column (an adopter's view may not): asked once.
+    private var devicesHaveRegistration: Bool?
     /// Rolling runs: batches are a zone's users, whose ids are not consecutive, so their reads,
     /// earlier reads and picks are asked by the list of ids instead of by the range first…last.
     var byList = false
@@ -70,8 +72,9 @@ public actor PostgresHistoryReader: HistoryReader {
     }
 
     /// Users from rows of (id, locale, time zone, opted out) in id byte order, keyed by position,
-    /// with their devices (one query: by the range of their ids, or by their list under ``byList``)
-    /// less the tokens FCM called unregistered.
+    /// with their devices (one query: by the range of their ids, or by their list under ``byList``);
+    /// a device whose token FCM called unregistered, and that was not registered again since, is
+    /// counted in ``Reader/deadTokens`` instead.
     func withDevices(_ rows: [PostgresRow]) async throws -> [StoredReader] {
         var users: [StoredReader] = []
         users.reserveCapacity(rows.count)
@@ -85,23 +88,43 @@ public actor PostgresHistoryReader: HistoryReader {
         guard !users.isEmpty else { return [] }
         var binds = PostgresBindings()
         let condition = usersCondition(users, &binds, column: "d.user_id")
+        let registered = try await registeredColumn()
         let devices = PostgresQuery(
             unsafeSQL: """
-                SELECT d.user_id, d.token, d.platform FROM digest_devices d
+                SELECT d.user_id, d.token, d.platform, extract(epoch FROM \(registered))::int8,
+                       EXISTS (SELECT 1 FROM digest_dead_tokens x
+                               WHERE x.token = d.token AND (\(registered) IS NULL OR \(registered) <= x.died_at))
+                FROM digest_devices d
                 WHERE \(condition)
-                  AND NOT EXISTS (SELECT 1 FROM digest_unregistered_tokens u WHERE u.user_id = d.user_id AND u.token = d.token)
                 ORDER BY d.user_id COLLATE "C", d.token
                 """,
             binds: binds)
         var index = 0
         for row in try await session.rows(devices) {
-            let (owner, token, platformName) = try row.decode((String, String, String).self)
+            let (owner, token, platformName, registeredAt, dead) = try row.decode((String, String, String, Int64?, Bool).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
             guard index < users.count, users[index].reader.id == owner, let platform = Platform(rawValue: platformName)
             else { continue }
-            users[index].reader.devices.append(Device(token: token, platform: platform))
+            if dead {
+                users[index].reader.deadTokens += 1
+            } else {
+                users[index].reader.devices.append(Device(token: token, platform: platform, registeredAt: registeredAt))
+            }
         }
         return users
+    }
+
+    /// `d.registered_at`, or `NULL::timestamptz` when the `digest_devices` view has no such column
+    /// (an adopter's view from before it was part of the contract): read as never registered again.
+    private func registeredColumn() async throws -> String {
+        if devicesHaveRegistration == nil {
+            devicesHaveRegistration = try await session.rows(
+                """
+                SELECT EXISTS (SELECT 1 FROM pg_attribute
+                               WHERE attrelid = to_regclass('digest_devices') AND attname = 'registered_at' AND NOT attisdropped)
+                """).first?.decode(Bool.self) ?? false
+        }
+        return devicesHaveRegistration == true ? "d.registered_at" : "NULL::timestamptz"
     }
 
     /// A condition on `column` for `(after, through]` in byte order, with its binds.
@@ -321,22 +344,6 @@ public actor PostgresHistoryReader: HistoryReader {
             PostgresQuery(
                 unsafeSQL: "SELECT id, locale, time_zone, opted_out FROM digest_users WHERE \(condition) ORDER BY id COLLATE \"C\" LIMIT $2",
                 binds: binds))
-        var users: [StoredReader] = []
-        for (index, row) in rows.enumerated() {
-            let (id, locale, zone, optedOut) = try row.decode((String, String, String, Bool).self)
-            var reader = Reader(id: id, locale: locale, timeZone: zone, optedOut: optedOut, devices: [])
-            let devices = try await session.rows(
-                """
-                SELECT d.token, d.platform FROM digest_devices d WHERE d.user_id = \(id)
-                  AND NOT EXISTS (SELECT 1 FROM digest_unregistered_tokens u WHERE u.user_id = d.user_id AND u.token = d.token)
-                ORDER BY d.token
-                """)
-            for row in devices {
-                let (token, platform) = try row.decode((String, String).self)
-                if let platform = Platform(rawValue: platform) { reader.devices.append(Device(token: token, platform: platform)) }
-            }
-            users.append(StoredReader(key: Int64(index + 1), reader: reader))
-        }
-        return users
+        return try await withDevices(rows)
     }
 }

@@ -30,15 +30,38 @@ public final class PostgresImportSink: HistoryImportSink {
         var latest: [String: Int] = [:]
         for (index, user) in records.enumerated() { latest[user.id] = index }
         let users = records.indices.filter { latest[records[$0].id] == $0 }.map { records[$0] }
-        var owners: [String] = [], tokens: [String] = [], platforms: [String] = []
-        for user in users {
+        // One device, one reader, within the batch: a token listed under several readers goes to the
+        // later registration (both dates known), else to the later line.
+        var holder: [String: (user: Int, registeredAt: Int64?)] = [:]
+        for (index, user) in users.enumerated() {
+            for device in user.devices {
+                if let current = holder[device.token], current.user != index, let theirs = current.registeredAt,
+                    let mine = device.registeredAt, theirs > mine
+                {
+                    continue
+                }
+                holder[device.token] = (index, device.registeredAt)
+            }
+        }
+        // 0 stands for an unknown registration.
+        var owners: [String] = [], tokens: [String] = [], platforms: [String] = [], registered: [Int64] = []
+        for (index, user) in users.enumerated() {
             var seen = Set<String>()
-            for device in user.devices.reversed() where seen.insert(device.token).inserted {
+            for device in user.devices.reversed() where holder[device.token]?.user == index && seen.insert(device.token).inserted {
                 owners.append(user.id)
                 tokens.append(device.token)
                 platforms.append(device.platform.rawValue)
+                registered.append(device.registeredAt ?? 0)
             }
         }
+        // Across the store: the batch takes a token from another reader unless they registered it later.
+        try await connection.run(
+            """
+            DELETE FROM digest_import_devices d
+            USING unnest(\(owners)::text[], \(tokens)::text[], \(registered)::int8[]) AS l(user_id, token, r)
+            WHERE d.token = l.token AND d.user_id <> l.user_id
+              AND NOT (d.registered_at IS NOT NULL AND l.r <> 0 AND d.registered_at > to_timestamp(l.r))
+            """)
         let rows = try await connection.rows(
             """
             WITH upserted AS (
@@ -53,21 +76,31 @@ public final class PostgresImportSink: HistoryImportSink {
                     IS DISTINCT FROM (excluded.locale, excluded.time_zone, excluded.opted_out)
                 RETURNING id, xmax = 0 AS inserted),
             listed AS (
-                SELECT * FROM unnest(\(owners)::text[], \(tokens)::text[], \(platforms)::text[]) AS t(user_id, token, platform)),
+                SELECT user_id, token, platform, to_timestamp(nullif(r, 0)) AS registered_at
+                FROM unnest(\(owners)::text[], \(tokens)::text[], \(platforms)::text[], \(registered)::int8[]) AS t(user_id, token, platform, r)
+                WHERE NOT EXISTS (SELECT 1 FROM digest_import_devices d
+                                  WHERE d.token = t.token AND d.user_id <> t.user_id AND d.registered_at > to_timestamp(nullif(t.r, 0)))),
+            reregistered AS (
+                -- A later registration of a device the reader has counts as a new device (a token FCM
+                -- called dead may be alive again); this sees the rows as they were before the statement.
+                SELECT l.user_id FROM listed l JOIN digest_import_devices d ON d.user_id = l.user_id AND d.token = l.token
+                WHERE l.registered_at IS NOT NULL AND (d.registered_at IS NULL OR d.registered_at < l.registered_at)),
             removed AS (
                 DELETE FROM digest_import_devices d
                 WHERE d.user_id = ANY(\(users.map(\.id))::text[])
                   AND NOT EXISTS (SELECT 1 FROM listed l WHERE l.user_id = d.user_id AND l.token = d.token)
                 RETURNING d.user_id),
             added AS (
-                INSERT INTO digest_import_devices (user_id, token, platform)
-                SELECT user_id, token, platform FROM listed
-                ON CONFLICT (user_id, token) DO UPDATE SET platform = excluded.platform
-                WHERE digest_import_devices.platform IS DISTINCT FROM excluded.platform
+                INSERT INTO digest_import_devices (user_id, token, platform, registered_at)
+                SELECT user_id, token, platform, registered_at FROM listed
+                ON CONFLICT (user_id, token) DO UPDATE SET platform = excluded.platform, registered_at = excluded.registered_at
+                WHERE (digest_import_devices.platform, digest_import_devices.registered_at)
+                    IS DISTINCT FROM (excluded.platform, excluded.registered_at)
                 RETURNING user_id, xmax = 0 AS fresh)
             SELECT (SELECT count(*) FROM (SELECT id FROM upserted UNION SELECT user_id FROM removed UNION SELECT user_id FROM added) changed),
-                   coalesce((SELECT array_agg(DISTINCT a.user_id) FROM added a
-                             WHERE a.fresh AND NOT EXISTS (SELECT 1 FROM upserted x WHERE x.id = a.user_id AND x.inserted)), '{}')
+                   coalesce((SELECT array_agg(DISTINCT g.user_id)
+                             FROM (SELECT user_id FROM added WHERE fresh UNION SELECT user_id FROM reregistered) g
+                             WHERE NOT EXISTS (SELECT 1 FROM upserted x WHERE x.id = g.user_id AND x.inserted)), '{}')
             """)
         let (changed, gained) = try rows.first?.decode((Int, [String]).self) ?? (0, [])
         if !gained.isEmpty {

@@ -92,15 +92,17 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                     """)
             }
             if !unregistered.isEmpty {
-                // Remembered beside the adopter's devices (which may be a read-only view); the
-                // history reader leaves these tokens out from the next run on.
+                // Remembered by token beside the adopter's devices (which may be a read-only view); the
+                // history reader leaves these tokens out until one is registered after its death.
                 try await connection.run(
                     """
-                    INSERT INTO digest_unregistered_tokens (user_id, token)
-                    SELECT user_id, message #>> '{message,token}' FROM digest_outbox
-                    WHERE id = ANY(\(unregistered)) AND state = 'leased' AND lease_owner = \(owner)
+                    INSERT INTO digest_dead_tokens (token, died_at, reason)
+                    SELECT DISTINCT ON (message #>> '{message,token}') message #>> '{message,token}', to_timestamp(\(now)), last
+                    FROM digest_outbox o
+                    JOIN unnest(\(dead.ids)::int8[], \(dead.reasons)::text[]) AS t(id, last) ON t.id = o.id
+                    WHERE o.id = ANY(\(unregistered)) AND o.state = 'leased' AND o.lease_owner = \(owner)
                       AND message #>> '{message,token}' IS NOT NULL
-                    ON CONFLICT DO NOTHING
+                    ON CONFLICT (token) DO UPDATE SET died_at = excluded.died_at, reason = excluded.reason
                     """)
             }
             if !dead.ids.isEmpty {

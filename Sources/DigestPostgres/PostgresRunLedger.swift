@@ -75,7 +75,7 @@ public final class PostgresRunLedger: RunLedger {
         var keys: [String] = [], weeks: [String] = [], users: [String] = [], platforms: [String] = [], variants: [String] = []
         var bodies: [PostgresUTF8Text] = [], reports: [String] = [], due: [Int64] = []
         // 0 stands for NULL (no quiet hours, no expiry).
-        var windowEnds: [Int64] = [], quietUntils: [Int64] = [], expiries: [Int64] = []
+        var windowEnds: [Int64] = [], quietUntils: [Int64] = [], expiries: [Int64] = [], tokenKeys: [String] = []
         // One picks row per user and week (a user's messages come together and share their picks), the
         // ids joined by a unit separator that the statement splits again.
         var pickUsers: [String] = [], pickWeeks: [String] = [], pickLists: [String] = []
@@ -96,6 +96,7 @@ public final class PostgresRunLedger: RunLedger {
             windowEnds.append(message.windowEnd ?? 0)
             quietUntils.append(message.quietUntil ?? 0)
             expiries.append(message.expiresAt ?? 0)
+            tokenKeys.append(message.tokenKey)
         }
         let countersJSON = String(decoding: try Self.encoder.encode(counters), as: UTF8.self)
         let name = week.description
@@ -104,13 +105,13 @@ public final class PostgresRunLedger: RunLedger {
             """
             WITH inserted AS (
                 INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at,
-                                           window_end, quiet_until, expires_at)
+                                           window_end, quiet_until, expires_at, token_key)
                 SELECT k, w, u, p, v, m::jsonb, r::jsonb, to_timestamp(a), to_timestamp(\(now)),
-                       to_timestamp(nullif(we, 0)), to_timestamp(nullif(qu, 0)), to_timestamp(nullif(ex, 0))
+                       to_timestamp(nullif(we, 0)), to_timestamp(nullif(qu, 0)), to_timestamp(nullif(ex, 0)), tk
                 FROM unnest(\(keys)::text[], \(weeks)::text[], \(users)::text[], \(platforms)::text[], \(variants)::text[],
                             \(bodies)::text[], \(reports)::text[], \(due)::int8[], \(windowEnds)::int8[], \(quietUntils)::int8[],
-                            \(expiries)::int8[]) AS t(k, w, u, p, v, m, r, a, we, qu, ex)
-                ON CONFLICT (dedupe_key) DO NOTHING
+                            \(expiries)::int8[], \(tokenKeys)::text[]) AS t(k, w, u, p, v, m, r, a, we, qu, ex, tk)
+                ON CONFLICT DO NOTHING
                 RETURNING 1),
             picked AS (
                 INSERT INTO digest_picks (user_id, week, picks)

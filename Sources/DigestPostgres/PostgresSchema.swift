@@ -155,6 +155,26 @@ enum PostgresSchema {
             PRIMARY KEY (week, time_zone)
         )
         """,
+        // 6: dead tokens stay dead: FCM's UNREGISTERED answers remembered by token (beside the
+        // adopter's devices, which may be a view), alive again once the app registers the token after
+        // its death (`registered_at`: the view gains it while it is ours; an adopter's view without it
+        // reads as never registered again); one device, one reader: at most one message a week per
+        // token (`token_key`, `<week>:<sha256 of token>`; NULL on rows from before).
+        """
+        CREATE TABLE digest_dead_tokens (
+            token text PRIMARY KEY,
+            died_at timestamptz NOT NULL,
+            reason text NOT NULL
+        );
+        INSERT INTO digest_dead_tokens (token, died_at, reason)
+            SELECT token, max(unregistered_at), 'UNREGISTERED' FROM digest_unregistered_tokens GROUP BY token;
+        DROP TABLE digest_unregistered_tokens;
+        ALTER TABLE digest_import_devices ADD COLUMN registered_at timestamptz;
+        CREATE INDEX digest_import_devices_token ON digest_import_devices (token);
+        DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_devices' AND schemaname = current_schema() AND definition LIKE '%digest_import_devices%') THEN CREATE OR REPLACE VIEW digest_devices AS SELECT user_id, token, platform, registered_at FROM digest_import_devices; END IF; END $$;
+        ALTER TABLE digest_outbox ADD COLUMN token_key text;
+        CREATE UNIQUE INDEX digest_outbox_token ON digest_outbox (token_key)
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

@@ -167,6 +167,15 @@ public struct SQLiteDatabase: DigestDatabase {
         }
     }
 
+    public func reviveToken(_ token: String) async throws -> Bool {
+        try await withConnection { connection in
+            let statement = try connection.statement("DELETE FROM digest_dead_tokens WHERE token = ?")
+            statement.bind(token, at: 1)
+            try statement.run()
+            return connection.changes > 0
+        }
+    }
+
     public func outboxWeeks(userID: String) async throws -> [String] {
         try await withConnection { connection in
             let statement = try connection.statement(

@@ -32,19 +32,34 @@ final class SQLiteHistoryQueries {
         }
         guard let first = users.first, let last = users.last else { return [] }
         let devices = try connection.statement(
-            "SELECT user_pk, token, platform FROM devices WHERE user_pk >= ? AND user_pk <= ? ORDER BY user_pk, token")
+            "SELECT \(Self.deviceColumns) FROM devices d WHERE d.user_pk >= ? AND d.user_pk <= ? ORDER BY d.user_pk, d.token")
         devices.bind(first.key, at: 1)
         devices.bind(last.key, at: 2)
         var index = 0
         while try devices.step() {
             let owner = devices.int64(0)
             while index < users.count && users[index].key < owner { index += 1 }
-            guard index < users.count, users[index].key == owner,
-                let platform = Platform(rawValue: devices.string(2))
-            else { continue }
-            users[index].reader.devices.append(Device(token: devices.string(1), platform: platform))
+            guard index < users.count, users[index].key == owner else { continue }
+            Self.addDevice(devices, to: &users[index].reader)
         }
         return users
+    }
+
+    /// A device row: owner, token, platform, registration, and whether the token is dead (FCM called
+    /// it unregistered and the app has not registered it since).
+    static let deviceColumns = """
+        d.user_pk, d.token, d.platform, d.registered_at,
+        EXISTS (SELECT 1 FROM digest_dead_tokens x WHERE x.token = d.token AND (d.registered_at IS NULL OR d.registered_at <= x.died_at))
+        """
+
+    /// Adds the device of a ``deviceColumns`` row to `reader`, or counts it among its dead tokens.
+    static func addDevice(_ row: SQLiteStatement, to reader: inout Reader) {
+        guard let platform = Platform(rawValue: row.string(2)) else { return }
+        if row.int(4) != 0 {
+            reader.deadTokens += 1
+            return
+        }
+        reader.devices.append(Device(token: row.string(1), platform: platform, registeredAt: row.isNull(3) ? nil : row.int64(3)))
     }
 
     /// One statement for the batch: the users' keys as a JSON array (`json_each`), each looked up on
@@ -283,18 +298,16 @@ final class SQLiteHistoryQueries {
         keys.endArray()
         let devices = try connection.statement(
             """
-            SELECT user_pk, token, platform FROM devices WHERE user_pk IN (SELECT value FROM json_each(?1))
-            ORDER BY user_pk, token
+            SELECT \(Self.deviceColumns) FROM devices d WHERE d.user_pk IN (SELECT value FROM json_each(?1))
+            ORDER BY d.user_pk, d.token
             """)
         devices.bindText(keys.bytes, at: 1)
         var index = 0
         while try devices.step() {
             let owner = devices.int64(0)
             while index < users.count && users[index].key < owner { index += 1 }
-            guard index < users.count, users[index].key == owner,
-                let platform = Platform(rawValue: devices.string(2))
-            else { continue }
-            users[index].reader.devices.append(Device(token: devices.string(1), platform: platform))
+            guard index < users.count, users[index].key == owner else { continue }
+            Self.addDevice(devices, to: &users[index].reader)
         }
         devices.reset()
         return ZoneBatch(users: users, cursors: cursors, exhausted: exhausted)
@@ -348,14 +361,11 @@ final class SQLiteHistoryQueries {
         while try statement.step() {
             users.append(Self.storedReader(statement))
         }
-        let devices = try connection.statement("SELECT token, platform FROM devices WHERE user_pk = ? ORDER BY token")
+        let devices = try connection.statement("SELECT \(Self.deviceColumns) FROM devices d WHERE d.user_pk = ? ORDER BY d.token")
         for index in users.indices {
             devices.reset()
             devices.bind(users[index].key, at: 1)
-            while try devices.step() {
-                guard let platform = Platform(rawValue: devices.string(1)) else { continue }
-                users[index].reader.devices.append(Device(token: devices.string(0), platform: platform))
-            }
+            while try devices.step() { Self.addDevice(devices, to: &users[index].reader) }
         }
         return users
     }

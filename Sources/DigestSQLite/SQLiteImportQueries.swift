@@ -70,23 +70,57 @@ final class SQLiteImportQueries {
         remove.bind(tokens, at: 2)
         try remove.run()
         changed = changed || connection.changes > 0
+        // One device, one reader: a token listed under another reader stays theirs only when they
+        // registered it later (both dates known); otherwise this, the latest import line, takes it.
+        let ownedElsewhere = try connection.statement(
+            "SELECT 1 FROM devices WHERE token = ?1 AND user_pk <> ?2 AND registered_at > ?3 LIMIT 1")
+        let leave = try connection.statement("DELETE FROM devices WHERE user_pk = ?2 AND token = ?1")
+        let take = try connection.statement("DELETE FROM devices WHERE token = ?1 AND user_pk <> ?2")
         let insert = try connection.statement(
-            "INSERT INTO devices (user_pk, token, platform) VALUES (?1, ?2, ?3) ON CONFLICT (user_pk, token) DO NOTHING")
+            "INSERT INTO devices (user_pk, token, platform, registered_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (user_pk, token) DO NOTHING")
+        let existing = try connection.statement("SELECT registered_at FROM devices WHERE user_pk = ?1 AND token = ?2")
         let update = try connection.statement(
-            "UPDATE devices SET platform = ?3 WHERE user_pk = ?1 AND token = ?2 AND platform IS NOT ?3")
+            """
+            UPDATE devices SET platform = ?3, registered_at = ?4
+            WHERE user_pk = ?1 AND token = ?2 AND (platform IS NOT ?3 OR registered_at IS NOT ?4)
+            """)
         var gainedDevice = false
         for device in user.devices {
+            ownedElsewhere.reset()
+            ownedElsewhere.bind(device.token, at: 1)
+            ownedElsewhere.bind(key, at: 2)
+            ownedElsewhere.bind(device.registeredAt, at: 3)
+            let kept = try ownedElsewhere.step()
+            ownedElsewhere.reset()
+            let settle = kept ? leave : take
+            settle.reset()
+            settle.bind(device.token, at: 1)
+            settle.bind(key, at: 2)
+            try settle.run()
+            if kept {
+                changed = changed || connection.changes > 0
+                continue
+            }
             insert.reset()
             insert.bind([key, device.token, device.platform.rawValue])
+            insert.bind(device.registeredAt, at: 4)
             try insert.run()
             if connection.changes > 0 {
                 gainedDevice = true
                 continue
             }
+            existing.reset()
+            existing.bind(key, at: 1)
+            existing.bind(device.token, at: 2)
+            let before: Int64? = try existing.step() && !existing.isNull(0) ? existing.int64(0) : nil
+            existing.reset()
             update.reset()
             update.bind([key, device.token, device.platform.rawValue])
+            update.bind(device.registeredAt, at: 4)
             try update.run()
             changed = changed || connection.changes > 0
+            // A later registration counts as a new device: a token FCM called dead may be alive again.
+            if let registered = device.registeredAt, registered > before ?? .min { gainedDevice = true }
         }
         if gainedDevice && !inserted {
             let bump = try connection.statement("UPDATE users SET seq = (SELECT max(seq) + 1 FROM users) WHERE pk = ?")

@@ -74,10 +74,12 @@ final class SQLiteOutboxQueries {
                     statement.bind(owner, at: 2)
                     statement.bind(reason, at: 3)
                 case .unregistered(let id, let reason):
-                    let forget = try connection.statement(SQL.forgetDevice)
-                    forget.bind(id, at: 1)
-                    forget.bind(owner, at: 2)
-                    try forget.run()
+                    let bury = try connection.statement(SQL.buryToken)
+                    bury.bind(id, at: 1)
+                    bury.bind(owner, at: 2)
+                    bury.bind(now, at: 3)
+                    bury.bind(reason, at: 4)
+                    try bury.run()
                     statement = try connection.statement(SQL.dead)
                     statement.bind(id, at: 1)
                     statement.bind(owner, at: 2)
@@ -196,12 +198,13 @@ final class SQLiteOutboxQueries {
             \(held)
             """
         static let extend = "UPDATE digest_outbox SET leased_until = ?3 \(held)"
-        static let forgetDevice = """
-            DELETE FROM devices
-            WHERE (user_pk, token) IN (
-                SELECT users.pk, json_extract(o.message, '$.message.token')
-                FROM digest_outbox o JOIN users ON users.id = o.user_id
-                WHERE o.id = ?1 AND o.state = 'leased' AND o.lease_owner = ?2)
+        /// A token FCM called unregistered is remembered as dead (by token: a re-import of the device
+        /// does not revive it; a registration after `died_at` does).
+        static let buryToken = """
+            INSERT INTO digest_dead_tokens (token, died_at, reason)
+            SELECT json_extract(message, '$.message.token'), ?3, ?4 FROM digest_outbox
+            WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2 AND json_extract(message, '$.message.token') IS NOT NULL
+            ON CONFLICT (token) DO UPDATE SET died_at = excluded.died_at, reason = excluded.reason
             """
         static let requeue = """
             UPDATE digest_outbox

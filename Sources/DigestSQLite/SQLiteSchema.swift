@@ -134,6 +134,21 @@ enum SQLiteSchema {
             PRIMARY KEY (week, time_zone)
         ) WITHOUT ROWID;
         """,
+        // 5: dead tokens stay dead: FCM's UNREGISTERED answers remembered by token (devices are no
+        // longer deleted, so a re-import cannot bring one back), alive again once the app registers
+        // the token after its death (`registered_at`); one device, one reader: at most one message a
+        // week per token (`token_key`, `<week>:<sha256 of token>`; NULL on rows from before).
+        """
+        CREATE TABLE digest_dead_tokens (
+            token TEXT PRIMARY KEY,
+            died_at INTEGER NOT NULL,
+            reason TEXT NOT NULL
+        ) WITHOUT ROWID;
+        ALTER TABLE devices ADD COLUMN registered_at INTEGER;
+        CREATE INDEX devices_token ON devices (token);
+        ALTER TABLE digest_outbox ADD COLUMN token_key TEXT;
+        CREATE UNIQUE INDEX digest_outbox_token ON digest_outbox (token_key);
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

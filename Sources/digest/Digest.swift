@@ -12,7 +12,7 @@ struct Digest: AsyncParsableCommand {
         abstract: "Turns each reader's week of reading into a push notification.",
         subcommands: [
             DemoCommand.self, ImportCommand.self, RunCommand.self, PreviewCommand.self, ServeCommand.self, QueueCommand.self,
-            SendCommand.self, MigrateCommand.self, ImagesCommand.self,
+            SendCommand.self, MigrateCommand.self, ImagesCommand.self, DevicesCommand.self,
         ])
 
     /// Logs go to stderr at `DIGEST_LOG_LEVEL` (default `warning`); output stays on stdout.

@@ -19,7 +19,7 @@ struct SendCommand: AsyncParsableCommand {
         discussion: """
             Leases due messages, posts each to {endpoint}/v1/projects/{project_id}/messages:send with an \
             OAuth token from the service account, and settles it by FCM's answer: sent (with FCM's message \
-            name); UNREGISTERED → dead and the device removed; INVALID_ARGUMENT, SENDER_ID_MISMATCH → dead; \
+            name); UNREGISTERED → dead and the token remembered as dead; INVALID_ARGUMENT, SENDER_ID_MISMATCH → dead; \
             429 → retried after at least a minute; 500/503 → retried after Retry-After with exponential \
             backoff and jitter; THIRD_PARTY_AUTH_ERROR or refused credentials → stops with the reason. \
             SIGTERM (or Ctrl-C) finishes the requests in flight, releases the other leases and exits 0.

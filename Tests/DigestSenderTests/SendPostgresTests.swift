@@ -46,7 +46,7 @@ import Testing
         #expect(try cluster.sql("SELECT count(*) FROM digest_outbox WHERE state = 'sent' AND fcm_name IS NULL", url: url) == "0")
         // Unregistered tokens are remembered for the next run.
         let unregistered = try cluster.sql("SELECT count(*) FROM digest_outbox WHERE last_error LIKE 'UNREGISTERED:%'", url: url)
-        #expect(try cluster.sql("SELECT count(*) FROM digest_unregistered_tokens", url: url) == unregistered)
+        #expect(try cluster.sql("SELECT count(*) FROM digest_dead_tokens", url: url) == unregistered)
         #expect((Int(unregistered) ?? 0) > 0)
         let duplicates = SendBinaryTests.expectDuplicatesOnlyFromTheKill(server, leasedAtKill: leasedAtKill, concurrency: concurrency)
         print("chaos on PostgreSQL: delivered \(server.stats.delivered), duplicates \(duplicates), leased at kill \(leasedAtKill)")

@@ -21,6 +21,15 @@ enum SenderHarness {
         configure: (inout FCMSender<SQLiteDatabase>.Configuration) -> Void = { _ in },
         _ body: (FCMSender<SQLiteDatabase>, AccessTokenProvider) async throws -> T
     ) async throws -> T {
+        try await withSender(database: SQLiteDatabase.sqlite(path: db), server: server, dir: dir, trusting: caFile, configure: configure, body)
+    }
+
+    /// As above, on any store.
+    static func withSender<Database: DigestDatabase, T>(
+        database: Database, server: FakeFCMServer, dir: TemporaryDirectory, trusting caFile: String? = nil,
+        configure: (inout FCMSender<Database>.Configuration) -> Void = { _ in },
+        _ body: (FCMSender<Database>, AccessTokenProvider) async throws -> T
+    ) async throws -> T {
         let account = try account(server, in: dir)
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
@@ -30,7 +39,7 @@ enum SenderHarness {
             clientConfiguration.tlsConfiguration = tls
         }
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-        var configuration = FCMSender<SQLiteDatabase>.Configuration()
+        var configuration = FCMSender<Database>.Configuration()
         configuration.endpoint = server.url
         configuration.concurrency = 16
         configuration.drain = true
@@ -42,7 +51,7 @@ enum SenderHarness {
         logger.logLevel = .warning
         do {
             let tokens = try AccessTokenProvider(account: account, client: client, logger: logger)
-            let sender = FCMSender(database: SQLiteDatabase.sqlite(path: db), account: account, client: client, tokens: tokens,
+            let sender = FCMSender(database: database, account: account, client: client, tokens: tokens,
                                    configuration: configuration, logger: logger)
             let result = try await body(sender, tokens)
             try await client.shutdown()

@@ -50,7 +50,7 @@ import Testing
         try await store.outbox(count: 3)
         let rows = try await store.database.outboxRows(week: "2026-W46", userID: "u2")
         #expect(rows.count == 1)
-        #expect(rows.first?.dedupeKey == "2026-W46:u2:h" && rows.first?.state == "ready" && rows.first?.attempts == 0)
+        #expect(rows.first?.dedupeKey == "2026-W46:u2:h2" && rows.first?.state == "ready" && rows.first?.attempts == 0)
         let body = try JSONSerialization.jsonObject(with: Data(rows.first!.message.utf8)) as? [String: [String: String]]
         #expect(body?["message"]?["token"] == "tok-2")
         #expect(try await store.database.outboxWeeks(userID: "u2") == ["2026-W46"])

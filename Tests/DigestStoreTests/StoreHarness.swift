@@ -90,7 +90,7 @@ struct StoreHarness {
         let week = try ISOWeek(parsing: "2026-W46")
         let messages = (1...count).map { i in
             OutboxMessage(
-                dedupeKey: "2026-W46:u\(i):h", week: "2026-W46", userID: "u\(i)", platform: .android, variant: .defaultText,
+                dedupeKey: "2026-W46:u\(i):h\(i)", week: "2026-W46", userID: "u\(i)", platform: .android, variant: .defaultText,
                 message: Array(#"{"message":{"token":"tok-\#(i)"}}"#.utf8), report: "{}", availableAt: availableAt(i),
                 windowEnd: window(i)?.end, quietUntil: window(i)?.quietUntil, expiresAt: window(i)?.expiresAt)
         }

@@ -152,7 +152,7 @@ public struct BatchComposer: Sendable {
             return .finished(user)
         }
         if reader.devices.isEmpty {
-            user.skipped = .noDevices
+            user.skipped = reader.deadTokens > 0 ? .deadTokens : .noDevices
             return .finished(user)
         }
         let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)

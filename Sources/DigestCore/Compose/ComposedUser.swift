@@ -22,6 +22,7 @@ public struct ComposedUser: Sendable {
     /// Adds this reader to a batch's counters.
     func count(into counters: inout RunCounters) {
         counters.users += 1
+        if reader.deadTokens > 0 { counters.devicesSkipped["dead_token", default: 0] += reader.deadTokens }
         if timeZoneFellBack { counters.timeZoneFallbacks += 1 }
         if localeFellBack { counters.localeFallbacks += 1 }
         switch image {

@@ -23,8 +23,33 @@ public struct RunCounters: Codable, Sendable, Hashable {
     public var images: [String: Int] = [:]
     /// How often each text or budget rule fired (by ``PlanRule``'s names).
     public var rules: [String: Int] = [:]
+    /// Devices left out, by reason: `dead_token` (FCM called the token unregistered and it was not
+    /// registered again since).
+    public var devicesSkipped: [String: Int] = [:]
 
     public init() {}
+
+    private enum CodingKeys: String, CodingKey {
+        case users, digested, reengaged, skipped, variants, messages, enqueued, localeFallbacks, timeZoneFallbacks, images, rules
+        case devicesSkipped
+    }
+
+    /// Counters stored before a field existed (in `digest_runs` or a chunk's row) read it as empty.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        users = try container.decodeIfPresent(Int.self, forKey: .users) ?? 0
+        digested = try container.decodeIfPresent(Int.self, forKey: .digested) ?? 0
+        reengaged = try container.decodeIfPresent(Int.self, forKey: .reengaged) ?? 0
+        skipped = try container.decodeIfPresent([String: Int].self, forKey: .skipped) ?? [:]
+        variants = try container.decodeIfPresent([String: Int].self, forKey: .variants) ?? [:]
+        messages = try container.decodeIfPresent(Int.self, forKey: .messages) ?? 0
+        enqueued = try container.decodeIfPresent(Int.self, forKey: .enqueued) ?? 0
+        localeFallbacks = try container.decodeIfPresent(Int.self, forKey: .localeFallbacks) ?? 0
+        timeZoneFallbacks = try container.decodeIfPresent(Int.self, forKey: .timeZoneFallbacks) ?? 0
+        images = try container.decodeIfPresent([String: Int].self, forKey: .images) ?? [:]
+        rules = try container.decodeIfPresent([String: Int].self, forKey: .rules) ?? [:]
+        devicesSkipped = try container.decodeIfPresent([String: Int].self, forKey: .devicesSkipped) ?? [:]
+    }
 
     public mutating func add(_ other: RunCounters) {
         users += other.users
@@ -38,5 +63,6 @@ public struct RunCounters: Codable, Sendable, Hashable {
         timeZoneFallbacks += other.timeZoneFallbacks
         images.merge(other.images, uniquingKeysWith: +)
         rules.merge(other.rules, uniquingKeysWith: +)
+        devicesSkipped.merge(other.devicesSkipped, uniquingKeysWith: +)
     }
 }

@@ -5,6 +5,8 @@ public enum SkipReason: String, Sendable, CaseIterable, Codable {
     case optedOut = "opted_out"
     /// The reader has no device to send to.
     case noDevices = "no_devices"
+    /// Every device of the reader has a token FCM called unregistered (not registered again since).
+    case deadTokens = "dead_tokens"
     /// The reader read nothing in the week and the weeks before it (`--dormant-after`).
     case dormant
     /// No variant fitted the byte budget.

@@ -10,6 +10,9 @@ public struct Reader: Sendable, Hashable {
     public var optedOut: Bool
     /// The devices the user's notifications go to.
     public var devices: [Device]
+    /// Devices left out of ``devices`` because FCM called their token unregistered (and the app has
+    /// not registered it again since): counted as `dead_token` in the run's report.
+    public var deadTokens = 0
 
     public init(id: String, locale: String, timeZone: String, optedOut: Bool, devices: [Device]) {
         self.id = id

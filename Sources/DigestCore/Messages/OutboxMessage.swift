@@ -43,6 +43,13 @@ public struct OutboxMessage: Sendable, Hashable {
         self.picks = picks
     }
 
+    /// `<week>:<sha256 of token>`: unique in the outbox, so a token gets at most one message a week
+    /// whichever reader it was listed under (the last part of the dedupe key is the token's hash).
+    public var tokenKey: String {
+        guard let colon = dedupeKey.lastIndex(of: ":") else { return dedupeKey }
+        return "\(week)\(dedupeKey[colon...])"
+    }
+
     /// The dedupe key of a device's message for a week.
     public static func dedupeKey(week: ISOWeek, userID: String, token: String) -> String {
         "\(week):\(userID):\(tokenHash(token))"

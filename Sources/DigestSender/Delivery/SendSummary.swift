@@ -12,6 +12,7 @@ public struct SendSummary: Sendable, Hashable, Codable {
     /// Marked `dead`, by error code.
     public var dead: [String: Int] = [:]
     /// Device tokens removed because FCM said `UNREGISTERED`.
+    /// Tokens FCM called unregistered, remembered as dead (later runs leave them out).
     public var devicesRemoved = 0
     /// Leases given back untried at shutdown.
     public var released = 0
@@ -37,7 +38,7 @@ public struct SendSummary: Sendable, Hashable, Codable {
         if validated > 0 { lines.append("validated (dry run): \(validated)") }
         lines.append("retried: \(retriedTotal)\(list(retried))")
         lines.append("dead: \(deadTotal)\(list(dead))")
-        if devicesRemoved > 0 { lines.append("devices removed (unregistered): \(devicesRemoved)") }
+        if devicesRemoved > 0 { lines.append("tokens marked dead (unregistered): \(devicesRemoved)") }
         if released > 0 { lines.append("released at shutdown: \(released)") }
         if waiting > 0 {
             let at = nextDue.map { " (the first at \(Timestamp.format($0)))" } ?? ""

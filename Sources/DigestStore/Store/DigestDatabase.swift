@@ -44,6 +44,9 @@ public protocol DigestDatabase: Sendable {
     func outboxRows(week: String, userID: String) async throws -> [OutboxRow]
     /// The weeks the outbox holds messages of this user for, newest first.
     func outboxWeeks(userID: String) async throws -> [String]
+    /// Forgets that FCM called `token` unregistered, so later runs send to it again (`digest devices
+    /// revive`); returns whether it was dead.
+    func reviveToken(_ token: String) async throws -> Bool
     /// Whether `digest run` without a week walks users zone by zone (rolling runs).
     var supportsRollingRuns: Bool { get }
     /// Rolling runs: per zone, the week's users digested and still waiting.

@@ -32,6 +32,8 @@ public final class FakeFCMServer: Sendable {
         public var dropRate = 0.0
         /// Share of tokens (by a stable hash of the token) that are `UNREGISTERED`.
         public var unregisteredRate = 0.0
+        /// These tokens are `UNREGISTERED` too.
+        public var unregisteredTokens: Set<String>? = nil
         /// Every `quotaBurstEvery` seconds, `quotaBurstLength` seconds of 429 `QUOTA_EXCEEDED` (0: never).
         public var quotaBurstEvery = 0.0
         public var quotaBurstLength = 0.0
@@ -309,7 +311,9 @@ public final class FakeFCMServer: Sendable {
             case .success(let value):
                 accepted = value
             }
-            if faults.unregisteredRate > 0, Double(Self.stableHash(accepted.token) % 1_000_000) / 1_000_000 < faults.unregisteredRate {
+            if faults.unregisteredTokens?.contains(accepted.token) == true
+                || (faults.unregisteredRate > 0 && Double(Self.stableHash(accepted.token) % 1_000_000) / 1_000_000 < faults.unregisteredRate)
+            {
                 return answer(Self.error(404, status: "NOT_FOUND", fcm: "UNREGISTERED", message: "Requested entity was not found.", delay: delay), "404")
             }
             if accepted.validateOnly {
