@@ -29,51 +29,31 @@ extension PostgresHistoryReader {
         byList = true
         let names = zones.map(\.zone)
         let worker = coordination.settings.worker
-        let lease = coordination.leaseSeconds
-        while true {
-            let claimed = try await session.rows(
-                """
-                UPDATE digest_run_chunks c
-                SET state = 'claimed', lease_owner = \(worker), claims = c.claims + 1,
-                    leased_until = now() + make_interval(secs => \(lease))
-                WHERE (c.week, c.chunk) = (
-                    SELECT week, chunk FROM digest_run_chunks
-                    WHERE week = \(week.description) AND time_zone = ANY(\(names)::text[]) AND state <> 'done'
-                      AND (state = 'ready' OR leased_until <= now())
-                    ORDER BY chunk LIMIT 1 FOR UPDATE SKIP LOCKED)
-                RETURNING c.chunk, c.time_zone, c.after_seq, c.through_seq
-                """)
-            if let row = claimed.first {
-                let (chunk, zone, after, through) = try row.decode((Int, String, Int64, Int64).self)
-                coordination.holding(chunk, week: week.description)
-                let users = try await withDevices(
-                    try await session.rows(
-                        """
-                        SELECT id, locale, time_zone, opted_out FROM digest_users
-                        WHERE time_zone = \(zone) AND seq > \(after) AND seq <= \(through)
-                        ORDER BY id COLLATE "C"
-                        """))
-                guard !users.isEmpty else {
-                    try await session.run(
-                        """
-                        UPDATE digest_run_chunks SET state = 'done', done_by = \(worker), done_at = now(),
-                            lease_owner = NULL, leased_until = NULL
-                        WHERE week = \(week.description) AND chunk = \(chunk) AND state <> 'done'
-                        """)
-                    coordination.released(chunk)
-                    continue
-                }
-                return ZoneBatch(users: users, cursors: [ZoneCursor(zone: zone, seq: through, taken: users.count)], exhausted: [])
+        while let claimed = try await claimChunk(of: week, zones: names) {
+            let chunk = claimed.number
+            guard let zone = claimed.zone, let after = claimed.afterSeq, let through = claimed.throughSeq else {
+                throw PostgresStoreError("\(session.location): zone chunk \(chunk) of \(week) has no zone or seq range")
             }
-            let open = try await session.rows(
-                """
-                SELECT count(*), coalesce(extract(epoch FROM min(leased_until) - now()), 0)::float8
-                FROM digest_run_chunks WHERE week = \(week.description) AND time_zone = ANY(\(names)::text[]) AND state <> 'done'
-                """)
-            let (left, soonest) = try open.first?.decode((Int, Double).self) ?? (0, 0)
-            guard left > 0 else { return ZoneBatch(users: [], cursors: [], exhausted: names) }
-            try await Task.sleep(for: .seconds(min(1.0, max(0.05, soonest))))
+            let users = try await withDevices(
+                try await session.rows(
+                    """
+                    SELECT id, locale, time_zone, opted_out FROM digest_users
+                    WHERE time_zone = \(zone) AND seq > \(after) AND seq <= \(through)
+                    ORDER BY id COLLATE "C"
+                    """))
+            guard !users.isEmpty else {
+                try await session.run(
+                    """
+                    UPDATE digest_run_chunks SET state = 'done', done_by = \(worker), done_at = now(),
+                        lease_owner = NULL, leased_until = NULL
+                    WHERE week = \(week.description) AND chunk = \(chunk) AND state <> 'done'
+                    """)
+                coordination.released(chunk)
+                continue
+            }
+            return ZoneBatch(users: users, cursors: [ZoneCursor(zone: zone, seq: through, taken: users.count)], exhausted: [])
         }
+        return ZoneBatch(users: [], cursors: [], exhausted: names)
     }
 
     /// The users in the open zone chunks of `week` among `zones`.

@@ -29,35 +29,66 @@ public actor PostgresHistoryReader: HistoryReader {
     /// When every other chunk is held by live workers, waits for them to finish or for a lease to end,
     /// so that a process returns `nil` only once every chunk is done.
     public func nextBatch(week: ISOWeek, after cursor: Int64, limit: Int) async throws -> UserBatch? {
-        let worker = coordination.settings.worker
-        let lease = coordination.leaseSeconds
+        guard let chunk = try await claimChunk(of: week, zones: nil) else { return nil }
+        let users = try await self.users(after: chunk.afterUser, through: chunk.throughUser)
+        return UserBatch(users: users, position: Int64(chunk.number))
+    }
+
+    /// A chunk this process claimed: an id range (`--week` runs) or a zone's `seq` range (rolling runs).
+    struct ClaimedChunk {
+        var number: Int
+        var afterUser: String?, throughUser: String?
+        var zone: String?, afterSeq: Int64?, throughSeq: Int64?
+    }
+
+    /// Claims the next chunk of `week` (a ready one, or one whose lease ended): an id-range chunk, or
+    /// with `zones` a zone chunk of one of them. While every other open chunk of the kind is held by
+    /// live workers, waits for them to finish or for a lease to end, so that `nil` means every such
+    /// chunk is done.
+    func claimChunk(of week: ISOWeek, zones: [String]?) async throws -> ClaimedChunk? {
+        var binds = PostgresBindings()
+        binds.append(week.description)
+        binds.append(coordination.settings.worker)
+        binds.append(coordination.leaseSeconds)
+        let kind: String
+        if let zones {
+            binds.append(zones)
+            kind = "time_zone = ANY($4::text[])"
+        } else {
+            kind = "time_zone IS NULL"
+        }
         while true {
             let claimed = try await session.rows(
-                """
-                UPDATE digest_run_chunks c
-                SET state = 'claimed', lease_owner = \(worker), claims = c.claims + 1,
-                    leased_until = now() + make_interval(secs => \(lease))
-                WHERE (c.week, c.chunk) = (
-                    SELECT week, chunk FROM digest_run_chunks
-                    WHERE week = \(week.description) AND time_zone IS NULL AND state <> 'done'
-                      AND (state = 'ready' OR leased_until <= now())
-                    ORDER BY chunk LIMIT 1 FOR UPDATE SKIP LOCKED)
-                RETURNING c.chunk, c.after_user, c.through_user
-                """)
+                PostgresQuery(
+                    unsafeSQL: """
+                        UPDATE digest_run_chunks c
+                        SET state = 'claimed', lease_owner = $2, claims = c.claims + 1, leased_until = now() + make_interval(secs => $3)
+                        WHERE (c.week, c.chunk) = (
+                            SELECT week, chunk FROM digest_run_chunks
+                            WHERE week = $1 AND \(kind) AND state <> 'done' AND (state = 'ready' OR leased_until <= now())
+                            ORDER BY chunk LIMIT 1 FOR UPDATE SKIP LOCKED)
+                        RETURNING c.chunk, c.after_user, c.through_user, c.time_zone, c.after_seq, c.through_seq
+                        """,
+                    binds: binds))
             if let row = claimed.first {
-                let (chunk, after, through) = try row.decode((Int, String?, String?).self)
-                coordination.holding(chunk, week: week.description)
-                let users = try await self.users(after: after, through: through)
-                return UserBatch(users: users, position: Int64(chunk))
+                let (number, afterUser, throughUser, zone, afterSeq, throughSeq) =
+                    try row.decode((Int, String?, String?, String?, Int64?, Int64?).self)
+                coordination.holding(number, week: week.description)
+                return ClaimedChunk(
+                    number: number, afterUser: afterUser, throughUser: throughUser, zone: zone, afterSeq: afterSeq, throughSeq: throughSeq)
             }
             // Nothing to claim: done, or others hold the rest (wait for them or for their leases).
+            var openBinds = PostgresBindings()
+            openBinds.append(week.description)
+            if let zones { openBinds.append(zones) }
             let open = try await session.rows(
-                """
-                SELECT count(*), coalesce(extract(epoch FROM min(leased_until) - now()), 0)::float8
-                FROM digest_run_chunks WHERE week = \(week.description) AND time_zone IS NULL AND state <> 'done'
-                """)
-            guard let first = open.first else { return nil }
-            let (left, soonest) = try first.decode((Int, Double).self)
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT count(*), coalesce(extract(epoch FROM min(leased_until) - now()), 0)::float8
+                        FROM digest_run_chunks WHERE week = $1 AND \(zones == nil ? kind : "time_zone = ANY($2::text[])") AND state <> 'done'
+                        """,
+                    binds: openBinds))
+            let (left, soonest) = try open.first?.decode((Int, Double).self) ?? (0, 0)
             guard left > 0 else { return nil }
             try await Task.sleep(for: .seconds(min(1.0, max(0.05, soonest))))
         }

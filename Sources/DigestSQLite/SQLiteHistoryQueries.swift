@@ -35,14 +35,19 @@ final class SQLiteHistoryQueries {
             "SELECT \(Self.deviceColumns) FROM devices d WHERE d.user_pk >= ? AND d.user_pk <= ? ORDER BY d.user_pk, d.token")
         devices.bind(first.key, at: 1)
         devices.bind(last.key, at: 2)
+        try Self.attachDevices(devices, to: &users)
+        return users
+    }
+
+    /// Hands the rows of `devices` (``deviceColumns``, in owner order) to `users` (in key order).
+    static func attachDevices(_ devices: SQLiteStatement, to users: inout [StoredReader]) throws {
         var index = 0
         while try devices.step() {
             let owner = devices.int64(0)
             while index < users.count && users[index].key < owner { index += 1 }
             guard index < users.count, users[index].key == owner else { continue }
-            Self.addDevice(devices, to: &users[index].reader)
+            addDevice(devices, to: &users[index].reader)
         }
-        return users
     }
 
     /// A device row: owner, token, platform, registration, and whether the token is dead (FCM called
@@ -302,13 +307,7 @@ final class SQLiteHistoryQueries {
             ORDER BY d.user_pk, d.token
             """)
         devices.bindText(keys.bytes, at: 1)
-        var index = 0
-        while try devices.step() {
-            let owner = devices.int64(0)
-            while index < users.count && users[index].key < owner { index += 1 }
-            guard index < users.count, users[index].key == owner else { continue }
-            Self.addDevice(devices, to: &users[index].reader)
-        }
+        try Self.attachDevices(devices, to: &users)
         devices.reset()
         return ZoneBatch(users: users, cursors: cursors, exhausted: exhausted)
     }

@@ -190,11 +190,7 @@ struct RunOptions: ParsableArguments {
                 database: database, catalog: catalog, attachments: provider, configuration: configuration, now: instant, grace: grace,
                 only: only)
         }
-        if let report {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(summaries).write(to: URL(fileURLWithPath: report))
-        }
+        try write(report: summaries)
         return summaries
     }
 
@@ -207,6 +203,14 @@ struct RunOptions: ParsableArguments {
         let summaries = try await run.runRolling(now: now, grace: grace, only: only) { printer.report($0) }
         printer.finish()
         return summaries
+    }
+
+    /// `--report`: the summary (a rolling run's: one a week) as JSON.
+    private func write(report value: some Encodable) throws {
+        guard let report else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(value).write(to: URL(fileURLWithPath: report))
     }
 
     /// The run configuration of these options for `week`.
@@ -231,11 +235,7 @@ struct RunOptions: ParsableArguments {
             provider in
             try await runWeek(database: database, catalog: catalog, attachments: provider, configuration: configuration, now: now)
         }
-        if let report {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(summary).write(to: URL(fileURLWithPath: report))
-        }
+        try write(report: summary)
         return summary
     }
 

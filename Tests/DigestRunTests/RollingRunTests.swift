@@ -10,21 +10,6 @@ import Testing
 /// Monday 09:00; a late run never makes a message due at night; readers and devices added after
 /// their zone's run get the week's digest in the next run, once.
 @Suite struct RollingRunTests {
-    enum Backend: String, CaseIterable, Sendable { case sqlite, postgres }
-
-    /// A new empty store of `backend`: a SQLite file in `dir`, or a migrated PostgreSQL database.
-    func store(_ backend: Backend, in dir: TemporaryDirectory) throws -> String {
-        switch backend {
-        case .sqlite:
-            return dir.path("digest.sqlite")
-        case .postgres:
-            let url = try PostgresCluster.shared().makeDatabase("rolling")
-            let migrated = try DigestBinary.run(["migrate", "--db", url])
-            #expect(migrated.status == 0, "\(migrated.stderr)")
-            return url
-        }
-    }
-
     /// One zone for every offset from UTC−12 to UTC+14 in the first days of November 2026, the
     /// :30 and :45 ones included. New York, St John's and Anchorage leave summer time on Sunday
     /// 1 November, inside week 2026-W44: their week ends an hour later than it began.
@@ -88,9 +73,9 @@ import Testing
         Timestamp.format(Timestamp.parse(text)! + Int64(hours) * 3600)
     }
 
-    @Test(arguments: Backend.allCases) func hourlyRunsReachEveryOffsetInTheFirstHourAndAreDueAtMondayNine(backend: Backend) throws {
+    @Test(arguments: TestStore.allCases) func hourlyRunsReachEveryOffsetInTheFirstHourAndAreDueAtMondayNine(backend: TestStore) throws {
         let dir = try TemporaryDirectory()
-        let db = try store(backend, in: dir)
+        let db = try backend.make(in: dir, name: "rolling")
         try importWorld(into: db, in: dir)
         // Hourly from the hour before 2026-W44 ends at UTC+14 (Sunday 10:00 UTC) to after it ended
         // at UTC−12 (Monday 12:00 UTC).
@@ -131,9 +116,9 @@ import Testing
         #expect(try outbox(db) == rows)
     }
 
-    @Test(arguments: Backend.allCases) func aLateFirstRunNeverMakesAMessageDueInQuietHours(backend: Backend) throws {
+    @Test(arguments: TestStore.allCases) func aLateFirstRunNeverMakesAMessageDueInQuietHours(backend: TestStore) throws {
         let dir = try TemporaryDirectory()
-        let db = try store(backend, in: dir)
+        let db = try backend.make(in: dir, name: "rolling")
         try importWorld(into: db, in: dir)
         // The scheduler was off until Monday 15:00 UTC: 09:00 has passed everywhere east of UTC−6.
         let now = Timestamp.parse("2026-11-02T15:00:00Z")!
@@ -166,9 +151,9 @@ import Testing
 
     /// The scheduler was off for two weeks: the next run catches the missed weeks up, oldest first,
     /// and no message of theirs is due in the reader's night.
-    @Test(arguments: Backend.allCases) func missedWeeksAreCaughtUpOldestFirstAndNeverDueAtNight(backend: Backend) throws {
+    @Test(arguments: TestStore.allCases) func missedWeeksAreCaughtUpOldestFirstAndNeverDueAtNight(backend: TestStore) throws {
         let dir = try TemporaryDirectory()
-        let db = try store(backend, in: dir)
+        let db = try backend.make(in: dir, name: "rolling")
         try importWorld(into: db, in: dir, zones: ["Europe/Warsaw", "Asia/Tokyo"])
         let later = try dir.write("reads-later.jsonl", lines: [0, 1].flatMap { index in
             ["2026-11-04", "2026-11-11"].map { day in
@@ -193,9 +178,9 @@ import Testing
         }
     }
 
-    @Test(arguments: Backend.allCases) func readersAndDevicesAddedLateGetTheWeekInTheNextRunOnce(backend: Backend) throws {
+    @Test(arguments: TestStore.allCases) func readersAndDevicesAddedLateGetTheWeekInTheNextRunOnce(backend: TestStore) throws {
         let dir = try TemporaryDirectory()
-        let db = try store(backend, in: dir)
+        let db = try backend.make(in: dir, name: "rolling")
         try importWorld(into: db, in: dir, zones: ["Europe/Warsaw", "Asia/Tokyo"])
         let optedOut = try dir.write("users-opted-out.jsonl", lines: [
             #"{"id":"u-back","locale":"en","timeZone":"Europe/Warsaw","optedOut":true,"devices":[{"token":"token-back","platform":"web"}]}"#

@@ -12,20 +12,6 @@ import Testing
 /// unregistered gets nothing the next week although the users file lists it again, and a token listed
 /// under three readers gets one message a week.
 @Suite struct DeadTokenSendTests {
-    enum Backend: String, CaseIterable, Sendable { case sqlite, postgres }
-
-    func store(_ backend: Backend, in dir: TemporaryDirectory) throws -> String {
-        switch backend {
-        case .sqlite:
-            return dir.path("digest.sqlite")
-        case .postgres:
-            let url = try PostgresCluster.shared().makeDatabase("tokens")
-            let migrated = try DigestBinary.run(["migrate", "--db", url])
-            #expect(migrated.status == 0, "\(migrated.stderr)")
-            return url
-        }
-    }
-
     /// Outbox rows as `week token → count`, and their states.
     func outbox(_ db: String, in dir: TemporaryDirectory) throws -> (byWeekAndToken: [String: Int], states: [String: Int]) {
         let peek = try DigestBinary.run(["queue", "peek", "--db", db, "--limit", "1000", "--show-tokens"])
@@ -41,9 +27,9 @@ import Testing
         return (byWeekAndToken, states)
     }
 
-    @Test(arguments: Backend.allCases) func aDeadTokenStaysDeadAfterAReimportAndASharedTokenGetsOneMessage(backend: Backend) async throws {
+    @Test(arguments: TestStore.allCases) func aDeadTokenStaysDeadAfterAReimportAndASharedTokenGetsOneMessage(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let db = try store(backend, in: dir)
+        let db = try backend.make(in: dir, name: "tokens")
         let users = try dir.write("users.jsonl", lines: [
             #"{"id":"gone","locale":"en","timeZone":"UTC","devices":[{"token":"tok-dead","platform":"android"}]}"#,
             #"{"id":"r-a","locale":"en","timeZone":"UTC","devices":[{"token":"tok-shared","platform":"ios"}]}"#,
