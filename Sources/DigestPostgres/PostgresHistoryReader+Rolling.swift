@@ -80,7 +80,8 @@ enum PostgresRollingPlan {
         ).first?.decode(Bool.self) ?? false
         guard present else {
             throw PostgresStoreError(
-                "\(session.location): the digest_users view has no seq column, which rolling runs (digest run without --week) need: add it (docs/005-postgresql.md) or pass --week")
+                "\(session.location): the digest_users view has no seq column, which rolling runs (digest run without --week) need: add it (docs/005-postgresql.md) or pass --week",
+                kind: .configuration)
         }
     }
 }

@@ -155,12 +155,33 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
 
 /// A PostgreSQL store failed; one line that says what and where, never with a password.
 public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
+    /// What a caller (a service manager, through the exit status) can do about it.
+    public enum Kind: Sendable, Hashable {
+        /// The server or the network is not there now: a later try may work.
+        case unavailable
+        /// The URL, credentials, TLS settings or schema are refused: a later try fails the same way.
+        case configuration
+        /// Anything else.
+        case other
+    }
+
     public let description: String
     /// The server's SQLSTATE, when the server answered with an error.
     public let sqlState: String?
+    public let kind: Kind
 
-    public init(_ description: String, sqlState: String? = nil) {
+    public init(_ description: String, sqlState: String? = nil, kind: Kind? = nil) {
         self.description = description
         self.sqlState = sqlState
+        self.kind = kind ?? Self.kind(of: sqlState)
+    }
+
+    /// By SQLSTATE class: 08 (connection) and 57P (shutdown) unavailable; 28 (authorization), 3D
+    /// (no such database) and 42501 (no privilege) configuration.
+    static func kind(of sqlState: String?) -> Kind {
+        guard let sqlState else { return .other }
+        if sqlState.hasPrefix("08") || sqlState.hasPrefix("57P") { return .unavailable }
+        if sqlState.hasPrefix("28") || sqlState.hasPrefix("3D") || sqlState == "42501" { return .configuration }
+        return .other
     }
 }

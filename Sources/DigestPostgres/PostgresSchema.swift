@@ -187,7 +187,7 @@ enum PostgresSchema {
             let current = try await version(connection) ?? 0
             guard current <= migrations.count else {
                 throw PostgresStoreError(
-                    "\(location): schema version \(current) is newer than this digest (\(migrations.count)): upgrade digest")
+                    "\(location): schema version \(current) is newer than this digest (\(migrations.count)): upgrade digest", kind: .configuration)
             }
             for index in current..<migrations.count {
                 // The extended protocol takes one statement at a time; no statement here holds ";\n".
@@ -214,11 +214,12 @@ enum PostgresSchema {
         let version = try await session.perform { try await Self.version($0) }
         guard let version, version >= migrations.count else {
             throw PostgresStoreError(
-                "\(session.location): the digest schema is missing or old (version \(version ?? 0) of \(migrations.count)): run `digest migrate --db <url>` first")
+                "\(session.location): the digest schema is missing or old (version \(version ?? 0) of \(migrations.count)): run `digest migrate --db <url>` first",
+                kind: .configuration)
         }
         guard version == migrations.count else {
             throw PostgresStoreError(
-                "\(session.location): schema version \(version) is newer than this digest (\(migrations.count)): upgrade digest")
+                "\(session.location): schema version \(version) is newer than this digest (\(migrations.count)): upgrade digest", kind: .configuration)
         }
     }
 }

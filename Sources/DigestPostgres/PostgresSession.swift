@@ -180,19 +180,22 @@ actor PostgresSession {
             }
             switch error.code {
             case .connectionError:
-                return PostgresStoreError("\(place): cannot connect (\(Self.reason(error.underlying)))")
+                return PostgresStoreError("\(place): cannot connect (\(Self.reason(error.underlying)))", kind: .unavailable)
             case .serverClosedConnection, .uncleanShutdown:
-                return PostgresStoreError("\(place): the server closed the connection and did not come back within \(reconnectWindow)")
+                return PostgresStoreError(
+                    "\(place): the server closed the connection and did not come back within \(reconnectWindow)", kind: .unavailable)
             case .sslUnsupported:
-                return PostgresStoreError("\(place): the server does not offer TLS, but sslmode=\(location.sslMode.rawValue) requires it")
+                return PostgresStoreError(
+                    "\(place): the server does not offer TLS, but sslmode=\(location.sslMode.rawValue) requires it", kind: .configuration)
             case .authMechanismRequiresPassword:
-                return PostgresStoreError("\(place): the server asks for a password and none was given (set PGPASSWORD or a .pgpass entry)")
+                return PostgresStoreError(
+                    "\(place): the server asks for a password and none was given (set PGPASSWORD or a .pgpass entry)", kind: .configuration)
             default:
                 return PostgresStoreError("\(place): \(error.code)")
             }
         }
         if error is NIOConnectionError || error is IOError || error is ChannelError {
-            return PostgresStoreError("\(place): cannot connect (\(Self.reason(error)))")
+            return PostgresStoreError("\(place): cannot connect (\(Self.reason(error)))", kind: .unavailable)
         }
         return PostgresStoreError("\(place): \(error)")
     }

@@ -27,19 +27,21 @@ public struct DigestBinary: Sendable {
     }
 
     /// The `digest` process with the shipped templates.
-    static func makeProcess(_ arguments: [String]) -> Process {
+    static func makeProcess(_ arguments: [String], environment changes: [String: String?] = [:]) -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["DIGEST_TEMPLATES"] = templates.path
+        for (name, value) in changes { environment[name] = value }
         process.environment = environment
         return process
     }
 
-    /// Runs `digest` with `arguments` and waits for it.
-    public static func run(_ arguments: [String], in directory: URL? = nil) throws -> Output {
-        let process = makeProcess(arguments)
+    /// Runs `digest` with `arguments` and waits for it; `environment` sets (or, with `nil`, removes)
+    /// variables of the test's own environment.
+    public static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:]) throws -> Output {
+        let process = makeProcess(arguments, environment: environment)
         if let directory { process.currentDirectoryURL = directory }
         let out = Pipe()
         let err = Pipe()

@@ -1,15 +1,25 @@
 import ArgumentParser
 import DigestPostgres
 import DigestSQLite
+import DigestSender
 import DigestStore
 import Foundation
 import Logging
 
 @main
 struct Digest: AsyncParsableCommand {
+    /// `digest --version`.
+    static let version = "0.14.0"
+
     static let configuration = CommandConfiguration(
         commandName: "digest",
         abstract: "Turns each reader's week of reading into a push notification.",
+        discussion: """
+            Exit statuses: 0 done; 64 a bad command line; 78 a configuration, key or schema refused (fix it: \
+            a restart fails the same way); 75 the store or the network unavailable (a later try may work); \
+            1 anything else.
+            """,
+        version: version,
         subcommands: [
             DemoCommand.self, ImportCommand.self, RunCommand.self, PreviewCommand.self, ServeCommand.self, QueueCommand.self,
             SendCommand.self, MigrateCommand.self, ImagesCommand.self, DevicesCommand.self,
@@ -27,19 +37,64 @@ struct Digest: AsyncParsableCommand {
     }
 }
 
+/// Exit statuses a service manager can tell apart (sysexits.h), so that a unit does not restart in a
+/// loop on a bad key (`RestartPreventExitStatus=78` in deploy/).
+enum ExitStatus {
+    /// A configuration, option, key or schema refused: a restart fails the same way (EX_CONFIG).
+    static let configuration = ExitCode(78)
+    /// The store or the network is unavailable: a later try may work (EX_TEMPFAIL).
+    static let unavailable = ExitCode(75)
+
+    /// The status `error` calls for, when it is one of those two.
+    static func of(_ error: any Error) -> ExitCode? {
+        switch error {
+        case let error as SenderError:
+            switch error.code {
+            case .store: return unavailable
+            case .credentials, .authentication, .thirdPartyAuth, .configuration: return configuration
+            default: return nil
+            }
+        case let error as PostgresStoreError:
+            switch error.kind {
+            case .unavailable: return unavailable
+            case .configuration: return configuration
+            case .other: return nil
+            }
+        default:
+            return nil
+        }
+    }
+
+    /// Runs `body`; an error with a status of its own is printed as one line and exits with it.
+    static func mapping<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error where !(error is ExitCode) {
+            guard let status = of(error) else { throw error }
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw status
+        }
+    }
+}
+
 /// `--db`: a SQLite file path or a `postgres://` URL.
 struct DatabaseOptions: ParsableArguments {
     @Option(
-        name: .long,
-        help: """
+        name: .customLong("db"),
+        help: ArgumentHelp(
+            """
             The database: a SQLite file path, or postgres://USER@HOST:PORT/DATABASE[?sslmode=require] \
-            (password from PGPASSWORD or ~/.pgpass; never put it on the command line).
-            """)
-    var db: String
+            (password from PGPASSWORD or ~/.pgpass; never put it on the command line). Default: $DIGEST_DB.
+            """, valueName: "db"))
+    var dbOption: String?
+
+    /// `--db`, else `DIGEST_DB`.
+    var db: String { dbOption ?? ProcessInfo.processInfo.environment["DIGEST_DB"] ?? "" }
 
     var isPostgres: Bool { PostgresLocation.isURL(db) }
 
     func validate() throws {
+        guard !db.isEmpty else { throw ValidationError("--db is required (or set DIGEST_DB): a SQLite file path or a postgres:// URL") }
         if isPostgres {
             do { _ = try PostgresLocation(url: db) } catch { throw ValidationError("--db: \(error)") }
         }

@@ -45,6 +45,10 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await ExitStatus.mapping { try await runAll() }
+    }
+
+    private func runAll() async throws {
         var settings = PostgresRunCoordination.Settings()
         settings.chunkSize = chunkSize
         settings.lease = .milliseconds(Int64(lease * 1000))

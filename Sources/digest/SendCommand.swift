@@ -27,8 +27,14 @@ struct SendCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "The Google service-account JSON key file.")
-    var credentials: String
+    @Option(help: "The Google service-account JSON key file. Default: $DIGEST_CREDENTIALS, else $GOOGLE_APPLICATION_CREDENTIALS.")
+    var credentials: String?
+
+    /// `--credentials`, else `DIGEST_CREDENTIALS`, else `GOOGLE_APPLICATION_CREDENTIALS`.
+    var credentialsFile: String? {
+        let environment = ProcessInfo.processInfo.environment
+        return credentials ?? environment["DIGEST_CREDENTIALS"] ?? environment["GOOGLE_APPLICATION_CREDENTIALS"]
+    }
 
     @Option(help: "FCM's base URL.")
     var endpoint = "https://fcm.googleapis.com"
@@ -81,14 +87,15 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await ExitStatus.mapping { try await sendAll() }
+    }
+
+    private func sendAll() async throws {
         let logger = Logger(label: "digest.send")
-        let account: ServiceAccount
-        do {
-            account = try ServiceAccount(contentsOf: credentials)
-        } catch {
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-            throw ExitCode.failure
+        guard let credentialsFile else {
+            throw SenderError(.credentials, "no service-account key: pass --credentials FILE, or set DIGEST_CREDENTIALS or GOOGLE_APPLICATION_CREDENTIALS")
         }
+        let account = try ServiceAccount(contentsOf: credentialsFile)
 
         var registry: PrometheusCollectorRegistry?
         if metricsPort != nil {
@@ -164,6 +171,7 @@ struct SendCommand: AsyncParsableCommand {
         let (summary, error) = run.result
         if let summary { for line in summary.lines() { print(line) } }
         if let error {
+            if ExitStatus.of(error) != nil { throw error }
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
             throw ExitCode.failure
         }

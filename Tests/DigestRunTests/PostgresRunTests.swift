@@ -242,16 +242,17 @@ import Testing
             try cluster.sql("SELECT pg_reload_conf()", database: "postgres")
             Thread.sleep(forTimeInterval: 0.3)
         }
-        let cases: [(url: String, expected: String)] = [
-            ("postgres://digest_pw:wrong-secret@127.0.0.1:\(cluster.port)/\(name)?sslmode=disable", "password authentication failed"),
-            ("postgres://postgres@127.0.0.1:1/\(name)?sslmode=disable", "cannot connect"),
-            (fresh, "run `digest migrate --db <url>` first"),
-            ("postgres://postgres@127.0.0.1:\(cluster.port)/\(name)?sslmode=require", "does not offer TLS"),
+        // Exit statuses: 78 for what a retry cannot fix, 75 for a server that is not there now.
+        let cases: [(url: String, expected: String, status: Int32)] = [
+            ("postgres://digest_pw:wrong-secret@127.0.0.1:\(cluster.port)/\(name)?sslmode=disable", "password authentication failed", 78),
+            ("postgres://postgres@127.0.0.1:1/\(name)?sslmode=disable", "cannot connect", 75),
+            (fresh, "run `digest migrate --db <url>` first", 78),
+            ("postgres://postgres@127.0.0.1:\(cluster.port)/\(name)?sslmode=require", "does not offer TLS", 78),
         ]
-        for (url, expected) in cases {
+        for (url, expected, status) in cases {
             let run = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
             let lines = run.stderr.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
-            #expect(run.status != 0)
+            #expect(run.status == status, "\(expected): \(run.status)")
             #expect(lines.count == 1, "\(run.stderr)")
             #expect(run.stderr.contains(expected), "\(run.stderr)")
             #expect(!run.stderr.contains("wrong-secret"))

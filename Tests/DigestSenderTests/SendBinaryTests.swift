@@ -269,7 +269,14 @@ import Testing
         let db = dir.path("outbox.sqlite")
         try OutboxFixture.fill(path: db, count: 10)
         let missing = try DigestBinary.run(["send", "--db", db, "--credentials", dir.path("nope.json")])
-        #expect(missing.status != 0 && missing.stderr.contains("cannot read the service-account file"))
+        #expect(missing.status == 78 && missing.stderr.contains("cannot read the service-account file"), "\(missing.status)")
+        // No key at all (no option, no DIGEST_CREDENTIALS or GOOGLE_APPLICATION_CREDENTIALS): 78 at once.
+        let none = try DigestBinary.run(["send", "--db", db], environment: ["DIGEST_CREDENTIALS": nil, "GOOGLE_APPLICATION_CREDENTIALS": nil])
+        #expect(none.status == 78 && none.stderr.contains("no service-account key"), "\(none.status) \(none.stderr)")
+        // The key from the environment, the store from DIGEST_DB.
+        let fromEnvironment = try DigestBinary.run(
+            ["send", "--validate-only"], environment: ["DIGEST_DB": db, "GOOGLE_APPLICATION_CREDENTIALS": dir.path("user.json")])
+        #expect(fromEnvironment.status == 78 && fromEnvironment.stderr.contains("user.json"), "\(fromEnvironment.stderr)")
         try #"{"type":"authorized_user"}"#.write(toFile: dir.path("user.json"), atomically: true, encoding: .utf8)
         let wrongKind = try DigestBinary.run(["send", "--db", db, "--credentials", dir.path("user.json")])
         #expect(wrongKind.status != 0 && wrongKind.stderr.contains("service-account"))
