@@ -1,11 +1,17 @@
 import DigestCore
+import DigestImages
 import DigestStore
 import DigestTesting
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Retention (`digest queue prune`) on SQLite and on PostgreSQL, at a fixed instant: settled messages
-/// go by their settle time, the rest stay; picks stay for the weeks a digest still reads.
+/// go by their settle time, the rest stay; picks stay for the weeks a digest still reads; attachment
+/// files stay while a live message links them or they are recent.
 @Suite struct OutboxRetentionTests {
     /// Wednesday 16 December 2026, 12:00 UTC (week 2026-W51).
     static let now = Timestamp.parse("2026-12-16T12:00:00Z")!
@@ -140,5 +146,92 @@ import Testing
         #expect(try store.sql("SELECT count(*) FROM digest_outbox") == "36", "ready messages stay")
         // A longer retention keeps more weeks.
         #expect(try OutboxRetention(age: 8 * OutboxRetention.week).firstKeptPicksWeek(now: Self.now).description == "2026-W41")
+    }
+
+    /// Files a message within its TTL links to stay (ready and leased messages; sent and dead ones
+    /// until `expires_at`), whatever base URL it names them under; so do files modified within the
+    /// grace period. Other renditions go, with leftover temporary files, memo entries past their
+    /// lifetime or naming a file that went, and unreadable entries older than the grace period.
+    @Test(arguments: Backend.allCases) func attachmentFilesStayWhileLinkedOrRecent(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        let files = try TemporaryDirectory()
+        let dir = URL(fileURLWithPath: files.path("attachments"), isDirectory: true)
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent(".urls"), withIntermediateDirectories: true)
+        func name(_ digit: Character, _ ext: String = "jpg") -> String { String(repeating: digit, count: 32) + "." + ext }
+        let (hero, icon, iosHero, expiredWeb, deadHero, unlinked, recent, expiredHero) =
+            (name("a"), name("b", "png"), name("c"), name("d"), name("e", "gif"), name("f"), name("0"), name("1"))
+        let cdn = "https://cdn.example/digest"
+        try await Self.enqueue(
+            [
+                Self.message(
+                    "ready", variant: .image, body: #"{"message":{"token":"t1","android":{"data":{"imageUrl":"\#(cdn)/\#(hero)","iconUrl":"\#(cdn)/\#(icon)"}}}}"#),
+                Self.message(
+                    "sentLive", variant: .image, platform: .ios,
+                    body: #"{"message":{"token":"t2","apns":{"payload":{"aps":{},"imageUrl":"file:///srv/old/\#(iosHero)"},"fcm_options":{"image":"file:///srv/old/\#(iosHero)"}}}}"#),
+                Self.message(
+                    "sentOver", variant: .image, platform: .web,
+                    body: #"{"message":{"token":"t3","webpush":{"notification":{"image":"\#(cdn)/\#(expiredWeb)","icon":"\#(cdn)/\#(expiredWeb)"}}}}"#),
+                Self.message(
+                    "deadLive", variant: .image, body: #"{"message":{"token":"t4","android":{"data":{"imageUrl":"\#(cdn)/\#(deadHero)"}}}}"#),
+                Self.message(
+                    "expired", variant: .image, body: #"{"message":{"token":"t5","android":{"data":{"imageUrl":"\#(cdn)/\#(expiredHero)"}}}}"#),
+            ], into: store)
+        try Self.settle("sentLive", "sent", in: store, settledAt: Self.now - Self.day, sentAt: Self.now - Self.day, expiresAt: Self.now + 3 * Self.day)
+        try Self.settle("sentOver", "sent", in: store, settledAt: Self.now - 8 * Self.day, sentAt: Self.now - 8 * Self.day, expiresAt: Self.now - Self.day)
+        try Self.settle("deadLive", "dead", in: store, settledAt: Self.now - Self.day, expiresAt: Self.now + 2 * Self.day)
+        try Self.settle("expired", "expired", in: store, settledAt: Self.now - 2 * Self.day, expiresAt: Self.now - 2 * Self.day)
+        let urls = try await store.database.liveImageURLs(now: Self.now)
+        #expect(urls == ["\(cdn)/\(hero)", "\(cdn)/\(icon)", "file:///srv/old/\(iosHero)", "\(cdn)/\(deadHero)"])
+
+        let old = Self.now - 10 * Self.day
+        func write(_ name: String, bytes: Int, in folder: URL = dir, modified: Int64 = old) throws {
+            let path = folder.appendingPathComponent(name).path
+            try Data(repeating: 7, count: bytes).write(to: URL(fileURLWithPath: path))
+            var times = [timeval(tv_sec: Int(modified), tv_usec: 0), timeval(tv_sec: Int(modified), tv_usec: 0)]
+            #expect(utimes(path, &times) == 0)
+        }
+        for kept in [hero, icon, iosHero, deadHero] { try write(kept, bytes: 50) }
+        try write(expiredWeb, bytes: 100)
+        try write(unlinked, bytes: 200)
+        try write(expiredHero, bytes: 300)
+        try write(recent, bytes: 400, modified: Self.now - 3600)
+        try write("notes.txt", bytes: 10)
+        try write(".\(unlinked).4711.99.tmp", bytes: 7)
+        try write(".\(recent).4711.98.tmp", bytes: 8, modified: Self.now - 60)
+        let memo = dir.appendingPathComponent(".urls")
+        func entry(_ key: Character, fetchedAt: Int64, hero: String? = nil, failure: String? = nil) throws {
+            let file = hero.map { #","hero":{"name":"\#($0)","mimeType":"image/jpeg","width":1024,"height":512,"bytes":50}"# } ?? ""
+            let json = #"{"version":1,"url":"https://img.example/\#(key)","fetchedAt":\#(fetchedAt),"settings":"s"\#(file)\#(failure.map { #","failure":"\#($0)""# } ?? "")}"#
+            try Data(json.utf8).write(to: memo.appendingPathComponent(String(repeating: key, count: 32) + ".json"))
+        }
+        try entry("1", fetchedAt: Self.now - Self.day, hero: hero)
+        try entry("2", fetchedAt: Self.now - 7 * Self.day, hero: iosHero)
+        try entry("3", fetchedAt: Self.now - Self.day, hero: unlinked)
+        try entry("4", fetchedAt: Self.now - Self.day, failure: "http_404")
+        try write(String(repeating: "5", count: 32) + ".json", bytes: 3, in: memo, modified: Self.now - 2 * Self.day)
+        try write(String(repeating: "6", count: 32) + ".json", bytes: 3, in: memo, modified: Self.now - 60)
+
+        var configuration = AttachmentSweep.Configuration(directory: dir)
+        configuration.dryRun = true
+        let linked = AttachmentSweep.linkedNames(urls)
+        #expect(linked == [hero, icon, iosHero, deadHero])
+        let dry = try AttachmentSweep(configuration: configuration).run(keeping: linked, now: Self.now)
+        var expected = AttachmentSweep.Result()
+        expected.files = 4
+        expected.bytes = 607
+        expected.memoEntries = 3
+        expected.linked = 4
+        expected.recent = 1
+        #expect(dry == expected)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).count == 12, "a dry run deletes nothing")
+
+        configuration.dryRun = false
+        #expect(try await AttachmentSweep(configuration: configuration).sweep(keeping: linked, now: Self.now) == expected)
+        #expect(
+            Set(try FileManager.default.contentsOfDirectory(atPath: dir.path))
+                == [hero, icon, iosHero, deadHero, recent, "notes.txt", ".\(recent).4711.98.tmp", ".urls"])
+        #expect(
+            Set(try FileManager.default.contentsOfDirectory(atPath: memo.path))
+                == Set(["1", "4", "6"].map { String(repeating: $0, count: 32) + ".json" }))
     }
 }
