@@ -37,7 +37,7 @@ import Glibc
         body: String? = nil, picks: [String] = [], availableAt: Int64 = 0, expiresAt: Int64? = nil
     ) -> OutboxMessage {
         OutboxMessage(
-            dedupeKey: "\(week):\(user):h", week: week, userID: user, platform: platform, variant: variant,
+            dedupeKey: "\(week):\(user):h-\(user)", week: week, userID: user, platform: platform, variant: variant,
             message: Array((body ?? #"{"message":{"token":"tok-\#(user)"}}"#).utf8), report: "{}", availableAt: availableAt,
             picks: picks, expiresAt: expiresAt)
     }
