@@ -281,7 +281,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestStoreTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestThreads", "DigestTesting"],
+            dependencies: ["DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestThreads", "DigestImages", "DigestTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -176,11 +176,16 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
         return (.unavailable(reason: failure.reason), conclusive)
     }
 
-    /// The memo's entry for `url`, read on the blocking-I/O pool (the directory may be a network file system).
+    /// The memo's entry for `url`, read on the blocking-I/O pool (the directory may be a network file
+    /// system); the files of a remembered image are marked used, as reused files are.
     private func lookUp(_ url: String, in memo: URLMemo, now: Int64) async -> URLMemo.Lookup {
         let store = self.store
         do {
-            return try await NIOThreadPool.singleton.runIfActive { memo.lookUp(url, now: now, store: store) }
+            return try await NIOThreadPool.singleton.runIfActive {
+                let found = memo.lookUp(url, now: now, store: store)
+                if case .remembered(.ready(let renditions)) = found { store.markUsed(renditions) }
+                return found
+            }
         } catch {
             return .absent
         }
@@ -232,7 +237,9 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
                 let header = try GIFHeader(source)
                 let rendition = Rendition(
                     url: store.url(of: file.name), mimeType: "image/gif", width: header.width, height: header.height, byteCount: file.bytes)
-                return Produced(renditions: ImageRenditions(hero: rendition, icon: nil), reused: true)
+                let renditions = ImageRenditions(hero: rendition, icon: nil)
+                store.markUsed(renditions)
+                return Produced(renditions: renditions, reused: true)
             }
             if kind != .gif, present.allSatisfy({ $0 != nil }) {
                 let renditions = zip(specs, present).map { spec, file in
@@ -240,7 +247,9 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
                         url: store.url(of: file!.name), mimeType: Self.mimeType(ofFile: file!.name), width: spec.width,
                         height: spec.height, byteCount: file!.bytes)
                 }
-                return Produced(renditions: ImageRenditions(hero: renditions[0], icon: renditions.count > 1 ? renditions[1] : nil), reused: true)
+                let reused = ImageRenditions(hero: renditions[0], icon: renditions.count > 1 ? renditions[1] : nil)
+                store.markUsed(reused)
+                return Produced(renditions: reused, reused: true)
             }
             let made = try maker.render(source, specs: specs)
             var renditions: [String: Rendition] = [:]

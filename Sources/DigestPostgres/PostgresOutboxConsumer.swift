@@ -26,6 +26,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                     last_error = CASE WHEN o.attempts >= \(maxAttempts)
                         THEN 'LEASE_EXPIRED: the sender holding it stopped answering (gave up after ' || o.attempts || ' attempts)'
                         ELSE o.last_error END,
+                    settled_at = CASE WHEN o.attempts >= \(maxAttempts) THEN to_timestamp(\(now)) END,
                     lease_owner = NULL, leased_until = NULL
                 FROM expired WHERE o.id = expired.id
                 """)
@@ -70,7 +71,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
             if !sent.ids.isEmpty {
                 applied += try await connection.changed(
                     """
-                    UPDATE digest_outbox o SET state = 'sent', sent_at = to_timestamp(\(now)), fcm_name = t.name,
+                    UPDATE digest_outbox o SET state = 'sent', sent_at = to_timestamp(\(now)), settled_at = to_timestamp(\(now)), fcm_name = t.name,
                         lease_owner = NULL, leased_until = NULL
                     FROM unnest(\(sent.ids)::int8[], \(sent.names)::text[]) AS t(id, name)
                     WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
@@ -85,6 +86,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                         available_at = CASE WHEN o.attempts >= \(maxAttempts) THEN o.available_at ELSE to_timestamp(t.at) END,
                         last_error = CASE WHEN o.attempts >= \(maxAttempts)
                             THEN t.error || ' (gave up after ' || o.attempts || ' attempts)' ELSE t.error END,
+                        settled_at = CASE WHEN o.attempts >= \(maxAttempts) THEN to_timestamp(\(now)) END,
                         lease_owner = NULL, leased_until = NULL
                     FROM unnest(\(retries.ids)::int8[], \(retries.at)::int8[], \(retries.errors)::text[]) AS t(id, at, error)
                     WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
@@ -108,7 +110,8 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
             if !dead.ids.isEmpty {
                 applied += try await connection.changed(
                     """
-                    UPDATE digest_outbox o SET state = 'dead', last_error = t.reason, lease_owner = NULL, leased_until = NULL
+                    UPDATE digest_outbox o SET state = 'dead', last_error = t.reason, settled_at = to_timestamp(\(now)),
+                        lease_owner = NULL, leased_until = NULL
                     FROM unnest(\(dead.ids)::int8[], \(dead.reasons)::text[]) AS t(id, reason)
                     WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
                     RETURNING 1
@@ -144,7 +147,8 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
             """
             WITH requeued AS (
                 UPDATE digest_outbox
-                SET state = 'ready', attempts = 0, available_at = to_timestamp(\(now)), lease_owner = NULL, leased_until = NULL
+                SET state = 'ready', attempts = 0, available_at = to_timestamp(\(now)), settled_at = NULL,
+                    lease_owner = NULL, leased_until = NULL
                 WHERE state = 'dead'
                   AND (\(reasonPrefix)::text IS NULL OR starts_with(last_error, \(reasonPrefix)))
                   AND (\(week)::text IS NULL OR week = \(week))
@@ -191,7 +195,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                 SELECT id FROM digest_outbox WHERE state = 'ready' AND expires_at <= to_timestamp(\(now))
                 FOR UPDATE SKIP LOCKED)
             UPDATE digest_outbox o
-            SET state = 'expired',
+            SET state = 'expired', settled_at = to_timestamp(\(now)),
                 last_error = 'EXPIRED: not sent before its TTL ended at ' || to_char(o.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
             FROM ended WHERE o.id = ended.id
             """)

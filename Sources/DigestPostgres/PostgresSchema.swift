@@ -175,6 +175,17 @@ enum PostgresSchema {
         ALTER TABLE digest_outbox ADD COLUMN token_key text;
         CREATE UNIQUE INDEX digest_outbox_token ON digest_outbox (token_key)
         """,
+        // 7: retention: when a message became sent, dead or expired (`settled_at`, written by the
+        // consumers' settle statements, cleared by a requeue; no rewrite of existing rows); its settle
+        // time, found by index, is `settled_at`, or for rows settled before the column `sent_at`,
+        // `expires_at` or `available_at` (the expression is `PostgresDatabase.settleTime`, word for
+        // word, so the prune's batches use the index).
+        """
+        ALTER TABLE digest_outbox ADD COLUMN settled_at timestamptz;
+        CREATE INDEX digest_outbox_settled
+            ON digest_outbox ((coalesce(settled_at, CASE state WHEN 'sent' THEN sent_at WHEN 'expired' THEN expires_at ELSE available_at END)))
+            WHERE state IN ('sent', 'dead', 'expired')
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

@@ -68,11 +68,13 @@ final class SQLiteOutboxQueries {
                     statement.bind(at, at: 3)
                     statement.bind(error, at: 4)
                     statement.bind(maxAttempts, at: 5)
+                    statement.bind(now, at: 6)
                 case .dead(let id, let reason):
                     statement = try connection.statement(SQL.dead)
                     statement.bind(id, at: 1)
                     statement.bind(owner, at: 2)
                     statement.bind(reason, at: 3)
+                    statement.bind(now, at: 4)
                 case .unregistered(let id, let reason):
                     let bury = try connection.statement(SQL.buryToken)
                     bury.bind(id, at: 1)
@@ -84,6 +86,7 @@ final class SQLiteOutboxQueries {
                     statement.bind(id, at: 1)
                     statement.bind(owner, at: 2)
                     statement.bind(reason, at: 3)
+                    statement.bind(now, at: 4)
                 case .release(let id):
                     statement = try connection.statement(SQL.release)
                     statement.bind(id, at: 1)
@@ -160,6 +163,7 @@ final class SQLiteOutboxQueries {
                 last_error = CASE WHEN attempts >= ?2
                     THEN 'LEASE_EXPIRED: the sender holding it stopped answering (gave up after ' || attempts || ' attempts)'
                     ELSE last_error END,
+                settled_at = CASE WHEN attempts >= ?2 THEN ?1 END,
                 lease_owner = NULL, leased_until = NULL
             WHERE state = 'leased' AND leased_until <= ?1
             """
@@ -175,7 +179,7 @@ final class SQLiteOutboxQueries {
         static let held = "WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2"
         static let sent = """
             UPDATE digest_outbox
-            SET state = 'sent', sent_at = ?3, fcm_name = ?4, lease_owner = NULL, leased_until = NULL
+            SET state = 'sent', sent_at = ?3, settled_at = ?3, fcm_name = ?4, lease_owner = NULL, leased_until = NULL
             \(held)
             """
         static let retry = """
@@ -184,12 +188,13 @@ final class SQLiteOutboxQueries {
                 available_at = CASE WHEN attempts >= ?5 THEN available_at ELSE ?3 END,
                 last_error = CASE WHEN attempts >= ?5
                     THEN ?4 || ' (gave up after ' || attempts || ' attempts)' ELSE ?4 END,
+                settled_at = CASE WHEN attempts >= ?5 THEN ?6 END,
                 lease_owner = NULL, leased_until = NULL
             \(held)
             """
         static let dead = """
             UPDATE digest_outbox
-            SET state = 'dead', last_error = ?3, lease_owner = NULL, leased_until = NULL
+            SET state = 'dead', last_error = ?3, settled_at = ?4, lease_owner = NULL, leased_until = NULL
             \(held)
             """
         static let release = """
@@ -208,7 +213,7 @@ final class SQLiteOutboxQueries {
             """
         static let requeue = """
             UPDATE digest_outbox
-            SET state = 'ready', attempts = 0, available_at = ?1, lease_owner = NULL, leased_until = NULL
+            SET state = 'ready', attempts = 0, available_at = ?1, settled_at = NULL, lease_owner = NULL, leased_until = NULL
             WHERE state = 'dead'
               AND (?2 IS NULL OR substr(last_error, 1, length(?2)) = ?2)
               AND (?3 IS NULL OR week = ?3)
@@ -228,7 +233,7 @@ final class SQLiteOutboxQueries {
         /// A ready message whose TTL ended is never sent.
         static let expireTTL = """
             UPDATE digest_outbox
-            SET state = 'expired',
+            SET state = 'expired', settled_at = ?1,
                 last_error = 'EXPIRED: not sent before its TTL ended at ' || strftime('%Y-%m-%dT%H:%M:%SZ', expires_at, 'unixepoch')
             WHERE state = 'ready' AND expires_at <= ?1
             """

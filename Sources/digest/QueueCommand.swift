@@ -5,7 +5,7 @@ import Foundation
 
 struct QueueCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "queue", abstract: "Look at the outbox.", subcommands: [Stats.self, Peek.self, RequeueDead.self])
+        commandName: "queue", abstract: "Look at the outbox.", subcommands: [Stats.self, Peek.self, RequeueDead.self, Prune.self])
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Messages by state, platform, variant and week.")
@@ -92,6 +92,50 @@ struct QueueCommand: AsyncParsableCommand {
 
         static func requeue(_ database: some DigestDatabase, reason: String?, week: String?, now: Int64) async throws -> Int {
             try await database.withOutboxConsumer { try await $0.requeueDead(reasonPrefix: reason, week: week, now: now) }
+        }
+    }
+
+    struct Prune: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete settled messages, old weeks' picks and the attachment files no message needs.",
+            discussion: """
+                Deletes sent, dead and expired messages settled longer ago than --older-than (at least 28d: \
+                the messages' 7-day TTL plus the digest's week and the two weeks whose picks it does not \
+                repeat), and the picks of the weeks no digest still to come reads. With --attachments, \
+                deletes the rendition files that no message within its TTL links to and that are older \
+                than --grace, and the URL memo entries past their lifetime or naming files that are gone. \
+                Deletes in batches of --batch-size rows, each its own transaction; safe beside runs and \
+                senders. Run bookkeeping (digest_runs, chunks, zone cursors) is kept.
+                """)
+
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "Delete messages settled longer ago than this: 30d, 8w, … (at least 28d).") var olderThan = "8w"
+        @Option(help: "The attachments directory (the run's --attachments): also delete the files no live message links to.")
+        var attachments: String?
+        @Option(help: "Keep every attachment file modified within this long, linked or not: 1d, 12h, ….") var grace = "1d"
+        @Option(help: "Rows deleted per transaction.") var batchSize = OutboxRetention.defaultBatchSize
+        @Option(help: "The instant to prune at, RFC 3339 (default: now): for tests and replays.") var asOf: String?
+        @Flag(help: "Count what would go; delete nothing.") var dryRun = false
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() async throws {
+            let now: Int64
+            if let asOf {
+                guard let instant = Timestamp.parse(asOf) else {
+                    throw CommandError("--as-of '\(asOf)' is not an RFC 3339 instant like 2026-11-23T05:00:00Z")
+                }
+                now = instant
+            } else {
+                now = Int64(Date().timeIntervalSince1970)
+            }
+            guard batchSize > 0 else { throw CommandError("--batch-size must be positive") }
+            guard let grace = OutboxRetention.parse(grace) else { throw CommandError("--grace '\(grace)' is not a duration like 1d or 12h") }
+            var job = RetentionJob(
+                retention: try RetentionJob.retention(olderThan, option: "--older-than", batchSize: batchSize, dryRun: dryRun),
+                attachments: attachments)
+            job.grace = grace
+            let report = try await job.run(on: try database.open(existing: true), now: now)
+            print(json ? report.json : report.line)
         }
     }
 }

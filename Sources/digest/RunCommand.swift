@@ -39,6 +39,13 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "PostgreSQL: this worker's name in leases (default host:pid:random).")
     var worker: String?
 
+    @Option(
+        help: """
+            After the run, prune as `digest queue prune --older-than` does: messages settled longer ago than this \
+            (e.g. 8w; at least 28d), old weeks' picks, and with --attachments the files no live message links to.
+            """)
+    var retain: String?
+
     func validate() throws {
         guard chunkSize > 0 else { throw ValidationError("--chunk-size must be positive") }
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
@@ -53,6 +60,7 @@ struct RunCommand: AsyncParsableCommand {
         settings.chunkSize = chunkSize
         settings.lease = .milliseconds(Int64(lease * 1000))
         if let worker { settings.worker = worker }
+        let retention = try retain.map { try RetentionJob.retention($0, option: "--retain") }
         let store = try database.open(run: settings)
         if status {
             let week = try options.week.map { try ISOWeek(parsing: $0) }
@@ -72,6 +80,10 @@ struct RunCommand: AsyncParsableCommand {
                 for line in summary.lines() { print(line) }
             }
             if summaries.isEmpty { print("no zone has ended a week that is still to do: nothing to do") }
+            if let retention {
+                let now = Int64(options.instant(now: Date()).timeIntervalSince1970)
+                print(try await RetentionJob(retention: retention, attachments: options.attachments).run(on: store, now: now).line)
+            }
         } catch let error as RunLockError where error.isHeld && options.week == nil {
             // Rolling runs overlap by design: the next hour picks up what this one would have done.
             print("another digest run holds the lock on \(error.path.dropLast(5)): leaving this hour's work to it")

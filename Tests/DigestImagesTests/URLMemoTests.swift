@@ -235,4 +235,41 @@ import Testing
             #expect(last.statistics == ["remembered": 1] && routes.hits[path] == garbage.count + 1, "\(last.statistics)")
         }
     }
+
+    /// A later process that uses files already in the directory (answered from the memo, or found by
+    /// name with the memo off) marks them used: their modification time moves to now, so a prune's
+    /// grace period (`AttachmentSweep`) spares them until the messages linking them are enqueued.
+    @Test func rememberedAndReusedFilesAreMarkedUsed() async throws {
+        let dir = try TemporaryDirectory()
+        let routes = LoopbackRoutes(["/photo.jpg": .ok(ImageAttachmentsTests.photo, contentType: "image/jpeg")])
+        try await LoopbackHTTPServer.serve(routes) { server in
+            let first = try await Self.run(["/photo.jpg"], on: server, with: Self.configuration(dir, at: Self.start))
+            guard case .ready(let photo)? = first.outcomes["/photo.jpg"], let icon = photo.icon else {
+                Issue.record("the photo must be ready with an icon: \(first.outcomes)")
+                return
+            }
+            let base = try Self.configuration(dir, at: Self.start).directory
+            let files = [photo.hero, icon].map { base.appendingPathComponent(String($0.url.split(separator: "/").last!)).path }
+            /// 1 January 2001: long before any run.
+            let ancient: Int64 = 978_307_200
+            func age() throws {
+                for file in files {
+                    try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: Double(ancient))], ofItemAtPath: file)
+                }
+            }
+            func modified() throws -> [Int64] {
+                try files.map { Int64(((try FileManager.default.attributesOfItem(atPath: $0)[.modificationDate]) as! Date).timeIntervalSince1970) }
+            }
+            try age()
+            let remembered = try await Self.run(["/photo.jpg"], on: server, with: Self.configuration(dir, at: Self.start + Self.hour))
+            #expect(remembered.statistics == ["remembered": 1], "\(remembered.statistics)")
+            #expect(try modified().allSatisfy { $0 > ancient })
+            try age()
+            var off = try Self.configuration(dir, at: Self.start + 2 * Self.hour)
+            off.urlMemoLifetime = .zero
+            let reused = try await Self.run(["/photo.jpg"], on: server, with: off)
+            #expect(reused.statistics == ["downloads": 1, "reused": 1], "\(reused.statistics)")
+            #expect(try modified().allSatisfy { $0 > ancient })
+        }
+    }
 }

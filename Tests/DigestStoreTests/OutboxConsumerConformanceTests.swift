@@ -158,11 +158,11 @@ import Testing
                 case 3:
                     let at = now + Int64(random.next() % 40)
                     try await consumer.settle([.retry(id: id, at: at, error: "E\(now)")], owner: owner, now: now, maxAttempts: maxAttempts)
-                    model[id]!.apply(.nack(owner: owner, retryAt: at, error: "E\(now)", maxAttempts: maxAttempts))
+                    model[id]!.apply(.nack(owner: owner, retryAt: at, error: "E\(now)", maxAttempts: maxAttempts, now: now))
                 case 4:
                     if random.next() % 2 == 0 {
                         try await consumer.settle([.dead(id: id, reason: "D")], owner: owner, now: now, maxAttempts: maxAttempts)
-                        model[id]!.apply(.kill(owner: owner, reason: "D"))
+                        model[id]!.apply(.kill(owner: owner, reason: "D", now: now))
                     } else {
                         try await consumer.settle([.release(id: id)], owner: owner, now: now, maxAttempts: maxAttempts)
                         model[id]!.apply(.release(owner: owner))

@@ -109,7 +109,7 @@ struct StoreHarness {
             let statement = try connection.statement(
                 """
                 SELECT id, state, attempts, available_at, lease_owner, leased_until, last_error, sent_at, fcm_name,
-                       window_end, quiet_until, expires_at FROM digest_outbox
+                       window_end, quiet_until, expires_at, settled_at FROM digest_outbox
                 """)
             while try statement.step() {
                 func optional(_ column: Int32) -> Int64? { statement.isNull(column) ? nil : statement.int64(column) }
@@ -118,7 +118,7 @@ struct StoreHarness {
                     availableAt: statement.int64(3), leaseOwner: statement.optionalString(4),
                     leasedUntil: optional(5), lastError: statement.optionalString(6),
                     sentAt: optional(7), fcmName: statement.optionalString(8),
-                    windowEnd: optional(9), quietUntil: optional(10), expiresAt: optional(11))
+                    windowEnd: optional(9), quietUntil: optional(10), expiresAt: optional(11), settledAt: optional(12))
             }
         case .postgres:
             let null = "\u{1}"
@@ -129,7 +129,8 @@ struct StoreHarness {
                        coalesce(extract(epoch FROM sent_at)::bigint::text, '\(null)'), coalesce(fcm_name, '\(null)'),
                        coalesce(extract(epoch FROM window_end)::bigint::text, '\(null)'),
                        coalesce(extract(epoch FROM quiet_until)::bigint::text, '\(null)'),
-                       coalesce(extract(epoch FROM expires_at)::bigint::text, '\(null)')
+                       coalesce(extract(epoch FROM expires_at)::bigint::text, '\(null)'),
+                       coalesce(extract(epoch FROM settled_at)::bigint::text, '\(null)')
                 FROM digest_outbox
                 """)
             for line in output.split(separator: "\n") {
@@ -138,7 +139,7 @@ struct StoreHarness {
                     state: OutboxDelivery.State(rawValue: f[1]!)!, attempts: Int(f[2]!)!, availableAt: Int64(f[3]!)!,
                     leaseOwner: f[4], leasedUntil: f[5].flatMap { Int64($0) }, lastError: f[6], sentAt: f[7].flatMap { Int64($0) },
                     fcmName: f[8], windowEnd: f[9].flatMap { Int64($0) }, quietUntil: f[10].flatMap { Int64($0) },
-                    expiresAt: f[11].flatMap { Int64($0) })
+                    expiresAt: f[11].flatMap { Int64($0) }, settledAt: f[12].flatMap { Int64($0) })
             }
         }
         return rows

@@ -1,4 +1,5 @@
 import Crypto
+public import DigestCore
 public import DigestImageCodecs
 #if canImport(Glibc)
 import Glibc
@@ -94,6 +95,16 @@ public struct AttachmentStore: Sendable {
 
     /// The public URL of file `name`.
     public func url(of name: String) -> String { "\(baseURL)/\(name)" }
+
+    /// Sets the modification time of the files of `renditions` in this store to now: a file reused for
+    /// new messages counts as new, so a sweep (``AttachmentSweep``, which spares recent files) cannot
+    /// delete it before the messages that link to it are in the outbox. A file that is gone is left so.
+    public func markUsed(_ renditions: ImageRenditions) {
+        let prefix = url(of: "")
+        for rendition in [renditions.hero] + (renditions.icon.map { [$0] } ?? []) where rendition.url.hasPrefix(prefix) {
+            _ = utimes(directory.appendingPathComponent(String(rendition.url.dropFirst(prefix.count))).path, nil)
+        }
+    }
 
     private static func storeError(_ doing: String, _ path: String) -> ImageError {
         ImageError(.storeFailed, "\(doing) \(path): \(String(cString: strerror(errno)))", context: ["path": path, "errno": "\(errno)"])

@@ -7,10 +7,11 @@ extension OutboxDelivery {
         case extend(owner: String, until: Int64)
         /// FCM accepted it.
         case ack(owner: String, name: String, now: Int64)
-        /// It failed for now: try again at `retryAt`, unless the attempts are used up.
-        case nack(owner: String, retryAt: Int64, error: String, maxAttempts: Int)
-        /// It can never succeed.
-        case kill(owner: String, reason: String)
+        /// It failed for now: try again at `retryAt`, unless the attempts are used up (then it is
+        /// dead, settled at `now`).
+        case nack(owner: String, retryAt: Int64, error: String, maxAttempts: Int, now: Int64)
+        /// It can never succeed (settled at `now`).
+        case kill(owner: String, reason: String, now: Int64)
         /// Give it back untried (shutdown): the lease does not count as an attempt.
         case release(owner: String)
         /// Its holder vanished: the lease ran out.
@@ -53,23 +54,26 @@ extension OutboxDelivery {
             guard holds(owner) else { return .failure(.notHolder) }
             state = .sent
             sentAt = now
+            settledAt = now
             fcmName = name
             dropLease()
-        case .nack(let owner, let retryAt, let error, let maxAttempts):
+        case .nack(let owner, let retryAt, let error, let maxAttempts, let now):
             guard holds(owner) else { return .failure(.notHolder) }
             if attempts >= maxAttempts {
                 state = .dead
                 lastError = Self.exhausted(error, attempts: attempts)
+                settledAt = now
             } else {
                 state = .ready
                 availableAt = retryAt
                 lastError = error
             }
             dropLease()
-        case .kill(let owner, let reason):
+        case .kill(let owner, let reason, let now):
             guard holds(owner) else { return .failure(.notHolder) }
             state = .dead
             lastError = reason
+            settledAt = now
             dropLease()
         case .release(let owner):
             guard holds(owner) else { return .failure(.notHolder) }
@@ -81,6 +85,7 @@ extension OutboxDelivery {
             if attempts >= maxAttempts {
                 state = .dead
                 lastError = Self.exhausted("LEASE_EXPIRED: the sender holding it stopped answering", attempts: attempts)
+                settledAt = now
             } else {
                 state = .ready
             }
@@ -90,11 +95,13 @@ extension OutboxDelivery {
             state = .ready
             attempts = 0
             availableAt = now
+            settledAt = nil
         case .settleWindow(let now):
             guard state == .ready else { return .failure(.inWindow) }
             if let expiresAt, expiresAt <= now {
                 state = .expired
                 lastError = "EXPIRED: not sent before its TTL ended at \(Timestamp.format(expiresAt))"
+                settledAt = now
             } else if let windowEnd, let quietUntil, windowEnd <= now {
                 // The window moves on by whole days until it ends after now; the message is due when
                 // the quiet hours before that window end (at once when that has passed).

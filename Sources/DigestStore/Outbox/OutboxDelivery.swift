@@ -4,7 +4,8 @@
 /// `docs/003-outbox-consumers.md`): `ready` → `leased` → `sent`, or back to `ready` (nack, release,
 /// expired lease), or `dead`; `dead` → `ready` only by an operator's requeue; `ready` → `expired`
 /// once its TTL has ended unsent. A message with a delivery window (docs/001) that ended unsent
-/// waits, `ready`, through the reader's quiet hours.
+/// waits, `ready`, through the reader's quiet hours. A message that reaches `sent`, `dead` or
+/// `expired` records when (``settledAt``): retention (``OutboxRetention``) counts its age from then.
 public struct OutboxDelivery: Sendable, Hashable {
     /// The `state` column.
     public enum State: String, Sendable, Hashable, CaseIterable {
@@ -31,12 +32,16 @@ public struct OutboxDelivery: Sendable, Hashable {
     public var quietUntil: Int64?
     /// When its TTL ends: not sent by then, it never is.
     public var expiresAt: Int64?
+    /// When it became `sent`, `dead` or `expired` (Unix seconds); `nil` while `ready` or `leased`
+    /// (a requeue clears it).
+    public var settledAt: Int64?
 
     public init(
         state: State = .ready, attempts: Int = 0, availableAt: Int64, leaseOwner: String? = nil,
         leasedUntil: Int64? = nil, lastError: String? = nil, sentAt: Int64? = nil, fcmName: String? = nil,
-        windowEnd: Int64? = nil, quietUntil: Int64? = nil, expiresAt: Int64? = nil
+        windowEnd: Int64? = nil, quietUntil: Int64? = nil, expiresAt: Int64? = nil, settledAt: Int64? = nil
     ) {
+        self.settledAt = settledAt
         self.windowEnd = windowEnd
         self.quietUntil = quietUntil
         self.expiresAt = expiresAt

@@ -47,6 +47,16 @@ public protocol DigestDatabase: Sendable {
     /// Forgets that FCM called `token` unregistered, so later runs send to it again (`digest devices
     /// revive`); returns whether it was dead.
     func reviveToken(_ token: String) async throws -> Bool
+    /// Deletes the messages settled (`sent`, `dead`, `expired`) more than `retention.age` before `now`
+    /// and the picks of the weeks before `retention.firstKeptPicksWeek(now:)`, `retention.batchSize`
+    /// rows a transaction, oldest first; with `retention.dryRun` only counts them. Safe to run beside
+    /// runs and senders: a batch locks only the rows it deletes, a message requeued meanwhile stays.
+    func prune(_ retention: OutboxRetention, now: Int64) async throws -> OutboxPruneResult
+    /// The image URLs (`imageUrl`, `iconUrl`, APNs `fcm_options.image`, web `image` and `icon`) of the
+    /// Image messages still within their TTL at `now`: every `ready` or `leased` one, and those sent or
+    /// dead whose `expires_at` is after `now` (a device may still fetch the picture, a requeue may
+    /// still send it). Distinct, so as many as the images of a few weeks' top picks.
+    func liveImageURLs(now: Int64) async throws -> Set<String>
     /// Whether `digest run` without a week walks users zone by zone (rolling runs).
     var supportsRollingRuns: Bool { get }
     /// Rolling runs: per zone, the week's users digested and still waiting.
