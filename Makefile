@@ -2,7 +2,7 @@
 SWIFT ?= swift
 DEMO_OUT ?= demo-out
 
-.PHONY: setup build demo demo-send test bench bench-postgres bench-send clean
+.PHONY: setup build demo demo-send test bench bench-postgres bench-rolling bench-send clean
 
 setup:
 	@scripts/setup.sh
@@ -29,11 +29,17 @@ bench: setup
 	scripts/bench-images.sh
 	scripts/bench-previews.sh
 	scripts/bench-postgres.sh
+	scripts/bench-rolling.sh
 
 ## The weekly run on PostgreSQL (1M users, one and two workers) against COPY; installs PostgreSQL when
 ## missing, throwaway cluster; "## Weekly run on PostgreSQL" in BENCHMARKS.md.
 bench-postgres: setup
 	scripts/bench-postgres.sh
+
+## Rolling runs (issue 14) against the week's run, SQLite (1M users) and PostgreSQL (200k users): one rolling
+## run over every zone, then the next hourly run that finds nothing to do; "## Rolling runs (issue 14)" in BENCHMARKS.md.
+bench-rolling: setup
+	scripts/bench-rolling.sh
 
 ## Delivery benchmark: digest send vs wrk against the fake FCM server; "## Delivery" in BENCHMARKS.md.
 bench-send: setup

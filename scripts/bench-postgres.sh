@@ -80,21 +80,8 @@ if [ -z "${PGBENCH_INNER:-}" ]; then
   mkdir -p "$OUT"
   # The binary measured is a copy, so that a rebuild in this checkout cannot swap it mid-run.
   cp .build/release/digest "$OUT/digest"
-  if [ "$NICE" != 0 ] && [ -w /proc/self/autogroup ]; then
-    # A background job of a non-interactive shell is not a group leader, so setsid(1) does not
-    # fork: $! is the new session's leader, and a signal to its group reaches the whole timed part.
-    PGBENCH_INNER=1 setsid bash -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec nice -n "$0" "$@"' \
-      "$NICE" "$0" "$@" &
-    inner=$!
-    trap 'kill -TERM -- -"$inner" 2>/dev/null || true' INT TERM
-    set +e
-    wait "$inner"
-    status=$?
-    # A trapped signal interrupts the first wait; the inner part still tears the cluster down.
-    while kill -0 "$inner" 2>/dev/null; do wait "$inner"; status=$?; done
-    exit "$status"
-  fi
-  export PGBENCH_INNER=1
+  . scripts/bench-lib.sh  # reexec_prioritized
+  reexec_prioritized PGBENCH_INNER "$0" "$@"
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -108,115 +95,27 @@ fi
 rm -f "$OUT"/run-* "$OUT"/ref-* "$OUT"/*.log "$OUT"/*.txt "$OUT"/*.tsv "$OUT"/*.json
 STARTED_AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
-# /usr/bin/time -v field → value; h:mm:ss or m:ss.ss → seconds.
-field() { sed -n "s/^[[:space:]]*$2: //p" "$1"; }
-seconds() { awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf "%.2f", s }' <<<"$1"; }
-now() { date +%s.%N; }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. scripts/bench-lib.sh  # the scripts run from the package root (field, seconds, now, median, commas, wait_quiet, …)
 
-. scripts/bench-lib.sh  # the scripts run from the package root
-
-# 1234567 → 1,234,567
-commas() { sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta' <<<"$1"; }
-
-# ---- the cluster ----
-CLUSTER=$(mktemp -d /tmp/digest-pgbench.XXXXXX)
-DATA="$CLUSTER/data"
-if [ "$(id -u)" -eq 0 ]; then
-  chown postgres "$CLUSTER"
-  as_pg() { runuser -u postgres -- "$@"; }
-else
-  as_pg() { "$@"; }
-fi
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null \
-  || shuf -i 20000-60000 -n 1)
-URL="postgres://postgres@127.0.0.1:$PORT/bench?sslmode=disable"
-export PGOPTIONS="-c client_min_messages=warning"
-PSQL=(psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U postgres -d bench)
-POSTMASTER=""
+# ---- the cluster and the history ----
+. scripts/pg-cluster.sh  # pg_cluster_start/stop, pg_generate_history, pg_reset_week, pg_jiffies, pids_jiffies, wal_lsn
 WORKERS=()
 SAMPLER=""
-
 teardown() {
   local status=$?
   set +e
   for pid in "${WORKERS[@]+"${WORKERS[@]}"}" $SAMPLER; do kill "$pid" 2>/dev/null; done
-  if [ "$KEEP" = 1 ]; then
-    log "cluster kept in $CLUSTER ($URL); stop it with: runuser -u postgres -- $PGBIN/pg_ctl -D $DATA stop"
-  else
-    if [ -n "$POSTMASTER" ]; then as_pg "$PGBIN/pg_ctl" -D "$DATA" stop -m immediate >/dev/null 2>&1; fi
-    rm -rf "$CLUSTER"
-  fi
+  pg_cluster_stop
   exit "$status"
 }
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-log "cluster: initdb in $CLUSTER (PostgreSQL $("$PGBIN/postgres" --version | awk '{ print $3 }')), port $PORT"
-as_pg "$PGBIN/initdb" -D "$DATA" -A trust --no-sync -U postgres -E UTF8 --locale=C.UTF-8 >"$OUT/initdb.log"
-SETTINGS=(
-  -c listen_addresses=127.0.0.1 -c port="$PORT" -c unix_socket_directories="$CLUSTER"
-  -c shared_buffers=1GB -c max_wal_size=8GB -c checkpoint_timeout=30min -c maintenance_work_mem=1GB
-  -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.max=1000
-  -c log_checkpoints=on -c max_connections=100
-)
-# Started directly (not `pg_ctl start`, which makes a new session): see the header.
-as_pg "$PGBIN/postgres" -D "$DATA" "${SETTINGS[@]}" >"$OUT/postgres.log" 2>&1 &
-for _ in $(seq 300); do
-  if [ -s "$DATA/postmaster.pid" ] && "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PORT"; then break; fi
-  sleep 0.1
-done
-"$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" || { cat "$OUT/postgres.log" >&2; exit 1; }
-POSTMASTER=$(head -n1 "$DATA/postmaster.pid")
-psql -X -q -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -c "CREATE DATABASE bench"
-"${PSQL[@]}" -c "CREATE EXTENSION pg_stat_statements"
-
-. scripts/pg-jiffies.sh  # pg_jiffies: the server's CPU (the postmaster and its children)
-# CPU jiffies of the given processes (threads included).
-pids_jiffies() {
-  local total=0
-  for pid in "$@"; do
-    total=$((total + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat" 2>/dev/null || echo 0)))
-  done
-  echo "$total"
-}
-wal_lsn() { "${PSQL[@]}" -At -c "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn"; }
-
-# ---- history ----
-log "digest migrate"
-"$DIGEST" migrate --db "$URL" >"$OUT/migrate.log"
-SCHEMA_FILTER='^\\(un)?restrict '
-"$PGBIN/pg_dump" -s -h 127.0.0.1 -p "$PORT" -U postgres bench | grep -Ev "$SCHEMA_FILTER" >"$OUT/schema-migrated.sql"
-log "generating $USERS users, $READS reads over $WEEKS weeks, $ARTICLES articles, $DIGESTS previous weeks' digests for $WEEK in the server (scripts/postgres-bench-data.sql)"
-GEN_START=$(now)
-"${PSQL[@]}" -v users="$USERS" -v reads="$READS" -v articles="$ARTICLES" -v weeks="$WEEKS" -v digests="$DIGESTS" \
-  -v week="$WEEK" -v seed="$SEED" -f scripts/postgres-bench-data.sql >"$OUT/generate.log"
-GEN_SECONDS=$(awk -v a="$GEN_START" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
-"$PGBIN/pg_dump" -s -h 127.0.0.1 -p "$PORT" -U postgres bench | grep -Ev "$SCHEMA_FILTER" >"$OUT/schema-generated.sql"
-if ! diff -u "$OUT/schema-migrated.sql" "$OUT/schema-generated.sql" >"$OUT/schema.diff"; then
-  echo "bench-postgres: the generator left a schema different from the migration's: $OUT/schema.diff" >&2
-  exit 1
-fi
-read -r N_USERS N_DEVICES N_ARTICLES N_READS N_OPTED N_NODEV N_PREVIOUS N_INDEXES DB_MB < <("${PSQL[@]}" -At -F ' ' -c "
-  SELECT (SELECT count(*) FROM digest_users), (SELECT count(*) FROM digest_devices),
-         (SELECT count(*) FROM digest_articles), (SELECT count(*) FROM digest_reads),
-         (SELECT count(*) FROM digest_users WHERE opted_out),
-         (SELECT count(*) FROM digest_users u WHERE NOT EXISTS (SELECT 1 FROM digest_devices d WHERE d.user_id = u.id)),
-         (SELECT count(*) FROM digest_outbox), (SELECT count(*) FROM pg_index WHERE indrelid = 'digest_outbox'::regclass),
-         pg_database_size('bench') / 1048576")
-log "generated in ${GEN_SECONDS}s: $N_USERS users ($N_OPTED opted out, $N_NODEV without devices), $N_DEVICES devices, $N_ARTICLES articles, $N_READS reads, $N_PREVIOUS previous weeks' digests in the outbox; database $DB_MB MB"
-# The previous weeks' digests, put back into the outbox before every run (reset_run).
-"${PSQL[@]}" -c "CREATE TABLE bench_outbox_before AS SELECT * FROM digest_outbox"
+pg_cluster_start
+pg_generate_history
 
 COLUMNS_LIST="dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at"
 
-# Before a run: the outbox as generated (the previous weeks' digests only), its statistics fresh.
-reset_run() {
-  "${PSQL[@]}" -c "DELETE FROM digest_runs WHERE week = '$WEEK'" -c "TRUNCATE digest_outbox" \
-    -c "DELETE FROM digest_picks WHERE week = '$WEEK'" \
-    -c "INSERT INTO digest_outbox OVERRIDING SYSTEM VALUE SELECT * FROM bench_outbox_before ORDER BY id" \
-    -c "VACUUM (ANALYZE) digest_outbox" -c "CHECKPOINT"
-}
 # Before the reference: nothing in the outbox.
 empty_outbox() {
   "${PSQL[@]}" -c "DELETE FROM digest_runs WHERE week = '$WEEK'" -c "TRUNCATE digest_outbox" \
@@ -262,7 +161,7 @@ printf 'run\tworkers\twall_s\tusers_per_s\tmessages\tdigest_cpu_s\tpostgres_cpu_
 
 one_run() {
   local name=$1 workers=$2
-  reset_run
+  pg_reset_week
   "${PSQL[@]}" -c "SELECT pg_stat_statements_reset()" >/dev/null
   local quiet load_before
   quiet=$(wait_quiet)
@@ -369,7 +268,7 @@ SECTION="$OUT/section.md"
   echo
   echo "Server settings: \`initdb -A trust --no-sync -E UTF8 --locale=C.UTF-8\`; shared_buffers=1GB, max_wal_size=8GB, checkpoint_timeout=30min, maintenance_work_mem=1GB, pg_stat_statements loaded; fsync, synchronous_commit, full_page_writes and wal_level at their defaults (on, on, on, replica) for the runs and the reference alike. A CHECKPOINT before each timed step, none inside one."
   echo
-  echo "Method, per run: \`DELETE FROM digest_runs WHERE week = '$WEEK'\` (its chunks cascade), \`TRUNCATE digest_outbox\`, the previous weeks' digests put back as generated (from a copy made after generating), \`VACUUM (ANALYZE) digest_outbox\`, CHECKPOINT; then N workers started together, each"
+  echo "Method, per run: \`DELETE FROM digest_runs WHERE week = '$WEEK'\` (its chunks cascade; the week's digest_zone_runs and digest_picks rows go too), \`TRUNCATE digest_outbox\`, the previous weeks' digests put back as generated (from a copy made after generating), \`VACUUM (ANALYZE) digest_outbox\`, CHECKPOINT; then N workers started together, each"
   echo
   echo '```'
   echo "/usr/bin/time -v digest run --db 'postgres://postgres@127.0.0.1:PORT/bench?sslmode=disable' --week $WEEK --send-at now --chunk-size $CHUNK_SIZE --worker bench-RUN-wN --progress-interval 10 --report FILE${RUN_ARGS:+ $RUN_ARGS}"
@@ -414,14 +313,5 @@ SECTION="$OUT/section.md"
   echo
   echo "<!-- bench-postgres:end -->"
 } >"$SECTION"
-if grep -q '^<!-- bench-postgres:begin' "$REPORT" 2>/dev/null; then
-  awk -v section="$SECTION" '
-    /^<!-- bench-postgres:begin/ { while ((getline line < section) > 0) print line; skip = 1; next }
-    /^<!-- bench-postgres:end -->/ { skip = 0; next }
-    !skip' "$REPORT" >"$REPORT.tmp"
-  mv "$REPORT.tmp" "$REPORT"
-else
-  { [ -f "$REPORT" ] && cat "$REPORT" && echo; cat "$SECTION"; } >"$REPORT.tmp"
-  mv "$REPORT.tmp" "$REPORT"
-fi
+replace_section bench-postgres "$SECTION" "$REPORT"
 log "done: $REPORT; raw output in $OUT/"

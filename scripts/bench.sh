@@ -56,13 +56,9 @@ if [ -z "${BENCH_COMMIT:-}" ] && [ -n "$(git status --porcelain -- Sources Templ
   COMMIT="$COMMIT (with uncommitted changes under Sources/, Templates/ or Package.swift)"
 fi
 
-# "time -v" field → value.
-field() { sed -n "s/^[[:space:]]*$2: //p" "$1"; }
-# h:mm:ss or m:ss.ss → seconds.
-seconds() { awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf "%.2f", s }' <<<"$1"; }
 json_number() { sed -n "s/.*\"$2\": *\([0-9.]*\).*/\1/p" "$1" | head -n1; }
 
-. scripts/bench-lib.sh  # the scripts run from the package root
+. scripts/bench-lib.sh  # the scripts run from the package root (field, seconds, wait_quiet, …)
 
 # Runs a program at priority NICE in a session of its own. The kernel shares the cores between
 # sessions first (autogroups), so a plain `nice` would count only against this script's own session;
