@@ -86,7 +86,8 @@ struct LineProblem: Error {
     init(_ reason: String) { self.reason = reason }
 }
 
-/// ISO 8601 instants: `2026-11-17T19:22:05Z`, fractions and `±hh:mm` offsets allowed.
+/// RFC 3339 instants: `2026-11-17T19:22:05Z`, fractions and `±hh:mm` offsets allowed; a date or
+/// time that does not exist (February 30, 24:00, an offset of 25 hours) is `nil`.
 public enum Timestamp {
     public static func parse(_ text: String) -> Int64? {
         let b = Array(text.utf8)
@@ -108,7 +109,9 @@ public enum Timestamp {
         var index = 19
         if index < b.count && b[index] == 0x2E {
             index += 1
+            let fraction = index
             while index < b.count && b[index] >= 0x30 && b[index] <= 0x39 { index += 1 }
+            guard index > fraction else { return nil }
         }
         var offset = 0
         guard index < b.count else { return nil }
@@ -116,7 +119,7 @@ public enum Timestamp {
             index += 1
         } else if b[index] == 0x2B || b[index] == 0x2D {
             guard let oh = digits(index + 1, 2), index + 3 < b.count, b[index + 3] == 0x3A,
-                let om = digits(index + 4, 2)
+                let om = digits(index + 4, 2), oh < 24, om < 60
             else { return nil }
             offset = (oh * 3600 + om * 60) * (b[index] == 0x2B ? 1 : -1)
             index += 6
