@@ -8,8 +8,13 @@ struct ImportCommand: AsyncParsableCommand {
         abstract: "Load users, articles and reads from JSON Lines files.",
         discussion: """
             Each file's kind comes from its name (users…, articles…, reads…) or from --users/--articles/--reads. \
-            Files load users first, then articles, then reads. A bad line is reported as file:line: reason \
-            and skipped (or stops the import with --strict). Re-importing the same files changes nothing.
+            Files load users first, then articles, then reads. Titles and topics are cleaned (NFC, control \
+            characters removed); a line that cannot be imported as it is (not UTF-8 or JSON, a field of the wrong \
+            type, a number or date out of range, an id or token with a control character, over a limit: \
+            1 MiB a line, 256 bytes an id, 1,024 a token, 20 devices a user) is reported as \
+            file:line: reason: detail and skipped (or stops the import with --strict). Of lines with the same \
+            user or article id the last wins; the earlier ones are reported as duplicate_id. Re-importing the \
+            same files changes nothing. The rules: docs/008-import.md.
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -21,7 +26,7 @@ struct ImportCommand: AsyncParsableCommand {
     @Option(help: "An articles file.") var articles: [String] = []
     @Option(help: "A reads file.") var reads: [String] = []
 
-    @Flag(help: "Stop at the first bad line instead of skipping it.")
+    @Flag(help: "Stop at the first bad line instead of skipping it (duplicate ids never stop it).")
     var strict = false
 
     func run() async throws {

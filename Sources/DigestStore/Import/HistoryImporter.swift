@@ -11,6 +11,15 @@ public enum ImportKind: String, Sendable, CaseIterable, Codable {
         guard let kind = ImportKind.allCases.first(where: { name.contains($0.rawValue) }) else { return nil }
         self = kind
     }
+
+    /// What one record is called in a problem line.
+    var noun: String {
+        switch self {
+        case .users: "user"
+        case .articles: "article"
+        case .reads: "read"
+        }
+    }
 }
 
 /// Where imported records go: each backend writes a batch idempotently, in one transaction, records
@@ -60,6 +69,14 @@ public struct ImportBatchResult: Sendable, Hashable {
             case unknownUser = "unknown_user"
             /// A read of an article the store does not have.
             case unknownArticle = "unknown_article"
+
+            /// The reason the line of the record is skipped for.
+            public var skipReason: ImportSkipReason {
+                switch self {
+                case .unknownUser: .unknownUser
+                case .unknownArticle: .unknownArticle
+                }
+            }
         }
 
         /// The record's position in the batch.
@@ -90,12 +107,14 @@ public struct ImportBatchResult: Sendable, Hashable {
 public struct ImportFileSummary: Sendable, Codable, Hashable {
     public var file: String
     public var kind: ImportKind
+    /// Lines read, blank ones included.
     public var lines = 0
     /// New or changed records.
     public var written = 0
     /// Records already present as they are.
     public var unchanged = 0
-    /// Lines skipped, by reason (`invalid`, `unknown_user`, `unknown_article`).
+    /// Lines skipped, by ``ImportSkipReason`` name (`bad_id`, `unknown_user`, …). A `duplicate_id`
+    /// line may have been written before the later line of its id replaced it.
     public var skipped: [String: Int] = [:]
 
     public init(file: String, kind: ImportKind) {
@@ -104,25 +123,35 @@ public struct ImportFileSummary: Sendable, Codable, Hashable {
     }
 }
 
-/// A bad line (with `--strict`, the error that stops the import) or an unusable file.
+/// A skipped line (with `--strict`, the error that stops the import) or an unusable file.
 public struct ImportError: Error, CustomStringConvertible {
     public let file: String
     public let line: Int?
+    /// Why the line was skipped; `nil` for a file that cannot be read.
+    public let code: ImportSkipReason?
     public let reason: String
 
-    public init(file: String, line: Int?, reason: String) {
+    public init(file: String, line: Int?, code: ImportSkipReason? = nil, reason: String) {
         self.file = file
         self.line = line
+        self.code = code
         self.reason = reason
     }
 
-    public var description: String { line.map { "\(file):\($0): \(reason)" } ?? "\(file): \(reason)" }
+    /// `file:line: code: reason`.
+    public var description: String {
+        let what = code.map { "\($0.rawValue): \(reason)" } ?? reason
+        return line.map { "\(file):\($0): \(what)" } ?? "\(file): \(what)"
+    }
 }
 
 /// Streams JSON Lines files into a sink in batches: one line in memory at a time, one transaction
-/// per batch. Bad lines are reported and skipped, or stop the import when `strict` (the lines before
-/// the bad one are written first; a read of an unknown user or article stops it once its batch is
-/// written).
+/// per batch. Every line is imported or skipped with its reason (``ImportSkipReason``, the rules in
+/// docs/008-import.md); a bad line stops the import only when `strict` (the lines before it are
+/// written first; a read of an unknown user or article stops it once its batch is written). Of lines
+/// giving the same user or article id, the last wins and each earlier one is reported as
+/// `duplicate_id` (under `strict` too, without stopping); to tell, the importer remembers each id of
+/// the file with its line.
 ///
 /// ```swift
 /// let summary = try await database.withImportSink { sink in
@@ -146,20 +175,32 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
         let reader = try LineReader(path: path)
         var summary = ImportFileSummary(file: path, kind: kind)
         var pending = PendingBatch(kind: kind)
-        let decoder = JSONDecoder()
+        // The line of each user or article id of the file whose record stands so far.
+        var lineOfID: [String: Int] = [:]
         var inBatch = 0
-        while let bytes = reader.next() {
+        while let line = try reader.next() {
             summary.lines += 1
-            if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
             do {
-                try parseLine(bytes, kind: kind, decoder: decoder, summary: &summary, into: &pending)
+                if let record = try Self.record(from: line, kind: kind) {
+                    if let id = record.id {
+                        if let earlier = lineOfID.updateValue(summary.lines, forKey: id) {
+                            summary.skipped[ImportSkipReason.duplicateID.rawValue, default: 0] += 1
+                            pending.supersede(id: id)
+                            onProblem(ImportError(
+                                file: path, line: earlier, code: .duplicateID,
+                                reason: "\(kind.noun) \(ImportFieldRules.quote(id)) again on line \(summary.lines), which wins"))
+                        }
+                    }
+                    pending.append(record, line: summary.lines)
+                }
             } catch {
-                let error = ImportError(file: path, line: summary.lines, reason: error.reason)
+                summary.skipped[error.code.rawValue, default: 0] += 1
+                let problem = ImportError(file: path, line: summary.lines, code: error.code, reason: error.reason)
                 if strict {
                     try await write(&pending, path, &summary)
-                    throw error
+                    throw problem
                 }
-                onProblem(error)
+                onProblem(problem)
             }
             inBatch += 1
             if inBatch >= batchSize {
@@ -172,22 +213,82 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
         return summary
     }
 
+    /// One record of a file.
+    enum Record {
+        case user(Reader)
+        case article(Article)
+        case read(ImportedRead)
+
+        /// The id a later line of the file may give again (reads have none).
+        var id: String? {
+            switch self {
+            case .user(let user): user.id
+            case .article(let article): article.id
+            case .read: nil
+            }
+        }
+    }
+
+    /// The record of a line, or `nil` for a blank line. A byte-order mark at the start of a line is
+    /// dropped.
+    static func record(from line: LineReader.Line, kind: ImportKind) throws(LineProblem) -> Record? {
+        guard case .bytes(var bytes) = line else {
+            if case .tooLong(let length) = line {
+                throw LineProblem(.lineTooLong, "a line of \(length) bytes, over the limit of \(ImportLimits.maxLineBytes)")
+            }
+            return nil
+        }
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
+        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return nil }
+        let fields = try JSONFields(line: JSONLineParser.parse(bytes))
+        switch kind {
+        case .users: return .user(try ImportRecords.user(fields))
+        case .articles: return .article(try ImportRecords.article(fields))
+        case .reads: return .read(try ImportRecords.read(fields))
+        }
+    }
+
     /// The records parsed since the last write, with the lines they came from.
     private struct PendingBatch {
         var users: [Reader] = []
         var articles: [Article] = []
         var reads: [ImportedRead] = []
         var lines: [Int] = []
+        /// Positions of records a later line of the same id replaced: not written.
+        var superseded = Set<Int>()
+        /// The position of each id's latest record.
+        var positionOfID: [String: Int] = [:]
         let kind: ImportKind
 
         init(kind: ImportKind) { self.kind = kind }
 
-        var batch: ImportBatch {
-            switch kind {
-            case .users: .users(users)
-            case .articles: .articles(articles)
-            case .reads: .reads(reads)
+        mutating func append(_ record: Record, line: Int) {
+            switch record {
+            case .user(let user): users.append(user)
+            case .article(let article): articles.append(article)
+            case .read(let read): reads.append(read)
             }
+            if let id = record.id { positionOfID[id] = lines.count }
+            lines.append(line)
+        }
+
+        /// Drops the pending record of `id`, if one is pending.
+        mutating func supersede(id: String) {
+            if let position = positionOfID.removeValue(forKey: id) { superseded.insert(position) }
+        }
+
+        /// The records to write, and the line of each.
+        var batch: (ImportBatch, lines: [Int]) {
+            func kept<T>(_ records: [T]) -> [T] {
+                superseded.isEmpty ? records : records.indices.filter { !superseded.contains($0) }.map { records[$0] }
+            }
+            let batch: ImportBatch =
+                switch kind {
+                case .users: .users(kept(users))
+                case .articles: .articles(kept(articles))
+                case .reads: .reads(kept(reads))
+                }
+            return (batch, kept(lines))
         }
 
         mutating func removeAll() {
@@ -195,72 +296,33 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
             articles.removeAll(keepingCapacity: true)
             reads.removeAll(keepingCapacity: true)
             lines.removeAll(keepingCapacity: true)
+            superseded.removeAll()
+            positionOfID.removeAll(keepingCapacity: true)
         }
     }
 
     /// Writes the pending records and counts their outcomes; rejected reads are reported with their
     /// lines (under `strict`, the first stops the import once the batch is written).
     private func write(_ pending: inout PendingBatch, _ path: String, _ summary: inout ImportFileSummary) async throws {
-        guard !pending.lines.isEmpty else { return }
-        let result = try await sink.write(pending.batch)
+        let (batch, lines) = pending.batch
+        pending.removeAll()
+        guard !lines.isEmpty else { return }
+        let result = try await sink.write(batch)
         summary.written += result.written
         summary.unchanged += result.unchanged
         var firstProblem: ImportError?
         for rejection in result.rejected {
             let reason: String
-            switch (rejection.reason, pending.batch) {
-            case (.unknownUser, .reads(let reads)): reason = "unknown user '\(reads[rejection.index].userID)'"
-            case (.unknownArticle, .reads(let reads)): reason = "unknown article '\(reads[rejection.index].articleID)'"
+            switch (rejection.reason, batch) {
+            case (.unknownUser, .reads(let reads)): reason = "unknown user \(ImportFieldRules.quote(reads[rejection.index].userID))"
+            case (.unknownArticle, .reads(let reads)):
+                reason = "unknown article \(ImportFieldRules.quote(reads[rejection.index].articleID))"
             default: reason = rejection.reason.rawValue
             }
             summary.skipped[rejection.reason.rawValue, default: 0] += 1
-            let error = ImportError(file: path, line: pending.lines[rejection.index], reason: reason)
+            let error = ImportError(file: path, line: lines[rejection.index], code: rejection.reason.skipReason, reason: reason)
             if strict { firstProblem = firstProblem ?? error } else { onProblem(error) }
         }
-        pending.removeAll()
         if let firstProblem { throw firstProblem }
-    }
-
-    private func parseLine(
-        _ bytes: [UInt8], kind: ImportKind, decoder: JSONDecoder, summary: inout ImportFileSummary,
-        into pending: inout PendingBatch
-    ) throws(LineProblem) {
-        func decode<T: Decodable>(_ type: T.Type) throws(LineProblem) -> T {
-            guard String(validating: bytes, as: UTF8.self) != nil else { throw skip("invalid", "not valid UTF-8", &summary) }
-            do {
-                return try decoder.decode(T.self, from: Data(bytes))
-            } catch let DecodingError.keyNotFound(key, _) {
-                throw skip("invalid", "missing field '\(key.stringValue)'", &summary)
-            } catch let DecodingError.typeMismatch(_, context) {
-                let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-                throw skip("invalid", "wrong type for '\(field)'", &summary)
-            } catch let DecodingError.valueNotFound(_, context) {
-                let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-                throw skip("invalid", "null '\(field)'", &summary)
-            } catch {
-                throw skip("invalid", "not a JSON object", &summary)
-            }
-        }
-        func validated<T>(_ body: () throws(LineProblem) -> T) throws(LineProblem) -> T {
-            do { return try body() } catch { throw skip("invalid", error.reason, &summary) }
-        }
-        switch kind {
-        case .users:
-            let record = try decode(UserRecord.self)
-            pending.users.append(try validated { () throws(LineProblem) in try record.validated() })
-        case .articles:
-            let record = try decode(ArticleRecord.self)
-            pending.articles.append(try validated { () throws(LineProblem) in try record.validated() })
-        case .reads:
-            let record = try decode(ReadRecord.self)
-            let read = try validated { () throws(LineProblem) in try record.validated() }
-            pending.reads.append(ImportedRead(userID: read.user, articleID: read.article, readAt: read.readAt, seconds: read.seconds))
-        }
-        pending.lines.append(summary.lines)
-    }
-
-    private func skip(_ key: String, _ reason: String, _ summary: inout ImportFileSummary) -> LineProblem {
-        summary.skipped[key, default: 0] += 1
-        return LineProblem(reason)
     }
 }

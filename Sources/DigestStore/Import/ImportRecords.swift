@@ -1,89 +1,114 @@
 import DigestCore
 
-/// A line of `users.jsonl`.
-struct UserRecord: Decodable {
-    struct DeviceRecord: Decodable {
-        var token: String
-        var platform: String
-    }
-
-    var id: String
-    var locale: String?
-    var timeZone: String?
-    var optedOut: Bool?
-    var devices: [DeviceRecord]?
-
-    func validated() throws(LineProblem) -> Reader {
-        guard !id.isEmpty else { throw LineProblem("empty user id") }
-        var devices: [Device] = []
-        var seen = Set<String>()
-        for device in self.devices ?? [] {
-            guard !device.token.isEmpty else { throw LineProblem("user \(id): empty device token") }
-            guard let platform = Platform(rawValue: device.platform) else {
-                throw LineProblem("user \(id): unknown platform '\(device.platform)' (android, ios or web)")
+/// The three kinds of record, each read from a line's JSON object (README, "Command line": the
+/// formats under `digest import`; docs/008-import.md: the rules). Free text (a title, a topic) is
+/// cleaned by the text rules (``TextRules/clean(_:keepNewlines:)``: NFC, control characters removed,
+/// whitespace collapsed); ids, tokens, names and urls pass ``ImportFieldRules`` as written or the
+/// line is skipped.
+enum ImportRecords {
+    /// A line of `users.jsonl`.
+    static func user(_ line: JSONFields) throws(LineProblem) -> Reader {
+        let id = try ImportFieldRules.id(line.string("id"), "user id")
+        return try about("user \(ImportFieldRules.quote(id))") { () throws(LineProblem) -> Reader in
+            var locale = LocaleChain.root
+            if let given = try line.optionalString("locale") {
+                locale = try ImportFieldRules.name(given, "locale", .badLocale)
             }
-            if seen.insert(device.token).inserted { devices.append(Device(token: device.token, platform: platform)) }
+            var timeZone = "UTC"
+            if let given = try line.optionalString("timeZone") {
+                timeZone = try ImportFieldRules.name(given, "timeZone", .badTimeZone)
+            }
+            let optedOut = try line.optionalBool("optedOut") ?? false
+            var devices: [Device] = []
+            var seen = Set<String>()
+            for (index, element) in (try line.optionalArray("devices") ?? []).enumerated() {
+                let path = "devices[\(index)]"
+                let fields = try JSONFields(element, at: path)
+                let token = try ImportFieldRules.token(fields.string("token"), path)
+                let platformName = try fields.string("platform")
+                guard let platform = Platform(rawValue: platformName) else {
+                    throw LineProblem(
+                        .badPlatform, "\(path): unknown platform \(ImportFieldRules.quote(platformName)) (android, ios or web)")
+                }
+                let registeredAt = try fields.optionalInstant("registeredAt")
+                // A token listed twice counts once, as first listed.
+                if seen.insert(token).inserted {
+                    devices.append(Device(token: token, platform: platform, registeredAt: registeredAt))
+                }
+            }
+            guard devices.count <= ImportLimits.maxDevicesPerReader else {
+                throw LineProblem(
+                    .tooManyDevices, "\(devices.count) devices, over the limit of \(ImportLimits.maxDevicesPerReader)")
+            }
+            return Reader(id: id, locale: locale, timeZone: timeZone, optedOut: optedOut, devices: devices)
         }
-        return Reader(
-            id: id, locale: locale ?? LocaleChain.root, timeZone: timeZone ?? "UTC", optedOut: optedOut ?? false,
-            devices: devices)
     }
-}
 
-/// A line of `articles.jsonl`.
-struct ArticleRecord: Decodable {
-    var id: String
-    var title: String
-    var url: String
-    var imageUrl: String?
-    var topics: [String]?
-    var publishedAt: String
-    var readingMinutes: Int?
-    /// BCP 47; absent or empty: unknown.
-    var language: String?
-
-    func validated() throws(LineProblem) -> Article {
-        guard !id.isEmpty else { throw LineProblem("empty article id") }
-        guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
-            throw LineProblem("article \(id): url must be http or https")
+    /// A line of `articles.jsonl`.
+    static func article(_ line: JSONFields) throws(LineProblem) -> Article {
+        let id = try ImportFieldRules.id(line.string("id"), "article id")
+        return try about("article \(ImportFieldRules.quote(id))") { () throws(LineProblem) -> Article in
+            let title = TextRules.clean(try line.string("title"))
+            let url = try ImportFieldRules.url(line.string("url"), "url")
+            guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
+                throw LineProblem(.badURL, "url must be http or https")
+            }
+            var image: String?
+            if let given = try line.optionalString("imageUrl"), !given.isEmpty {
+                image = try ImportFieldRules.url(given, "imageUrl")
+            }
+            var topics: [String] = []
+            var seen = Set<String>()
+            for (index, element) in (try line.optionalArray("topics") ?? []).enumerated() {
+                guard case .string(let given) = element else {
+                    throw LineProblem(.wrongType, "'topics[\(index)]' must be a string, not \(element.kind)")
+                }
+                // Cleaning may leave nothing, or a topic listed before.
+                let topic = TextRules.clean(given)
+                guard !topic.isEmpty, seen.insert(topic).inserted else { continue }
+                guard topic.utf8.count <= ImportLimits.maxTopicBytes else {
+                    throw LineProblem(
+                        .badTopics,
+                        "topic \(ImportFieldRules.quote(topic)) is \(topic.utf8.count) bytes, over the limit of \(ImportLimits.maxTopicBytes)")
+                }
+                topics.append(topic)
+            }
+            guard topics.count <= ImportLimits.maxTopicsPerArticle else {
+                throw LineProblem(.badTopics, "\(topics.count) topics, over the limit of \(ImportLimits.maxTopicsPerArticle)")
+            }
+            let published = try line.instant("publishedAt")
+            let minutes = try line.optionalCount("readingMinutes", max: ImportLimits.maxReadingMinutes) ?? 0
+            var language: String?
+            if let given = try line.optionalString("language"), !given.isEmpty {
+                guard given.utf8.count <= ImportLimits.maxNameBytes, LanguageTag.isWellFormed(given) else {
+                    throw LineProblem(
+                        .badLanguage, "language \(ImportFieldRules.quote(given)) is not a BCP 47 tag (like en, pl-PL or zh-Hans)")
+                }
+                language = given
+            }
+            return Article(
+                id: id, title: title, url: url, imageURL: image, topics: topics, publishedAt: published,
+                readingMinutes: minutes, language: language)
         }
-        guard let published = Timestamp.parse(publishedAt) else {
-            throw LineProblem("article \(id): publishedAt '\(publishedAt)' is not an ISO 8601 instant")
-        }
-        let minutes = readingMinutes ?? 0
-        guard minutes >= 0 else { throw LineProblem("article \(id): negative readingMinutes") }
-        let image = imageUrl.flatMap { $0.isEmpty ? nil : $0 }
-        let language = language.flatMap { $0.isEmpty ? nil : $0 }
-        if let language, !LanguageTag.isWellFormed(language) {
-            throw LineProblem("article \(id): language '\(language)' is not a BCP 47 tag (like en, pl-PL or zh-Hans)")
-        }
-        return Article(
-            id: id, title: title, url: url, imageURL: image, topics: topics ?? [], publishedAt: published,
-            readingMinutes: minutes, language: language)
     }
-}
 
-/// A line of `reads.jsonl`.
-struct ReadRecord: Decodable {
-    var userId: String
-    var articleId: String
-    var readAt: String
-    var seconds: Int?
-
-    func validated() throws(LineProblem) -> (user: String, article: String, readAt: Int64, seconds: Int) {
-        guard let instant = Timestamp.parse(readAt) else {
-            throw LineProblem("readAt '\(readAt)' is not an ISO 8601 instant")
-        }
-        let seconds = self.seconds ?? 0
-        guard seconds >= 0 else { throw LineProblem("negative seconds") }
-        return (userId, articleId, instant, seconds)
+    /// A line of `reads.jsonl`.
+    static func read(_ line: JSONFields) throws(LineProblem) -> ImportedRead {
+        let user = try ImportFieldRules.id(line.string("userId"), "userId")
+        let article = try ImportFieldRules.id(line.string("articleId"), "articleId")
+        let readAt = try line.instant("readAt")
+        let seconds = try line.optionalCount("seconds", max: ImportLimits.maxReadSeconds) ?? 0
+        return ImportedRead(userID: user, articleID: article, readAt: readAt, seconds: seconds)
     }
-}
 
-/// Why one line was not imported.
-struct LineProblem: Error {
-    let reason: String
-    init(_ reason: String) { self.reason = reason }
+    /// `body`'s problem, if any, said of `who` (`user 'u1': …`).
+    private static func about<T>(_ who: String, _ body: () throws(LineProblem) -> T) throws(LineProblem) -> T {
+        do {
+            return try body()
+        } catch {
+            throw LineProblem(error.code, "\(who): \(error.reason)")
+        }
+    }
 }
 
 /// RFC 3339 instants: `2026-11-17T19:22:05Z`, fractions and `±hh:mm` offsets allowed; a date or

@@ -4,32 +4,80 @@ import Glibc
 import Darwin
 #endif
 
-/// Reads a file line by line with a reused buffer, so memory stays flat however long the file is.
+/// Reads a file line by line through a fixed buffer, so memory stays flat however long the file
+/// is, and however long a line: a line over the limit is read past, not held.
 final class LineReader {
-    private let file: UnsafeMutablePointer<FILE>
-    private var buffer: UnsafeMutablePointer<CChar>?
-    private var capacity = 0
-    let path: String
+    /// One line without its line break (`\n`, or `\r\n`).
+    enum Line {
+        case bytes([UInt8])
+        /// A line longer than the limit, and how long it was.
+        case tooLong(Int)
+    }
 
-    init(path: String) throws(ImportError) {
+    private let file: UnsafeMutablePointer<FILE>
+    private var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    private var start = 0
+    private var end = 0
+    let path: String
+    let maxLineBytes: Int
+
+    init(path: String, maxLineBytes: Int = ImportLimits.maxLineBytes) throws(ImportError) {
         guard let file = fopen(path, "r") else {
             throw ImportError(file: path, line: nil, reason: "cannot open (\(String(cString: strerror(errno))))")
         }
         self.file = file
         self.path = path
+        self.maxLineBytes = maxLineBytes
     }
 
     deinit {
-        free(buffer)
         fclose(file)
     }
 
-    /// The next line without its line break, as bytes; `nil` at the end.
-    func next() -> [UInt8]? {
-        let count = getline(&buffer, &capacity, file)
-        guard count >= 0, let buffer else { return nil }
-        var length = count
-        while length > 0 && (buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D) { length -= 1 }
-        return buffer.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+    /// The next line; `nil` at the end of the file.
+    func next() throws(ImportError) -> Line? {
+        var line: [UInt8] = []
+        var length = 0
+        var sawByte = false
+        while true {
+            if start == end {
+                guard try refill() else { break }
+            }
+            sawByte = true
+            let newline = chunk.withUnsafeBytes { buffer -> Int? in
+                guard let base = buffer.baseAddress, let found = memchr(base + start, 0x0A, end - start) else { return nil }
+                return base.distance(to: UnsafeRawPointer(found))
+            }
+            let stop = newline ?? end
+            // One byte over the limit is kept, for the `\r` of a `\r\n`.
+            if length + (stop - start) <= maxLineBytes + 1 {
+                line.append(contentsOf: chunk[start..<stop])
+            } else if !line.isEmpty {
+                line = []
+            }
+            length += stop - start
+            start = stop
+            if newline != nil {
+                start += 1
+                break
+            }
+        }
+        guard sawByte else { return nil }
+        if length <= maxLineBytes + 1, line.last == 0x0D {
+            line.removeLast()
+            length -= 1
+        }
+        return length > maxLineBytes ? .tooLong(length) : .bytes(line)
+    }
+
+    /// Reads the next chunk; `false` at the end of the file.
+    private func refill() throws(ImportError) -> Bool {
+        let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+        start = 0
+        end = count
+        if count == 0 && ferror(file) != 0 {
+            throw ImportError(file: path, line: nil, reason: "cannot read (\(String(cString: strerror(errno))))")
+        }
+        return count > 0
     }
 }

@@ -1,0 +1,64 @@
+/// Why a line of an import file was not imported, by its stable name: the name the import's report,
+/// its summary (``ImportFileSummary/skipped``) and its problem lines (`file:line: name: detail`) use.
+/// docs/008-import.md lists what each covers.
+public enum ImportSkipReason: String, Sendable, CaseIterable, Codable {
+    /// The line is longer than ``ImportLimits/maxLineBytes``.
+    case lineTooLong = "line_too_long"
+    /// The line's bytes are not UTF-8.
+    case notUTF8 = "not_utf8"
+    /// A `\u` escape is half of a surrogate pair, without its other half.
+    case loneSurrogate = "lone_surrogate"
+    /// Objects and arrays nest deeper than ``ImportLimits/maxNesting``.
+    case tooDeep = "too_deep"
+    /// Not one JSON value: a syntax error, a control character inside a string, a key given twice,
+    /// something after the value.
+    case badJSON = "bad_json"
+    /// One JSON value, but not an object.
+    case notAnObject = "not_an_object"
+    /// A field that must be there is absent or `null`.
+    case missingField = "missing_field"
+    /// A field holds the wrong kind of JSON value (a string for a number, an object for a list, …).
+    case wrongType = "wrong_type"
+    /// A number that is not a whole number, is negative, or is past its field's limit.
+    case badNumber = "bad_number"
+    /// Not an RFC 3339 instant (`2026-11-17T19:22:05Z`), or a date or time that does not exist.
+    case badDate = "bad_date"
+    /// A user or article id that is empty, longer than ``ImportLimits/maxIDBytes``, holds a control
+    /// character or is not in Unicode NFC. Ids are never cleaned into other ids.
+    case badID = "bad_id"
+    /// A device token that is empty, longer than ``ImportLimits/maxTokenBytes``, or not printable
+    /// ASCII without spaces. Tokens are never cleaned into other tokens.
+    case badToken = "bad_token"
+    /// A device platform other than `android`, `ios` and `web`.
+    case badPlatform = "bad_platform"
+    /// More distinct devices than ``ImportLimits/maxDevicesPerReader``.
+    case tooManyDevices = "too_many_devices"
+    /// A locale with a control character or longer than ``ImportLimits/maxNameBytes``.
+    case badLocale = "bad_locale"
+    /// A time zone with a control character or longer than ``ImportLimits/maxNameBytes``.
+    case badTimeZone = "bad_time_zone"
+    /// An article url that is not http(s), or a url or image url with a control character.
+    case badURL = "bad_url"
+    /// An article language that is not a BCP 47 tag.
+    case badLanguage = "bad_language"
+    /// More topics than ``ImportLimits/maxTopicsPerArticle`` or one longer than
+    /// ``ImportLimits/maxTopicBytes``.
+    case badTopics = "bad_topics"
+    /// A user or article whose id a later line of the same file gives again: the last line wins.
+    case duplicateID = "duplicate_id"
+    /// A read of a user the store does not have.
+    case unknownUser = "unknown_user"
+    /// A read of an article the store does not have.
+    case unknownArticle = "unknown_article"
+}
+
+/// Why one line was not imported: its reason and the details a person needs to fix the line.
+struct LineProblem: Error {
+    let code: ImportSkipReason
+    let reason: String
+
+    init(_ code: ImportSkipReason, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+}
