@@ -282,6 +282,7 @@ let package = Package(
         .testTarget(
             name: "DigestStoreTests",
             dependencies: ["DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestThreads", "DigestImages", "DigestTesting"],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
