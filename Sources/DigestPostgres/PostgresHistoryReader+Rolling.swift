@@ -72,13 +72,7 @@ enum PostgresRollingPlan {
     /// Fails with what to do unless `digest_users` has the `seq` column rolling runs walk (an
     /// adopter's own view from before it was part of the contract may lack it).
     static func requireSeq(_ session: PostgresSession) async throws {
-        let present = try await session.rows(
-            """
-            SELECT EXISTS (SELECT 1 FROM pg_attribute
-                           WHERE attrelid = to_regclass('digest_users') AND attname = 'seq' AND NOT attisdropped)
-            """
-        ).first?.decode(Bool.self) ?? false
-        guard present else {
+        guard try await session.relation("digest_users", hasColumn: "seq") else {
             throw PostgresStoreError(
                 "\(session.location): the digest_users view has no seq column, which rolling runs (digest run without --week) need: add it (docs/005-postgresql.md) or pass --week",
                 kind: .configuration)

@@ -149,11 +149,7 @@ public actor PostgresHistoryReader: HistoryReader {
     /// (an adopter's view from before it was part of the contract): read as never registered again.
     private func registeredColumn() async throws -> String {
         if devicesHaveRegistration == nil {
-            devicesHaveRegistration = try await session.rows(
-                """
-                SELECT EXISTS (SELECT 1 FROM pg_attribute
-                               WHERE attrelid = to_regclass('digest_devices') AND attname = 'registered_at' AND NOT attisdropped)
-                """).first?.decode(Bool.self) ?? false
+            devicesHaveRegistration = try await session.relation("digest_devices", hasColumn: "registered_at")
         }
         return devicesHaveRegistration == true ? "d.registered_at" : "NULL::timestamptz"
     }
@@ -274,11 +270,7 @@ public actor PostgresHistoryReader: HistoryReader {
     /// view from before it was part of the contract): read as no language.
     private func languageColumn() async throws -> String {
         if articlesHaveLanguage == nil {
-            articlesHaveLanguage = try await session.rows(
-                """
-                SELECT EXISTS (SELECT 1 FROM pg_attribute
-                               WHERE attrelid = to_regclass('digest_articles') AND attname = 'language' AND NOT attisdropped)
-                """).first?.decode(Bool.self) ?? false
+            articlesHaveLanguage = try await session.relation("digest_articles", hasColumn: "language")
         }
         return articlesHaveLanguage == true ? "language" : "NULL::text"
     }

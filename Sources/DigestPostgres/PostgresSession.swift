@@ -97,6 +97,17 @@ actor PostgresSession {
         try await perform { try await $0.run(query) }
     }
 
+    /// Whether the table or view `relation` has a column `column` (an adopter's view of the history
+    /// may lack the columns the contract gained later).
+    func relation(_ relation: String, hasColumn column: String) async throws -> Bool {
+        try await rows(
+            """
+            SELECT EXISTS (SELECT 1 FROM pg_attribute
+                           WHERE attrelid = to_regclass(\(relation)) AND attname = \(column) AND NOT attisdropped)
+            """
+        ).first?.decode(Bool.self) ?? false
+    }
+
     /// Waits for the unit of work in progress (and those queued before this call), then closes the
     /// connection; later units fail.
     func close() async {
