@@ -1,5 +1,6 @@
 import DigestCore
 import DigestStore
+import Foundation
 
 /// The statements behind ``SQLiteImportSink``: writes imported records into the SQLite tables, a
 /// batch in one transaction; re-importing the same records changes nothing. Synchronous, on the
@@ -65,17 +66,21 @@ final class SQLiteImportQueries {
         // Devices: remove the ones no longer listed, add the new ones.
         let tokens = SQLiteHistoryQueries.encodeTopics(user.devices.map(\.token))
         let remove = try connection.statement(
-            "DELETE FROM devices WHERE user_pk = ? AND token NOT IN (SELECT value FROM json_each(?))")
+            "DELETE FROM devices WHERE user_pk = ? AND token NOT IN (SELECT value FROM json_each(?)) RETURNING token")
         remove.bind(key, at: 1)
         remove.bind(tokens, at: 2)
-        try remove.run()
-        changed = changed || connection.changes > 0
+        var removed: [String] = []
+        while try remove.step() { removed.append(remove.string(0)) }
+        remove.reset()
+        for token in removed { try depart(token: token, from: user.id) }
+        changed = changed || !removed.isEmpty
         // One device, one reader: a token listed under another reader stays theirs only when they
         // registered it later (both dates known); otherwise this, the latest import line, takes it.
         let ownedElsewhere = try connection.statement(
             "SELECT 1 FROM devices WHERE token = ?1 AND user_pk <> ?2 AND registered_at > ?3 LIMIT 1")
-        let leave = try connection.statement("DELETE FROM devices WHERE user_pk = ?2 AND token = ?1")
-        let take = try connection.statement("DELETE FROM devices WHERE token = ?1 AND user_pk <> ?2")
+        let leave = try connection.statement("DELETE FROM devices WHERE user_pk = ?2 AND token = ?1 RETURNING user_pk")
+        let take = try connection.statement("DELETE FROM devices WHERE token = ?1 AND user_pk <> ?2 RETURNING user_pk")
+        let owner = try connection.statement("SELECT id FROM users WHERE pk = ?")
         let insert = try connection.statement(
             "INSERT INTO devices (user_pk, token, platform, registered_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (user_pk, token) DO NOTHING")
         let existing = try connection.statement("SELECT registered_at FROM devices WHERE user_pk = ?1 AND token = ?2")
@@ -96,9 +101,17 @@ final class SQLiteImportQueries {
             settle.reset()
             settle.bind(device.token, at: 1)
             settle.bind(key, at: 2)
-            try settle.run()
+            var losers: [Int64] = []
+            while try settle.step() { losers.append(settle.int64(0)) }
+            settle.reset()
+            for loser in losers {
+                owner.reset()
+                owner.bind(loser, at: 1)
+                if try owner.step() { try depart(token: device.token, from: owner.string(0)) }
+                owner.reset()
+            }
             if kept {
-                changed = changed || connection.changes > 0
+                changed = changed || !losers.isEmpty
                 continue
             }
             insert.reset()
@@ -129,6 +142,34 @@ final class SQLiteImportQueries {
         }
         changed = changed || gainedDevice
         return changed
+    }
+
+    /// A token left a reader (no longer listed, or taken by another): from now on every message to it
+    /// carries its `token_key`, and so do the reader's messages to it in the weeks a run can still walk
+    /// (running, started in the last five weeks, or the latest), so the outbox's unique index sees both
+    /// sides of the move (docs/003, "One message per token a week").
+    private func depart(token: String, from userID: String) throws {
+        let hash = OutboxMessage.tokenHash(token)
+        let now = Int64(Date().timeIntervalSince1970)
+        let record = try connection.statement(
+            """
+            INSERT INTO digest_departed_tokens (token_hash, left_at) VALUES (?1, ?2)
+            ON CONFLICT (token_hash) DO UPDATE SET left_at = ?2
+            """)
+        record.bind(hash, at: 1)
+        record.bind(now, at: 2)
+        try record.run()
+        let key = try connection.statement(
+            """
+            UPDATE OR IGNORE digest_outbox SET token_key = week || ':' || ?2
+            WHERE token_key IS NULL AND dedupe_key IN (
+                SELECT week || ':' || ?1 || ':' || ?2 FROM digest_runs
+                WHERE state = 'running' OR started_at >= ?3 OR week = (SELECT max(week) FROM digest_runs))
+            """)
+        key.bind(userID, at: 1)
+        key.bind(hash, at: 2)
+        key.bind(now - 35 * 86_400, at: 3)
+        try key.run()
     }
 
     private func upsert(article: Article) throws -> Bool {

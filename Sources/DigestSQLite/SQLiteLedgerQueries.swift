@@ -52,6 +52,9 @@ final class SQLiteLedgerQueries {
                 """)
             let pick = try connection.statement(
                 "INSERT INTO digest_picks (user_id, week, picks) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+            // Only a token that left a reader can reach a second reader the same week (the import keeps a
+            // token under one): its messages carry the key the outbox's partial unique index checks.
+            let departed = try connection.statement("SELECT 1 FROM digest_departed_tokens WHERE token_hash = ?")
             var inserted = 0
             var lastPicked: (user: String, week: String)?
             for message in messages {
@@ -77,7 +80,11 @@ final class SQLiteLedgerQueries {
                 insert.bind(message.windowEnd, at: 10)
                 insert.bind(message.quietUntil, at: 11)
                 insert.bind(message.expiresAt, at: 12)
-                insert.bind(message.tokenKey, at: 13)
+                departed.reset()
+                departed.bind(String(message.tokenHash), at: 1)
+                let moved = try departed.step()
+                departed.reset()
+                insert.bind(moved ? message.tokenKey : nil, at: 13)
                 try insert.run()
                 inserted += connection.changes
             }

@@ -28,6 +28,14 @@ extension SQLiteDatabase {
                 guard let last, count == retention.batchSize else { break }
                 after = last
             }
+            // Departed tokens key messages only while a week that could still meet both readers is walked.
+            let departures = try connection.statement(
+                """
+                DELETE FROM digest_departed_tokens WHERE left_at < ?1
+                    AND left_at < coalesce((SELECT min(started_at) FROM digest_runs WHERE state = 'running'), ?1)
+                """)
+            departures.bind(cutoff, at: 1)
+            try connection.transaction { try departures.run() }
             return result
         }
     }

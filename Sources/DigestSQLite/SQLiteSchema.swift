@@ -160,6 +160,20 @@ enum SQLiteSchema {
             ON digest_outbox (coalesce(settled_at, CASE state WHEN 'sent' THEN sent_at WHEN 'expired' THEN expires_at ELSE available_at END))
             WHERE state IN ('sent', 'dead', 'expired');
         """,
+        // 7: one message per token a week, at the cost of the few tokens that change reader. The import
+        // keeps a token under one reader, so two messages a week to one token can only come from a token
+        // that left a reader (`digest_departed_tokens`, by the token's hash, written by the import); only
+        // those messages carry a `token_key`, and the leaving reader's rows of the weeks that can still be
+        // walked get theirs when it leaves. A unique index over every row cost the weekly run half again
+        // its CPU time (its keys are hashes: every insert lands on a random page).
+        """
+        CREATE TABLE digest_departed_tokens (
+            token_hash TEXT PRIMARY KEY,
+            left_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        DROP INDEX digest_outbox_token;
+        CREATE UNIQUE INDEX digest_outbox_token ON digest_outbox (token_key) WHERE token_key IS NOT NULL;
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

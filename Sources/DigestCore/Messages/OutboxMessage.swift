@@ -45,9 +45,16 @@ public struct OutboxMessage: Sendable, Hashable {
 
     /// `<week>:<sha256 of token>`: unique in the outbox, so a token gets at most one message a week
     /// whichever reader it was listed under (the last part of the dedupe key is the token's hash).
+    /// PostgreSQL writes it on every row; SQLite only on the messages of tokens that changed reader.
     public var tokenKey: String {
         guard let colon = dedupeKey.lastIndex(of: ":") else { return dedupeKey }
         return "\(week)\(dedupeKey[colon...])"
+    }
+
+    /// The last part of the dedupe key: the SHA-256 of the device's token, in hex.
+    public var tokenHash: Substring {
+        guard let colon = dedupeKey.lastIndex(of: ":") else { return dedupeKey[...] }
+        return dedupeKey[dedupeKey.index(after: colon)...]
     }
 
     /// The dedupe key of a device's message for a week.
