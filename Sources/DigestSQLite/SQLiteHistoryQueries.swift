@@ -15,6 +15,8 @@ final class SQLiteHistoryQueries {
     /// Keys of the articles ``articles(publishedFrom:until:)`` returned, by id.
     private var articleKeys: [String: Int64] = [:]
     private let articleCacheLimit = 500_000
+    /// ``users(zones:limit:)``'s statement per zone.
+    private var zoneStatements: [String: SQLiteStatement] = [:]
 
     init(connection: SQLiteConnection) {
         self.connection = connection
@@ -270,32 +272,43 @@ final class SQLiteHistoryQueries {
         return zones
     }
 
-    /// Up to `limit` users after the zones' cursors, zone by zone (a range of the index on
-    /// (time_zone, seq) each), returned in key order with their devices.
+    /// Up to `limit` users after the zones' cursors, the zones' ranges of the index on (time_zone,
+    /// seq) merged by `seq` (one statement a zone, kept prepared across batches), returned in key order
+    /// with their devices. Users keep their `seq` until they change, and new users take the next one, so
+    /// `seq` order is nearly key order: a run over many zones reads the tables and writes the outbox
+    /// almost in order, as a run by key does, rather than sweeping the whole table once a zone. A zone's
+    /// cursor is the last `seq` taken from it: the merge took every user of the zone up to there.
     func users(zones: [ZoneCursor], limit: Int) throws -> ZoneBatch {
-        let statement = try connection.statement(
-            "SELECT pk, id, locale, time_zone, opted_out, seq FROM users WHERE time_zone = ? AND seq > ? ORDER BY seq LIMIT ?")
+        var streams: [SQLiteStatement] = []
+        streams.reserveCapacity(zones.count)
+        defer { for stream in streams { stream.reset() } }
+        var heads = SeqHeap()
+        var exhausted: [String] = []
+        for (index, zone) in zones.enumerated() {
+            let stream = try zoneStatement(zone.zone)
+            stream.reset()
+            stream.bind(zone.zone, at: 1)
+            stream.bind(zone.seq, at: 2)
+            stream.bind(limit, at: 3)
+            streams.append(stream)
+            if try stream.step() { heads.push(seq: stream.int64(5), stream: index) } else { exhausted.append(zone.zone) }
+        }
         var users: [StoredReader] = []
         users.reserveCapacity(limit)
-        var cursors: [ZoneCursor] = []
-        var exhausted: [String] = []
-        for zone in zones where users.count < limit {
-            let wanted = limit - users.count
-            statement.reset()
-            statement.bind(zone.zone, at: 1)
-            statement.bind(zone.seq, at: 2)
-            statement.bind(wanted, at: 3)
-            var taken = 0
-            var last = zone.seq
-            while try statement.step() {
-                users.append(Self.storedReader(statement))
-                last = statement.int64(5)
-                taken += 1
+        var taken = [Int](repeating: 0, count: zones.count)
+        var last = zones.map(\.seq)
+        while users.count < limit, let head = heads.pop() {
+            let stream = streams[head.stream]
+            users.append(Self.storedReader(stream))
+            taken[head.stream] += 1
+            last[head.stream] = head.seq
+            if try stream.step() {
+                heads.push(seq: stream.int64(5), stream: head.stream)
+            } else if taken[head.stream] < limit {
+                exhausted.append(zones[head.stream].zone)  // a stream stops early only at the zone's end
             }
-            if taken > 0 { cursors.append(ZoneCursor(zone: zone.zone, seq: last, taken: taken)) }
-            if taken < wanted { exhausted.append(zone.zone) }
         }
-        statement.reset()
+        let cursors = zones.indices.filter { taken[$0] > 0 }.map { ZoneCursor(zone: zones[$0].zone, seq: last[$0], taken: taken[$0]) }
         users.sort { $0.key < $1.key }
         var keys = JSONWriter(capacity: users.count * 8)
         keys.beginArray()
@@ -310,6 +323,17 @@ final class SQLiteHistoryQueries {
         try Self.attachDevices(devices, to: &users)
         devices.reset()
         return ZoneBatch(users: users, cursors: cursors, exhausted: exhausted)
+    }
+
+    /// The prepared statement walking one zone's users by `seq` (a zone's own, so that every zone's
+    /// stream is open at once during a merge).
+    private func zoneStatement(_ zone: String) throws -> SQLiteStatement {
+        if let statement = zoneStatements[zone] { return statement }
+        let statement = try SQLiteStatement(
+            connection: connection,
+            sql: "SELECT pk, id, locale, time_zone, opted_out, seq FROM users WHERE time_zone = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
+        zoneStatements[zone] = statement
+        return statement
     }
 
     func countUsers(zones: [ZoneCursor]) throws -> Int {
@@ -419,5 +443,39 @@ final class SQLiteHistoryQueries {
         }
         if let fast { return fast }
         return (try? JSONDecoder().decode([String].self, from: Data(text.utf8))) ?? []
+    }
+}
+
+/// The zones' next `seq` in a merge: a binary min-heap of (seq, stream).
+struct SeqHeap {
+    private var items: [(seq: Int64, stream: Int)] = []
+
+    mutating func push(seq: Int64, stream: Int) {
+        items.append((seq, stream))
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[child].seq < items[parent].seq else { break }
+            items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func pop() -> (seq: Int64, stream: Int)? {
+        guard let top = items.first else { return nil }
+        let tail = items.removeLast()
+        guard !items.isEmpty else { return top }
+        items[0] = tail
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < items.count && items[left].seq < items[smallest].seq { smallest = left }
+            if right < items.count && items[right].seq < items[smallest].seq { smallest = right }
+            guard smallest != parent else { break }
+            items.swapAt(parent, smallest)
+            parent = smallest
+        }
+        return top
     }
 }

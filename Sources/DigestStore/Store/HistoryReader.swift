@@ -50,8 +50,8 @@ public protocol HistoryReader: Sendable {
     func hasReads(from: Int64, until: Int64) async throws -> Bool
     /// Rolling runs: the time zones users are in (each once).
     func timeZones() async throws -> [String]
-    /// Rolling runs: the next users of `week` (at most `limit`) after the cursors of `zones`, taken
-    /// zone by zone in the order given, each zone's in `seq` order, with their devices. A store that
+    /// Rolling runs: the next users of `week` (at most `limit`) after the cursors of `zones`, each
+    /// zone's in `seq` order (SQLite merges the zones by `seq`), with their devices. A store that
     /// shares the week between processes (PostgreSQL) hands out a claimed chunk of one zone instead,
     /// and its batch's cursor names that chunk.
     func nextBatch(week: ISOWeek, zones: [ZoneCursor], limit: Int) async throws -> ZoneBatch
