@@ -147,7 +147,7 @@ final class SQLiteImportQueries {
     /// A token left a reader (no longer listed, or taken by another): from now on every message to it
     /// carries its `token_key`, and so do the reader's messages to it in the weeks a run can still walk
     /// (running, started in the last five weeks, or the latest), so the outbox's unique index sees both
-    /// sides of the move (docs/003, "One message per token a week").
+    /// sides of the move (docs/001, "One device, one reader").
     private func depart(token: String, from userID: String) throws {
         let hash = OutboxMessage.tokenHash(token)
         let now = Int64(Date().timeIntervalSince1970)
