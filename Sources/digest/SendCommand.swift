@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import DigestSender
+import DigestServer
 import DigestStore
 import Foundation
 import Logging
@@ -23,7 +24,9 @@ struct SendCommand: AsyncParsableCommand {
             name); UNREGISTERED → dead and the token remembered as dead; INVALID_ARGUMENT, SENDER_ID_MISMATCH → dead; \
             429 → retried after at least a minute; 500/503 → retried after Retry-After with exponential \
             backoff and jitter; THIRD_PARTY_AUTH_ERROR or refused credentials → stops with the reason. \
-            SIGTERM (or Ctrl-C) finishes the requests in flight, releases the other leases and exits 0.
+            SIGTERM (or Ctrl-C) finishes the requests in flight, releases the other leases and exits 0. \
+            With --metrics-port, GET /metrics answers Prometheus text and GET /healthz 200 "ok" while \
+            sending with a valid access token (503 "unavailable" otherwise, with the reason).
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -65,10 +68,10 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(help: "FCM's dry run: validate every due message, deliver and change nothing.")
     var validateOnly = false
 
-    @Option(help: "Serve Prometheus metrics on this port of --metrics-host (0: any free port).")
+    @Option(help: "Serve /metrics (Prometheus text) and /healthz on this port of --metrics-host (0: any free port).")
     var metricsPort: Int?
 
-    @Option(help: "The address the metrics endpoint listens on.")
+    @Option(help: "The address /metrics and /healthz listen on.")
     var metricsHost = "127.0.0.1"
 
     @Option(help: "Seconds a lease holds (extended while the message is held).")
@@ -192,14 +195,15 @@ struct SendCommand: AsyncParsableCommand {
             .init(service: run, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
         ]
         if let metricsPort, let registry {
-            let endpoint = MetricsEndpoint(host: metricsHost, port: metricsPort, onBound: { port in
-                SendCommand.say("metrics: http://\(metricsHost):\(port)/metrics")
-            }) {
+            let endpoint = OperatorEndpoint(
+                configuration: .init(host: metricsHost, port: metricsPort), logger: logger,
+                health: { run.health(tokens: tokens) }
+            ) {
                 var buffer: [UInt8] = []
                 registry.emit(into: &buffer)
                 return String(decoding: buffer, as: UTF8.self)
             }
-            services.append(.init(service: endpoint))
+            services.append(.init(service: OperatorService(endpoint: endpoint)))
         }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
@@ -230,21 +234,67 @@ extension SendCommand {
     }
 }
 
-/// Runs the sender inside the service group and keeps its result for the summary.
+/// The `/metrics` and `/healthz` application; failing to listen (the port taken, the address not
+/// this machine's) is a configuration error: exit 78, not a restart loop.
+private struct OperatorService: Service {
+    let endpoint: OperatorEndpoint
+
+    func run() async throws {
+        let host = endpoint.configuration.host
+        do {
+            try await endpoint.run { port in
+                SendCommand.say("metrics: http://\(host):\(port)/metrics")
+                SendCommand.say("health: http://\(host):\(port)/healthz")
+            }
+        } catch {
+            throw SenderError(.configuration, "cannot serve /metrics and /healthz: \(error)", context: "\(host):\(endpoint.configuration.port)")
+        }
+    }
+}
+
+/// Runs the sender inside the service group and keeps its result for the summary and `/healthz`.
 private final class SenderRun<Database: DigestDatabase>: Service, Sendable {
+    enum Phase: String { case starting, sending, stopping, stopped }
+
     let sender: FCMSender<Database>
     private let outcome = Mutex<(SendSummary?, (any Error)?)>((nil, nil))
+    private let phase = Mutex(Phase.starting)
 
     init(sender: FCMSender<Database>) { self.sender = sender }
 
     var result: (SendSummary?, (any Error)?) { outcome.withLock { $0 } }
 
     func run() async throws {
-        do {
-            let summary = try await sender.send()
-            outcome.withLock { $0 = (summary, nil) }
-        } catch {
-            outcome.withLock { $0 = (nil, error) }
+        phase.withLock { $0 = .sending }
+        defer { phase.withLock { $0 = .stopped } }
+        await withGracefulShutdownHandler {
+            do {
+                let summary = try await sender.send()
+                outcome.withLock { $0 = (summary, nil) }
+            } catch {
+                outcome.withLock { $0 = (nil, error) }
+            }
+        } onGracefulShutdown: {
+            self.phase.withLock { $0 = .stopping }
         }
+    }
+
+    /// Ready while sending with a valid access token. The store has no check of its own: the sender
+    /// stops at its first store error, so a sending sender's last store call worked.
+    func health(tokens: AccessTokenProvider) -> OperatorEndpoint.Health {
+        let phase = self.phase.withLock { $0 }
+        let status = tokens.status()
+        var sender = phase.rawValue
+        if phase == .stopped, let error = outcome.withLock({ $0.1 }) { sender += ": \(error)" }
+        var credentials: String
+        if let left = status.secondsLeft {
+            credentials = "token valid for \(left) s"
+        } else {
+            credentials = status.lastFailure == nil ? "no token yet" : "no valid token"
+        }
+        if let failure = status.lastFailure { credentials += "; last refresh failed: \(failure)" }
+        return .init(
+            isReady: phase == .sending && status.isUsable,
+            checks: [.init("sender", sender), .init("credentials", "\(credentials) (\(tokens.principal))")])
     }
 }
