@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 @testable import DigestSender
+import DigestSQLite
 import DigestTesting
 import Foundation
 import Logging
@@ -103,6 +104,49 @@ import Testing
             #expect(tokens.status().isUsable && tokens.status().lastFailure == nil)
         }
         try await server.shutdown()
+    }
+
+    /// Mid-run, a refresh that keeps failing past the token's expiry stops the sender as
+    /// unavailable (exit 75: a restart may work), its leases released.
+    @Test func aServerStillFailingWhenTheTokenExpiresStopsTheSenderAsUnavailable() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 400)
+        var faults = FakeFCMServer.Faults()
+        faults.minDelayMilliseconds = 100
+        faults.maxDelayMilliseconds = 100
+        let fcm = try await FakeFCMServer.start(faults: faults)
+        let metadata = try await FakeMetadataServer.start(projectID: fcm.projectID) { fcm.registerAccessToken($0, lifetime: $1) }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let offset = Atomic<Int64>(0)
+        try await Self.withProvider(host: metadata.host, clock: { Int64(Date().timeIntervalSince1970) + offset.load(ordering: .relaxed) }) { tokens, _ in
+            var configuration = FCMSender<SQLiteDatabase>.Configuration()
+            configuration.endpoint = fcm.url
+            configuration.concurrency = 16
+            configuration.drain = true
+            configuration.retry.timeScale = 0.001
+            configuration.pollInterval = .milliseconds(50)
+            let sender = FCMSender(
+                database: SQLiteDatabase.sqlite(path: db), projectID: fcm.projectID, client: client, tokens: tokens,
+                configuration: configuration, logger: Logger(label: "test"))
+            let run = Task { try await sender.send() }
+            // Once requests are out, the token expires and the metadata server fails from then on.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while fcm.stats.requests == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            metadata.scriptTokenAnswers([], then: .status(503))
+            offset.store(4000, ordering: .relaxed)
+            await #expect {
+                _ = try await run.value
+            } throws: { error in
+                (error as? SenderError)?.code == .unavailable && "\(error)".contains("no access token") && "\(error)".contains("HTTP 503")
+            }
+        }
+        let states = try OutboxFixture.states(path: db)
+        #expect(states["leased"] == nil && states["ready", default: 0] > 0 && states["sent", default: 0] == fcm.stats.delivered, "\(states)")
+        #expect(fcm.stats.duplicates == 0)
+        try await client.shutdown()
+        try await fcm.shutdown()
+        try await metadata.shutdown()
     }
 
     @Test(arguments: [
