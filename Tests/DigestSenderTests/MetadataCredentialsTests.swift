@@ -106,9 +106,14 @@ import Testing
         try await server.shutdown()
     }
 
-    /// Mid-run, a refresh that keeps failing past the token's expiry stops the sender as
-    /// unavailable (exit 75: a restart may work), its leases released.
-    @Test func aServerStillFailingWhenTheTokenExpiresStopsTheSenderAsUnavailable() async throws {
+    /// Mid-run, a refresh that keeps failing past the token's expiry stops the sender, its leases
+    /// released: as unavailable while the server fails (exit 75: a restart may work), as refused
+    /// when it refuses (exit 78).
+    @Test(arguments: [
+        (FakeMetadataServer.TokenAnswer.status(503), SenderError.Code.unavailable, "HTTP 503"),
+        (.status(403), .authentication, "refused an access token (HTTP 403"),
+    ])
+    func aRefreshFailingWhenTheTokenExpiresStopsTheSender(answer: FakeMetadataServer.TokenAnswer, code: SenderError.Code, message: String) async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("outbox.sqlite")
         try OutboxFixture.fill(path: db, count: 400)
@@ -133,12 +138,12 @@ import Testing
             // Once requests are out, the token expires and the metadata server fails from then on.
             let deadline = ContinuousClock.now + .seconds(30)
             while fcm.stats.requests == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-            metadata.scriptTokenAnswers([], then: .status(503))
+            metadata.scriptTokenAnswers([], then: answer)
             offset.store(4000, ordering: .relaxed)
             await #expect {
                 _ = try await run.value
             } throws: { error in
-                (error as? SenderError)?.code == .unavailable && "\(error)".contains("no access token") && "\(error)".contains("HTTP 503")
+                (error as? SenderError)?.code == code && "\(error)".hasPrefix("no access token (") && "\(error)".contains(message)
             }
         }
         let states = try OutboxFixture.states(path: db)

@@ -396,7 +396,9 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         default:
             advice = "\(principal) may not send messages for the project \(projectID): check its key or access scopes and its Firebase Cloud Messaging permission"
         }
-        return SenderError(code, "FCM answered \(errorCode) (\(detail)): \(advice); leases released, nothing more sent")
+        // AUTH: the credentials source refused a refresh mid-run, not FCM.
+        let cause = errorCode == "AUTH" ? "no access token (\(detail))" : "FCM answered \(errorCode) (\(detail))"
+        return SenderError(code, "\(cause): \(advice); leases released, nothing more sent")
     }
 }
 
