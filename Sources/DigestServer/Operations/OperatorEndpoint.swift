@@ -13,9 +13,10 @@ import NIOCore
 /// command's `ServiceGroup`, which stops it gracefully on SIGTERM.
 ///
 /// ```swift
-/// let endpoint = OperatorEndpoint(configuration: .init(port: 9464), health: { .init(isReady: true, checks: []) }) {
-///     registry.text()
-/// }
+/// let endpoint = OperatorEndpoint(
+///     configuration: .init(port: 9464),
+///     health: { .init(isReady: true, checks: [.init("sender", "sending")]) },
+///     metrics: { "# TYPE digest_up gauge\ndigest_up 1\n" })
 /// services.append(.init(service: endpoint.application()))  // beside the sender's service
 /// ```
 public struct OperatorEndpoint: Sendable {
