@@ -50,7 +50,7 @@ enum ExitStatus {
         switch error {
         case let error as SenderError:
             switch error.code {
-            case .store: return unavailable
+            case .store, .unavailable: return unavailable
             case .credentials, .authentication, .thirdPartyAuth, .configuration: return configuration
             default: return nil
             }

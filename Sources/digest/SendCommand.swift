@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import DigestSender
+import DigestServer
 import DigestStore
 import Foundation
 import Logging
@@ -17,24 +18,40 @@ struct SendCommand: AsyncParsableCommand {
         commandName: "send",
         abstract: "Deliver due outbox messages to Firebase Cloud Messaging (HTTP v1).",
         discussion: """
-            Leases due messages, posts each to {endpoint}/v1/projects/{project_id}/messages:send with an \
-            OAuth token from the service account, and settles it by FCM's answer: sent (with FCM's message \
+            Leases due messages, posts each to {endpoint}/v1/projects/{project}/messages:send with an \
+            OAuth token (from a service-account key, or from the GCE/GKE metadata server with --credentials \
+            metadata), and settles it by FCM's answer: sent (with FCM's message \
             name); UNREGISTERED → dead and the token remembered as dead; INVALID_ARGUMENT, SENDER_ID_MISMATCH → dead; \
             429 → retried after at least a minute; 500/503 → retried after Retry-After with exponential \
             backoff and jitter; THIRD_PARTY_AUTH_ERROR or refused credentials → stops with the reason. \
-            SIGTERM (or Ctrl-C) finishes the requests in flight, releases the other leases and exits 0.
+            SIGTERM (or Ctrl-C) finishes the requests in flight, releases the other leases and exits 0. \
+            With --metrics-port, GET /metrics answers Prometheus text and GET /healthz 200 "ok" while \
+            sending with a valid access token (503 "unavailable" otherwise, with the reason).
             """)
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "The Google service-account JSON key file. Default: $DIGEST_CREDENTIALS, else $GOOGLE_APPLICATION_CREDENTIALS.")
+    @Option(help: ArgumentHelp(
+        "The Google service-account JSON key file, or `metadata`. Default: $DIGEST_CREDENTIALS, else $GOOGLE_APPLICATION_CREDENTIALS.",
+        discussion: """
+            `metadata`: tokens of the machine's default service account from the GCE/GKE metadata server \
+            (metadata.google.internal, or $GCE_METADATA_HOST as HOST[:PORT]); only when asked, never probed. \
+            A file named metadata: ./metadata.
+            """,
+        valueName: "file|metadata"))
     var credentials: String?
 
-    /// `--credentials`, else `DIGEST_CREDENTIALS`, else `GOOGLE_APPLICATION_CREDENTIALS`.
-    var credentialsFile: String? {
+    /// `--credentials`, else `DIGEST_CREDENTIALS`, else `GOOGLE_APPLICATION_CREDENTIALS` (a path only).
+    var credentialsChoice: CredentialsChoice? {
         let environment = ProcessInfo.processInfo.environment
-        return credentials ?? environment["DIGEST_CREDENTIALS"] ?? environment["GOOGLE_APPLICATION_CREDENTIALS"]
+        if let chosen = credentials ?? environment["DIGEST_CREDENTIALS"] {
+            return chosen == "metadata" ? .metadata : .file(chosen)
+        }
+        return environment["GOOGLE_APPLICATION_CREDENTIALS"].map(CredentialsChoice.file)
     }
+
+    @Option(help: "The Firebase project to send for. Default: the key's project_id, or the metadata server's project.")
+    var project: String?
 
     @Option(help: "FCM's base URL.")
     var endpoint = "https://fcm.googleapis.com"
@@ -51,10 +68,10 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(help: "FCM's dry run: validate every due message, deliver and change nothing.")
     var validateOnly = false
 
-    @Option(help: "Serve Prometheus metrics on this port of --metrics-host (0: any free port).")
+    @Option(help: "Serve /metrics (Prometheus text) and /healthz on this port of --metrics-host (0: any free port).")
     var metricsPort: Int?
 
-    @Option(help: "The address the metrics endpoint listens on.")
+    @Option(help: "The address /metrics and /healthz listen on.")
     var metricsHost = "127.0.0.1"
 
     @Option(help: "Seconds a lease holds (extended while the message is held).")
@@ -84,6 +101,9 @@ struct SendCommand: AsyncParsableCommand {
             throw ValidationError("--endpoint must be an http(s) URL")
         }
         guard timeScale > 0, pollInterval > 0 else { throw ValidationError("--time-scale and --poll-interval must be positive") }
+        if let project, project.isEmpty || project.contains(where: { $0.isWhitespace || $0 == "/" }) {
+            throw ValidationError("--project must be a project id")
+        }
     }
 
     func run() async throws {
@@ -92,10 +112,14 @@ struct SendCommand: AsyncParsableCommand {
 
     private func sendAll() async throws {
         let logger = Logger(label: "digest.send")
-        guard let credentialsFile else {
-            throw SenderError(.credentials, "no service-account key: pass --credentials FILE, or set DIGEST_CREDENTIALS or GOOGLE_APPLICATION_CREDENTIALS")
+        guard let credentialsChoice else {
+            throw SenderError(
+                .credentials,
+                "no credentials: pass --credentials FILE (a service-account key) or --credentials metadata, or set DIGEST_CREDENTIALS or GOOGLE_APPLICATION_CREDENTIALS")
         }
-        let account = try ServiceAccount(contentsOf: credentialsFile)
+        // A key file is read and checked before anything else starts.
+        var account: ServiceAccount?
+        if case .file(let path) = credentialsChoice { account = try ServiceAccount(contentsOf: path) }
 
         var registry: PrometheusCollectorRegistry?
         if metricsPort != nil {
@@ -107,18 +131,47 @@ struct SendCommand: AsyncParsableCommand {
         let clientConfiguration = HTTPClient.Configuration.fcmSender(concurrency: concurrency, caFile: caFile)
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops)
         let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: clientConfiguration)
+        let metadataClient = account == nil ? HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .metadataServer()) : nil
         do {
-            try await send(database: database.open(), account: account, client: client, registry: registry, logger: logger)
+            let (tokens, projectID) = try await self.tokens(account: account, client: client, metadataClient: metadataClient, logger: logger)
+            try await send(database: database.open(), projectID: projectID, tokens: tokens, client: client, registry: registry, logger: logger)
         } catch {
+            try? await client.shutdown()
+            try? await metadataClient?.shutdown()
             try? await loops.shutdownGracefully()
             throw error
         }
+        try await client.shutdown()
+        try await metadataClient?.shutdown()
         try await loops.shutdownGracefully()
     }
 
+    /// The token source `--credentials` asked for, and the project: `--project`, else the key's or
+    /// the metadata server's.
+    private func tokens(
+        account: ServiceAccount?, client: HTTPClient, metadataClient: HTTPClient?, logger: Logger
+    ) async throws -> (AccessTokenProvider, String) {
+        var configuration = AccessTokenProvider.Configuration()
+        configuration.retryPause = configuration.retryPause * timeScale
+        if let account {
+            return (try AccessTokenProvider(account: account, client: client, configuration: configuration, logger: logger), project ?? account.projectID)
+        }
+        let source = try MetadataServerTokenSource(
+            host: MetadataServerTokenSource.host(environment: ProcessInfo.processInfo.environment), client: metadataClient!)
+        let projectID: String
+        if let project {
+            projectID = project
+        } else {
+            projectID = try await retryingTransientFailures(attempts: configuration.attempts, pause: configuration.retryPause, logger: logger) {
+                () async throws(SenderError) -> String in try await source.projectID(timeout: configuration.timeout)
+            }
+        }
+        return (AccessTokenProvider(source: source, configuration: configuration, logger: logger), projectID)
+    }
+
     private func send<Database: DigestDatabase>(
-        database: Database, account: ServiceAccount, client: HTTPClient, registry: PrometheusCollectorRegistry?,
-        logger: Logger
+        database: Database, projectID: String, tokens: AccessTokenProvider, client: HTTPClient,
+        registry: PrometheusCollectorRegistry?, logger: Logger
     ) async throws {
         var configuration = FCMSender<Database>.Configuration()
         configuration.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
@@ -132,41 +185,29 @@ struct SendCommand: AsyncParsableCommand {
         configuration.pollInterval = .seconds(pollInterval)
         if let owner { configuration.owner = owner }
 
-        let tokens: AccessTokenProvider
-        do {
-            tokens = try AccessTokenProvider(account: account, client: client, logger: logger)
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
         let sender = FCMSender(
-            database: database, account: account, client: client, tokens: tokens,
+            database: database, projectID: projectID, client: client, tokens: tokens,
             configuration: configuration, logger: logger)
-        Self.say("sending to \(configuration.endpoint) for project \(account.projectID) as \(configuration.owner), \(concurrency) at once\(rate.map { ", at most \($0)/min" } ?? "")\(validateOnly ? " (dry run)" : "")")
+        Self.say("sending to \(configuration.endpoint) for project \(projectID) as \(configuration.owner) with \(tokens.principal), \(concurrency) at once\(rate.map { ", at most \($0)/min" } ?? "")\(validateOnly ? " (dry run)" : "")")
 
         let run = SenderRun(sender: sender)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: run, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
         ]
         if let metricsPort, let registry {
-            let endpoint = MetricsEndpoint(host: metricsHost, port: metricsPort, onBound: { port in
-                SendCommand.say("metrics: http://\(metricsHost):\(port)/metrics")
-            }) {
+            let endpoint = OperatorEndpoint(
+                configuration: .init(host: metricsHost, port: metricsPort), logger: logger,
+                health: { run.health(tokens: tokens) }
+            ) {
                 var buffer: [UInt8] = []
                 registry.emit(into: &buffer)
                 return String(decoding: buffer, as: UTF8.self)
             }
-            services.append(.init(service: endpoint))
+            services.append(.init(service: OperatorService(endpoint: endpoint)))
         }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
-        do {
-            try await group.run()
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
-        try await client.shutdown()
+        try await group.run()
 
         let (summary, error) = run.result
         if let summary { for line in summary.lines() { print(line) } }
@@ -178,6 +219,14 @@ struct SendCommand: AsyncParsableCommand {
     }
 }
 
+/// Where `digest send` gets its access tokens.
+enum CredentialsChoice: Equatable {
+    /// A service-account JSON key.
+    case file(String)
+    /// The GCE/GKE metadata server.
+    case metadata
+}
+
 extension SendCommand {
     /// Writes a line to stdout at once (print is block-buffered into files and pipes).
     static func say(_ line: String) {
@@ -185,21 +234,67 @@ extension SendCommand {
     }
 }
 
-/// Runs the sender inside the service group and keeps its result for the summary.
+/// The `/metrics` and `/healthz` application; failing to listen (the port taken, the address not
+/// this machine's) is a configuration error: exit 78, not a restart loop.
+private struct OperatorService: Service {
+    let endpoint: OperatorEndpoint
+
+    func run() async throws {
+        let host = endpoint.configuration.host
+        do {
+            try await endpoint.run { port in
+                SendCommand.say("metrics: http://\(host):\(port)/metrics")
+                SendCommand.say("health: http://\(host):\(port)/healthz")
+            }
+        } catch {
+            throw SenderError(.configuration, "cannot serve /metrics and /healthz: \(error)", context: "\(host):\(endpoint.configuration.port)")
+        }
+    }
+}
+
+/// Runs the sender inside the service group and keeps its result for the summary and `/healthz`.
 private final class SenderRun<Database: DigestDatabase>: Service, Sendable {
+    enum Phase: String { case starting, sending, stopping, stopped }
+
     let sender: FCMSender<Database>
     private let outcome = Mutex<(SendSummary?, (any Error)?)>((nil, nil))
+    private let phase = Mutex(Phase.starting)
 
     init(sender: FCMSender<Database>) { self.sender = sender }
 
     var result: (SendSummary?, (any Error)?) { outcome.withLock { $0 } }
 
     func run() async throws {
-        do {
-            let summary = try await sender.send()
-            outcome.withLock { $0 = (summary, nil) }
-        } catch {
-            outcome.withLock { $0 = (nil, error) }
+        phase.withLock { $0 = .sending }
+        defer { phase.withLock { $0 = .stopped } }
+        await withGracefulShutdownHandler {
+            do {
+                let summary = try await sender.send()
+                outcome.withLock { $0 = (summary, nil) }
+            } catch {
+                outcome.withLock { $0 = (nil, error) }
+            }
+        } onGracefulShutdown: {
+            self.phase.withLock { $0 = .stopping }
         }
+    }
+
+    /// Ready while sending with a valid access token. The store has no check of its own: the sender
+    /// stops at its first store error, so a sending sender's last store call worked.
+    func health(tokens: AccessTokenProvider) -> OperatorEndpoint.Health {
+        let phase = self.phase.withLock { $0 }
+        let status = tokens.status()
+        var sender = phase.rawValue
+        if phase == .stopped, let error = outcome.withLock({ $0.1 }) { sender += ": \(error)" }
+        var credentials: String
+        if let left = status.secondsLeft {
+            credentials = "token valid for \(left) s"
+        } else {
+            credentials = status.lastFailure == nil ? "no token yet" : "no valid token"
+        }
+        if let failure = status.lastFailure { credentials += "; last refresh failed: \(failure)" }
+        return .init(
+            isReady: phase == .sending && status.isUsable,
+            checks: [.init("sender", sender), .init("credentials", "\(credentials) (\(tokens.principal))")])
     }
 }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import DigestTesting
 import NIOCore
+import NIOHTTP1
 import Foundation
 import Synchronization
 import Testing
@@ -231,7 +232,7 @@ import Testing
         try await server.shutdown()
     }
 
-    @Test func metricsAreServedAsPrometheusText() async throws {
+    @Test func metricsAndHealthAreServedOnTheMetricsPort() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("outbox.sqlite")
         try OutboxFixture.fill(path: db, count: 200)
@@ -255,12 +256,32 @@ import Testing
             if text.contains("digest_sender_sent_total") && text.contains("digest_sender_dead_total{reason=\"UNREGISTERED\"}") { break }
             try await Task.sleep(for: .milliseconds(100))
         }
+        // The same port: /healthz while sending, 404 elsewhere.
+        let base = metricsURL!.absoluteString.dropLast("/metrics".count)
+        let health = try await client.execute(HTTPClientRequest(url: "\(base)/healthz"), timeout: .seconds(5))
+        let healthText = String(buffer: try await health.body.collect(upTo: 1 << 16))
+        #expect(health.status.code == 200 && healthText.hasPrefix("ok\nsender: sending\ncredentials: token valid for "), "\(healthText)")
+        #expect(healthText.hasSuffix("(the service account digest-sender@digest-test.iam.gserviceaccount.com)\n"), "\(healthText)")
+        #expect(sender.output.contains("health: \(base)/healthz"))
+        let elsewhere = try await client.execute(HTTPClientRequest(url: "\(base)/"), timeout: .seconds(5))
+        #expect(elsewhere.status.code == 404)
         try await client.shutdown()
         #expect(text.contains("digest_sender_sent_total"), "\(text)")
         #expect(text.contains("digest_sender_dead_total{reason=\"UNREGISTERED\"}"))
         #expect(text.contains("digest_sender_request_duration_seconds"))
         sender.signal(SIGTERM)
         #expect(try await sender.wait(timeout: .seconds(20)) == 0, "\(sender.output)")
+        try await server.shutdown()
+    }
+
+    @Test func aMetricsPortInUseIsAConfigurationError() async throws {
+        let (dir, db, server, credentials) = try await Self.setUp(count: 10, faults: .init())
+        let taken = try await FakeMetadataServer.start()  // anything listening on loopback
+        let port = String(taken.host.split(separator: ":").last!)
+        let output = try DigestBinary.run(["send", "--db", db, "--credentials", credentials, "--endpoint", server.url, "--drain", "--metrics-port", port])
+        #expect(output.status == 78 && output.stderr.contains("127.0.0.1:\(port): cannot serve /metrics and /healthz"), "\(output.stderr)")
+        withExtendedLifetime(dir) {}
+        try await taken.shutdown()
         try await server.shutdown()
     }
 
@@ -272,7 +293,7 @@ import Testing
         #expect(missing.status == 78 && missing.stderr.contains("cannot read the service-account file"), "\(missing.status)")
         // No key at all (no option, no DIGEST_CREDENTIALS or GOOGLE_APPLICATION_CREDENTIALS): 78 at once.
         let none = try DigestBinary.run(["send", "--db", db], environment: ["DIGEST_CREDENTIALS": nil, "GOOGLE_APPLICATION_CREDENTIALS": nil])
-        #expect(none.status == 78 && none.stderr.contains("no service-account key"), "\(none.status) \(none.stderr)")
+        #expect(none.status == 78 && none.stderr.contains("no credentials: pass --credentials FILE"), "\(none.status) \(none.stderr)")
         // The key from the environment, the store from DIGEST_DB.
         let fromEnvironment = try DigestBinary.run(
             ["send", "--validate-only"], environment: ["DIGEST_DB": db, "GOOGLE_APPLICATION_CREDENTIALS": dir.path("user.json")])

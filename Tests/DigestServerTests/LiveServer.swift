@@ -17,8 +17,16 @@ enum LiveServer {
     static func with<T: Sendable>(
         _ server: PreviewServer<SQLiteDatabase>, _ body: @Sendable @escaping (Int) async throws -> T
     ) async throws -> T {
+        try await with(application: { server.application(onServerRunning: $0) }, body)
+    }
+
+    /// Starts the application `make` builds (listening on port 0, calling back with its port), runs
+    /// `body` with that port, then stops it.
+    static func with<App: ApplicationProtocol, T: Sendable>(
+        application make: (@escaping @Sendable (Int) async -> Void) -> App, _ body: @Sendable @escaping (Int) async throws -> T
+    ) async throws -> T {
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = server.application { port in continuation.yield(port) }
+        let app = make { port in continuation.yield(port) }
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 defer { continuation.finish() }

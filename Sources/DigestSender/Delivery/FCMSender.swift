@@ -18,7 +18,7 @@ import Synchronization
 ///
 /// ```swift
 /// let sender = FCMSender(database: .sqlite(path: "digest.sqlite"), account: account, client: client,
-///                        configuration: .init(), logger: logger)
+///                        tokens: tokens, configuration: .init(), logger: logger)
 /// let summary = try await sender.send()
 /// ```
 public struct FCMSender<Database: DigestDatabase>: Service {
@@ -56,7 +56,8 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     }
 
     public let database: Database
-    public let account: ServiceAccount
+    /// The Firebase project messages are sent for.
+    public let projectID: String
     public let configuration: Configuration
     private let client: HTTPClient
     private let tokens: AccessTokenProvider
@@ -64,15 +65,21 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     private let metrics = SenderMetrics()
     private let exchange: FCMExchange
 
-    public init(database: Database, account: ServiceAccount, client: HTTPClient, tokens: AccessTokenProvider,
+    public init(database: Database, projectID: String, client: HTTPClient, tokens: AccessTokenProvider,
                 configuration: Configuration, logger: Logger) {
         self.database = database
-        self.account = account
+        self.projectID = projectID
         self.client = client
         self.tokens = tokens
         self.configuration = configuration
         self.logger = logger
-        self.exchange = FCMExchange(client: client, url: "\(configuration.endpoint)/v1/projects/\(account.projectID)/messages:send")
+        self.exchange = FCMExchange(client: client, url: "\(configuration.endpoint)/v1/projects/\(projectID)/messages:send")
+    }
+
+    /// For the project of a service-account key.
+    public init(database: Database, account: ServiceAccount, client: HTTPClient, tokens: AccessTokenProvider,
+                configuration: Configuration, logger: Logger) {
+        self.init(database: database, projectID: account.projectID, client: client, tokens: tokens, configuration: configuration, logger: logger)
     }
 
     /// `Service`: sends until shut down (or, with `drain`, until done).
@@ -292,7 +299,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         let verdict = await deliver(message, on: eventLoop)
         gate.leave()
         if case .stop(let code, let errorCode, let detail) = verdict {
-            session.fatal.set(Self.stopError(code, errorCode: errorCode, detail: detail, account: account))
+            session.fatal.set(Self.stopError(code, errorCode: errorCode, detail: detail, projectID: projectID, principal: tokens.principal))
             if !validateOnly { try await session.settlements.submit(.release(id: message.id)) }
             return
         }
@@ -348,8 +355,9 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             do {
                 if let cached = tokens.currentToken() { token = cached } else { token = try await tokens.token() }
             } catch {
-                let detail = (error as? SenderError)?.message ?? "\(error)"
-                return .stop(.authentication, code: "AUTH", detail: detail)
+                let failure = error as? SenderError
+                // A source still unavailable when the token expired: exit 75, a later start may work.
+                return .stop(failure?.code == .unavailable ? .unavailable : .authentication, code: "AUTH", detail: failure?.message ?? "\(error)")
             }
             let body = ByteBuffer(string: configuration.validateOnly ? Self.dryRun(message.message) : message.message)
             let verdict: FCMVerdict
@@ -375,17 +383,22 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     }
 
 
-    static func stopError(_ code: SenderError.Code, errorCode: String, detail: String, account: ServiceAccount) -> SenderError {
+    static func stopError(_ code: SenderError.Code, errorCode: String, detail: String, projectID: String, principal: String) -> SenderError {
+        if code == .unavailable {
+            return SenderError(code, "no access token (\(detail)); leases released, nothing more sent")
+        }
         let advice: String
         switch code {
         case .thirdPartyAuth:
-            advice = "the APNs authentication key or certificate, or the web push credentials, in the Firebase project \(account.projectID) are missing or invalid"
+            advice = "the APNs authentication key or certificate, or the web push credentials, in the Firebase project \(projectID) are missing or invalid"
         case .configuration:
-            advice = "check --endpoint and the project_id \(account.projectID)"
+            advice = "check --endpoint and the project id \(projectID)"
         default:
-            advice = "the service account \(account.clientEmail) may not send messages for the project \(account.projectID): check its key and its Firebase Cloud Messaging permission"
+            advice = "\(principal) may not send messages for the project \(projectID): check its key or access scopes and its Firebase Cloud Messaging permission"
         }
-        return SenderError(code, "FCM answered \(errorCode) (\(detail)): \(advice); leases released, nothing more sent")
+        // AUTH: the credentials source refused a refresh mid-run, not FCM.
+        let cause = errorCode == "AUTH" ? "no access token (\(detail))" : "FCM answered \(errorCode) (\(detail))"
+        return SenderError(code, "\(cause): \(advice); leases released, nothing more sent")
     }
 }
 

@@ -2,7 +2,7 @@ import CoreMetrics
 import Metrics
 
 /// The sender's metrics through swift-metrics; the program chooses the backend (Prometheus text on
-/// `--metrics-port` in `digest send`).
+/// `--metrics-port` in `digest send`, served by DigestServer's `OperatorEndpoint`).
 struct SenderMetrics: Sendable {
     let sent = Counter(label: "digest_sender_sent_total")
     let validated = Counter(label: "digest_sender_validated_total")

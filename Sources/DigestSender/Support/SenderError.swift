@@ -4,7 +4,7 @@
 public struct SenderError: Error, CustomStringConvertible, Sendable {
     /// The kind of failure; compare with the static members.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: String { case credentials, authentication, thirdPartyAuth, configuration, store }
+        private enum Value: String { case credentials, authentication, thirdPartyAuth, configuration, store, unavailable }
         private let value: Value
 
         /// The service-account file is missing, malformed or its key unusable.
@@ -17,6 +17,9 @@ public struct SenderError: Error, CustomStringConvertible, Sendable {
         public static let configuration = Code(value: .configuration)
         /// The outbox could not be read or written.
         public static let store = Code(value: .store)
+        /// A server the sender needs is there but failing, or the network is down (a token endpoint
+        /// or the metadata server): a later try may work.
+        public static let unavailable = Code(value: .unavailable)
 
         public var description: String { value.rawValue }
     }
