@@ -38,8 +38,15 @@ struct QueueCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
         @Option(help: "How many.") var limit = 5
-        @Option(help: "Only this state (ready, leased, sent, dead).") var state: String?
+        @Option(help: "Only this state (ready, leased, sent, dead, expired).") var state: String?
         @Flag(help: "Print the whole FCM request body, token included.") var showTokens = false
+
+        func validate() throws {
+            let states = ["ready", "leased", "sent", "dead", "expired"]
+            if let state, !states.contains(state) {
+                throw ValidationError("unknown state '\(state)': one of \(states.joined(separator: ", "))")
+            }
+        }
 
         func run() async throws {
             for row in try await database.open().peek(limit: limit, state: state) {

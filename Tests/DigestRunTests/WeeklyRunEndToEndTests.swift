@@ -221,6 +221,12 @@ import Testing
         #expect(peek.stdout.split(separator: "\n").count == 5)
         #expect(!peek.stdout.contains("pl-android-token-0001"))
         #expect(peek.stdout.contains("…0001"))
+        let ready = try DigestBinary.run(["queue", "peek", "--db", db, "--state", "ready", "--limit", "10"])
+        #expect(ready.status == 0 && ready.stdout.split(separator: "\n").count == 5)
+        let expired = try DigestBinary.run(["queue", "peek", "--db", db, "--state", "expired"])
+        #expect(expired.status == 0 && expired.stdout.isEmpty)
+        let unknown = try DigestBinary.run(["queue", "peek", "--db", db, "--state", "gone"])
+        #expect(unknown.status == 64 && unknown.stderr.contains("unknown state 'gone': one of ready, leased, sent, dead, expired"))
         let migrate = try DigestBinary.run(["migrate", "--db", db])
         #expect(migrate.stdout.contains("schema is current"))
     }
