@@ -186,6 +186,14 @@ enum PostgresSchema {
             ON digest_outbox ((coalesce(settled_at, CASE state WHEN 'sent' THEN sent_at WHEN 'expired' THEN expires_at ELSE available_at END)))
             WHERE state IN ('sent', 'dead', 'expired')
         """,
+        // 8: analytics: each message's id as the apps report it (`message_id` in its data, from the
+        // dedupe key; NULL on rows from before, whose messages carry none), found by the event
+        // collector; the locale whose templates composed it, for the report.
+        """
+        ALTER TABLE digest_outbox ADD COLUMN message_id text;
+        ALTER TABLE digest_outbox ADD COLUMN locale text;
+        CREATE UNIQUE INDEX digest_outbox_message ON digest_outbox (message_id)
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

@@ -103,9 +103,16 @@ public struct OutboxRow: Sendable, Hashable {
     public var state: String
     public var attempts: Int
     public var lastError: String?
+    /// The id the apps report events with (`nil` on rows written before messages carried one).
+    public var messageID: String?
+    /// The locale whose templates composed the message (`nil` on rows from before it was kept).
+    public var locale: String?
 
     public init(id: Int64, dedupeKey: String, week: String, userID: String, platform: String, variant: String,
-                message: String, report: String, availableAt: Int64, state: String, attempts: Int, lastError: String?) {
+                message: String, report: String, availableAt: Int64, state: String, attempts: Int, lastError: String?,
+                messageID: String? = nil, locale: String? = nil) {
+        self.messageID = messageID
+        self.locale = locale
         self.id = id
         self.dedupeKey = dedupeKey
         self.week = week
