@@ -194,6 +194,26 @@ enum PostgresSchema {
         ALTER TABLE digest_outbox ADD COLUMN locale text;
         CREATE UNIQUE INDEX digest_outbox_message ON digest_outbox (message_id)
         """,
+        // 9: app events (`digest collect`, any number of collectors): one row per message, type and
+        // action (`''` for types without one), with what the report groups by copied from the message
+        // (week, variant, platform, locale, A/B arm), so a week's figures outlive its pruned outbox rows.
+        """
+        CREATE TABLE digest_events (
+            message_id text NOT NULL,
+            type text NOT NULL CHECK (type IN ('received', 'displayed', 'opened', 'dismissed', 'action')),
+            action text NOT NULL DEFAULT '',
+            at timestamptz NOT NULL,
+            received_at timestamptz NOT NULL,
+            week text NOT NULL,
+            variant text NOT NULL,
+            platform text NOT NULL,
+            locale text,
+            arm text,
+            PRIMARY KEY (message_id, type, action)
+        );
+        CREATE INDEX digest_events_week ON digest_events (week);
+        CREATE INDEX digest_outbox_week_state ON digest_outbox (week, state)
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

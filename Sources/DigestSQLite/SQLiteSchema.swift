@@ -168,6 +168,26 @@ enum SQLiteSchema {
         ALTER TABLE digest_outbox ADD COLUMN locale TEXT;
         CREATE UNIQUE INDEX digest_outbox_message ON digest_outbox (message_id);
         """,
+        // 8: app events (`digest collect`): one row per message, type and action (`''` for types
+        // without one), with what the report groups by copied from the message (week, variant,
+        // platform, locale, A/B arm), so a week's figures outlive its pruned outbox rows.
+        """
+        CREATE TABLE digest_events (
+            message_id TEXT NOT NULL,
+            type TEXT NOT NULL CHECK (type IN ('received', 'displayed', 'opened', 'dismissed', 'action')),
+            action TEXT NOT NULL DEFAULT '',
+            at INTEGER NOT NULL,
+            received_at INTEGER NOT NULL,
+            week TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            locale TEXT,
+            arm TEXT,
+            PRIMARY KEY (message_id, type, action)
+        ) WITHOUT ROWID;
+        CREATE INDEX digest_events_week ON digest_events (week);
+        CREATE INDEX digest_outbox_week_state ON digest_outbox (week, state);
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

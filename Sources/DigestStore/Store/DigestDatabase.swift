@@ -20,6 +20,7 @@ public protocol DigestDatabase: Sendable {
     associatedtype Ledger: RunLedger
     associatedtype Consumer: OutboxConsumer
     associatedtype Importer: HistoryImportSink
+    associatedtype Events: EventSink
 
     /// Creates or upgrades the schema; returns the versions before and after.
     func migrate() async throws -> (from: Int, to: Int)
@@ -31,6 +32,12 @@ public protocol DigestDatabase: Sendable {
     func withOutboxConsumer<T>(_ body: (Consumer) async throws -> T) async throws -> T
     /// Runs `body` with a writer of imported records, closed afterwards.
     func withImportSink<T>(_ body: (Importer) async throws -> T) async throws -> T
+    /// Runs `body` with a writer of app events (`digest collect`; used by many tasks at once), closed
+    /// afterwards.
+    func withEventSink<T>(_ body: (Events) async throws -> T) async throws -> T
+    /// A week's sent messages and app events per variant, platform, locale and A/B arm
+    /// (`digest report`), sorted by those.
+    func eventCounts(week: String) async throws -> [EventCounts]
     /// Refuses a second run on the same database while one is going (`nil` where processes share a
     /// run instead).
     func acquireRunLock() async throws -> RunLock?
