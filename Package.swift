@@ -202,7 +202,7 @@ let package = Package(
         .target(
             name: "DigestServer",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestPreview",
+                "DigestCore", "DigestStore", "DigestPreview", "DigestEvents",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -9,9 +9,9 @@ public import DigestStore
 /// let report = DeliveryReport(week: "2026-W47", counts: try await database.eventCounts(week: "2026-W47"))
 /// print(report.text)
 /// ```
-public struct DeliveryReport: Sendable, Hashable, Encodable {
+public struct DeliveryReport: Sendable, Hashable, Codable {
     /// One group's figures.
-    public struct Row: Sendable, Hashable, Encodable {
+    public struct Row: Sendable, Hashable, Codable {
         public var variant: String
         public var platform: String
         /// The template locale; `nil` for messages enqueued before the outbox kept it.
@@ -68,7 +68,7 @@ public struct DeliveryReport: Sendable, Hashable, Encodable {
     }
 
     /// One arm of a split week, all its variants, platforms and locales together.
-    public struct Arm: Sendable, Hashable, Encodable {
+    public struct Arm: Sendable, Hashable, Codable {
         public var arm: String
         public var sent: Int
         public var opened: Int
@@ -83,7 +83,7 @@ public struct DeliveryReport: Sendable, Hashable, Encodable {
     }
 
     /// A split week's comparison: the image arm against the text arm.
-    public struct Split: Sendable, Hashable, Encodable {
+    public struct Split: Sendable, Hashable, Codable {
         public var arms: [Arm]
         /// The image arm's open rate minus the text arm's (`nil` unless both arms sent something).
         public var difference: Double?
