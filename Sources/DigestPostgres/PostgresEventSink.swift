@@ -85,6 +85,8 @@ extension PostgresDatabase {
                 """
                 SELECT variant, platform, coalesce(locale, ''), coalesce(report->>'arm', ''), count(*)::int8
                 FROM digest_outbox WHERE week = \(week) AND state = 'sent' GROUP BY 1, 2, 3, 4
+                UNION ALL  -- what a prune deleted of the week's sent messages
+                SELECT variant, platform, locale, arm, sent FROM digest_pruned_sent WHERE week = \(week)
                 """
             ).map { row -> ([String], Int) in
                 let (variant, platform, locale, arm, count) = try row.decode((String, String, String, String, Int).self)

@@ -196,7 +196,9 @@ enum PostgresSchema {
         """,
         // 9: app events (`digest collect`, any number of collectors): one row per message, type and
         // action (`''` for types without one), with what the report groups by copied from the message
-        // (week, variant, platform, locale, A/B arm), so a week's figures outlive its pruned outbox rows.
+        // (week, variant, platform, locale, A/B arm), so a week's figures outlive its pruned outbox
+        // rows; the sent messages a prune deletes, counted by the same groups (`''` for no locale or
+        // arm) in the prune's own statements, so the report's `sent` outlives them too.
         """
         CREATE TABLE digest_events (
             message_id text NOT NULL,
@@ -212,7 +214,16 @@ enum PostgresSchema {
             PRIMARY KEY (message_id, type, action)
         );
         CREATE INDEX digest_events_week ON digest_events (week);
-        CREATE INDEX digest_outbox_week_state ON digest_outbox (week, state)
+        CREATE INDEX digest_outbox_week_state ON digest_outbox (week, state);
+        CREATE TABLE digest_pruned_sent (
+            week text NOT NULL,
+            variant text NOT NULL,
+            platform text NOT NULL,
+            locale text NOT NULL,
+            arm text NOT NULL,
+            sent bigint NOT NULL,
+            PRIMARY KEY (week, variant, platform, locale, arm)
+        )
         """,
     ]
 

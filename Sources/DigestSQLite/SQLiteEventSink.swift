@@ -75,6 +75,12 @@ struct SQLiteEventQueries {
         while try sent.step() {
             sentRows.append(([sent.string(0), sent.string(1), sent.string(2), sent.string(3)], sent.int(4)))
         }
+        // What a prune deleted of the week's sent messages.
+        let pruned = try connection.statement("SELECT variant, platform, locale, arm, sent FROM digest_pruned_sent WHERE week = ?")
+        pruned.bind(week, at: 1)
+        while try pruned.step() {
+            sentRows.append(([pruned.string(0), pruned.string(1), pruned.string(2), pruned.string(3)], pruned.int(4)))
+        }
         let events = try connection.statement(
             """
             SELECT variant, platform, coalesce(locale, ''), coalesce(arm, ''), type, count(*)

@@ -170,7 +170,9 @@ enum SQLiteSchema {
         """,
         // 8: app events (`digest collect`): one row per message, type and action (`''` for types
         // without one), with what the report groups by copied from the message (week, variant,
-        // platform, locale, A/B arm), so a week's figures outlive its pruned outbox rows.
+        // platform, locale, A/B arm), so a week's figures outlive its pruned outbox rows; the sent
+        // messages a prune deletes, counted by the same groups (`''` for no locale or arm) in the
+        // prune's own transactions, so the report's `sent` outlives them too.
         """
         CREATE TABLE digest_events (
             message_id TEXT NOT NULL,
@@ -187,6 +189,15 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         CREATE INDEX digest_events_week ON digest_events (week);
         CREATE INDEX digest_outbox_week_state ON digest_outbox (week, state);
+        CREATE TABLE digest_pruned_sent (
+            week TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            locale TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            sent INTEGER NOT NULL,
+            PRIMARY KEY (week, variant, platform, locale, arm)
+        ) WITHOUT ROWID;
         """,
     ]
 

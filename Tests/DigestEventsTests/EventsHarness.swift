@@ -70,7 +70,8 @@ struct EventsHarness: Sendable {
         try await Self.write(database, messages)
         let sent = messages.filter(\.sent).map { "'\($0.dedupeKey)'" }
         if !sent.isEmpty {
-            try sql("UPDATE digest_outbox SET state = 'sent' WHERE dedupe_key IN (\(sent.joined(separator: ",")))")
+            let at = backend == .sqlite ? "\(Self.createdAt + 60)" : "to_timestamp(\(Self.createdAt + 60))"
+            try sql("UPDATE digest_outbox SET state = 'sent', sent_at = \(at), settled_at = \(at) WHERE dedupe_key IN (\(sent.joined(separator: ",")))")
         }
     }
 

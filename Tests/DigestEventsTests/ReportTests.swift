@@ -122,6 +122,16 @@ import Testing
         // The week before holds its own message and event.
         let before = DeliveryReport(week: "2026-W46", counts: try await store.database.eventCounts(week: "2026-W46"))
         #expect(before.rows.map { [$0.sent, $0.opened] } == [[1, 1]])
+
+        // Retention deletes the sent messages (in batches of 4), the report of their week stays the
+        // same: the prune counted what it deleted.
+        let retention = try OutboxRetention(age: OutboxRetention.minimumAge, batchSize: 4)
+        let pruned = try await store.database.prune(retention, now: EventsHarness.createdAt + OutboxRetention.minimumAge + 86_400)
+        #expect(pruned.messages == ["sent": 11])
+        #expect(try store.sql("SELECT count(*) FROM digest_outbox") == "1", "the unsent one stays")
+        let after = DeliveryReport(week: "2026-W47", counts: try await store.database.eventCounts(week: "2026-W47"))
+        #expect(after == report)
+        #expect(DeliveryReport(week: "2026-W46", counts: try await store.database.eventCounts(week: "2026-W46")) == before)
     }
 
     static func record<D: DigestDatabase>(_ database: D, _ events: [AppEvent]) async throws -> EventBatchResult {
