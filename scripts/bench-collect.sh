@@ -65,7 +65,7 @@ request = function()
   for i = 1, 200 do
     local m = cursor % #ids + 1
     local round = math.floor(cursor / #ids)
-    local kind = types[round % 5 + 1]
+    local kind = types[round + 1]  -- rounds 0–3: the four types; later rounds: action a<round>
     local event
     if bad then
       event = '{"message_id":"' .. ids[m] .. '","type":"clicked","at":"2026-11-23T10:00:00Z"}'

@@ -99,7 +99,13 @@ struct SQLiteEventQueries {
 extension SQLiteDatabase {
     public func withEventSink<T>(_ body: (SQLiteEventSink) async throws -> T) async throws -> T {
         let database = self
-        let thread = try await DedicatedThread(opening: "digest-sqlite-events") { SQLiteEventQueries(connection: try database.connect()) }
+        let thread = try await DedicatedThread(opening: "digest-sqlite-events") {
+            let connection = try database.connect()
+            // Events land at random places of digest_events' key: a larger page cache keeps its
+            // inner pages and the outbox's id index in memory (64 MiB; the default is 2 MiB).
+            try connection.execute("PRAGMA cache_size = -65536")
+            return SQLiteEventQueries(connection: connection)
+        }
         let value: T
         do {
             value = try await body(SQLiteEventSink(thread: thread))
