@@ -195,10 +195,11 @@ enum PostgresSchema {
         CREATE UNIQUE INDEX digest_outbox_message ON digest_outbox (message_id)
         """,
         // 9: app events (`digest collect`, any number of collectors): one row per message, type and
-        // action (`''` for types without one), with what the report groups by copied from the message
-        // (week, variant, platform, locale, A/B arm), so a week's figures outlive its pruned outbox
-        // rows; the sent messages a prune deletes, counted by the same groups (`''` for no locale or
-        // arm) in the prune's own statements, so the report's `sent` outlives them too.
+        // action (`''` for types without one), keyed by week first (the message id decides the week,
+        // so the week's report reads one range of the key and no second index is written), with what
+        // the report groups by copied from the message (week, variant, platform, locale, A/B arm), so
+        // a week's figures outlive its pruned outbox rows; the sent messages a prune deletes, counted
+        // by the same groups (`''` for no locale or arm) in the prune's own statements.
         """
         CREATE TABLE digest_events (
             message_id text NOT NULL,
@@ -211,9 +212,8 @@ enum PostgresSchema {
             platform text NOT NULL,
             locale text,
             arm text,
-            PRIMARY KEY (message_id, type, action)
+            PRIMARY KEY (week, message_id, type, action)
         );
-        CREATE INDEX digest_events_week ON digest_events (week);
         CREATE INDEX digest_outbox_week_state ON digest_outbox (week, state);
         CREATE TABLE digest_pruned_sent (
             week text NOT NULL,
