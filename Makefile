@@ -2,7 +2,7 @@
 SWIFT ?= swift
 DEMO_OUT ?= demo-out
 
-.PHONY: setup build demo demo-send test bench bench-postgres bench-rolling bench-send clean
+.PHONY: setup build demo demo-send test bench bench-postgres bench-rolling bench-send bench-collect clean
 
 setup:
 	@scripts/setup.sh
@@ -30,6 +30,7 @@ bench: setup
 	scripts/bench-previews.sh
 	scripts/bench-postgres.sh
 	scripts/bench-rolling.sh
+	scripts/bench-collect.sh
 
 ## The weekly run on PostgreSQL (1M users, one and two workers) against COPY; installs PostgreSQL when
 ## missing, throwaway cluster; "## Weekly run on PostgreSQL" in BENCHMARKS.md.
@@ -40,6 +41,11 @@ bench-postgres: setup
 ## run over every zone, then the next hourly run that finds nothing to do; "## Rolling runs (issue 14)" in BENCHMARKS.md.
 bench-rolling: setup
 	scripts/bench-rolling.sh
+
+## Event collector benchmark: digest collect on SQLite and PostgreSQL, 8 clients, 200 events a request;
+## "## Event collector" in BENCHMARKS.md (also a step of make bench).
+bench-collect: setup
+	scripts/bench-collect.sh
 
 ## Delivery benchmark: digest send vs wrk against the fake FCM server; "## Delivery" in BENCHMARKS.md.
 bench-send: setup

@@ -202,7 +202,19 @@ let package = Package(
         .target(
             name: "DigestServer",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestPreview",
+                "DigestCore", "DigestStore", "DigestPreview", "DigestEvents",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // App events in (`digest collect`) and the week's delivery and open report (`digest report`).
+        .target(
+            name: "DigestEvents",
+            dependencies: [
+                "DigestCore", "DigestStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -254,7 +266,7 @@ let package = Package(
             name: "digest",
             dependencies: [
                 "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestPreview",
-                "DigestServer", "DigestSender", "DigestImageCodecs", "DigestImages", "DigestDemo",
+                "DigestServer", "DigestSender", "DigestImageCodecs", "DigestImages", "DigestDemo", "DigestEvents",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -291,6 +303,16 @@ let package = Package(
                 "DigestCore", "DigestStore", "DigestSQLite", "DigestImageCodecs", "DigestImages", "DigestDemo", "DigestTesting",
             ],
             exclude: ["Corpus"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestEventsTests",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestEvents", "DigestTesting",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

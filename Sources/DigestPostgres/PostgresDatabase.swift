@@ -194,19 +194,21 @@ public struct PostgresDatabase: DigestDatabase {
 
     static let rowColumns = """
         id, dedupe_key, week, user_id, platform, variant, message::text, report::text,
-        extract(epoch FROM available_at)::bigint, state, attempts, last_error
+        extract(epoch FROM available_at)::bigint, state, attempts, last_error, message_id, locale
         """
 
     static func rows(_ rows: [PostgresRow]) throws -> [OutboxRow] {
         var result: [OutboxRow] = []
         result.reserveCapacity(rows.count)
         for row in rows {
-            let (id, key, week, user, platform, variant, message, report, available, state, attempts, error) =
-                try row.decode((Int64, String, String, String, String, String, String, String, Int64, String, Int, String?).self)
+            let (id, key, week, user, platform, variant, message, report, available, state, attempts, error, messageID, locale) =
+                try row.decode(
+                    (Int64, String, String, String, String, String, String, String, Int64, String, Int, String?, String?, String?).self)
             result.append(
                 OutboxRow(
                     id: id, dedupeKey: key, week: week, userID: user, platform: platform, variant: variant, message: message,
-                    report: report, availableAt: available, state: state, attempts: attempts, lastError: error))
+                    report: report, availableAt: available, state: state, attempts: attempts, lastError: error,
+                    messageID: messageID, locale: locale))
         }
         return result
     }

@@ -32,7 +32,15 @@ extension PostgresDatabase {
                         WHERE \(unescaped: Self.settled) AND \(unescaped: Self.settleTime) < to_timestamp(\(cutoff))
                         ORDER BY \(unescaped: Self.settleTime) LIMIT \(limit)
                         FOR UPDATE SKIP LOCKED),
-                    gone AS (DELETE FROM digest_outbox WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING state)
+                    gone AS (
+                        DELETE FROM digest_outbox WHERE id = ANY(ARRAY(SELECT id FROM batch))
+                        RETURNING state, week, variant, platform, coalesce(locale, '') AS locale, coalesce(report->>'arm', '') AS arm),
+                    -- The week's report still counts the sent ones (docs/009).
+                    kept AS (
+                        INSERT INTO digest_pruned_sent (week, variant, platform, locale, arm, sent)
+                        SELECT week, variant, platform, locale, arm, count(*) FROM gone WHERE state = 'sent'
+                        GROUP BY week, variant, platform, locale, arm
+                        ON CONFLICT (week, variant, platform, locale, arm) DO UPDATE SET sent = digest_pruned_sent.sent + excluded.sent)
                     SELECT state, count(*)::int8 FROM gone GROUP BY state
                     """)
                 {

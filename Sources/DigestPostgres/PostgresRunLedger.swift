@@ -76,6 +76,7 @@ public final class PostgresRunLedger: RunLedger {
         var bodies: [PostgresUTF8Text] = [], reports: [String] = [], due: [Int64] = []
         // 0 stands for NULL (no quiet hours, no expiry).
         var windowEnds: [Int64] = [], quietUntils: [Int64] = [], expiries: [Int64] = [], tokenKeys: [String] = []
+        var messageIDs: [String] = [], locales: [String] = []  // "" stands for a NULL locale
         // One picks row per user and week (a user's messages come together and share their picks), the
         // ids joined by a unit separator that the statement splits again.
         var pickUsers: [String] = [], pickWeeks: [String] = [], pickLists: [String] = []
@@ -97,6 +98,8 @@ public final class PostgresRunLedger: RunLedger {
             quietUntils.append(message.quietUntil ?? 0)
             expiries.append(message.expiresAt ?? 0)
             tokenKeys.append(message.tokenKey)
+            messageIDs.append(message.messageID)
+            locales.append(message.locale ?? "")
         }
         let countersJSON = String(decoding: try Self.encoder.encode(counters), as: UTF8.self)
         let name = week.description
@@ -105,12 +108,13 @@ public final class PostgresRunLedger: RunLedger {
             """
             WITH inserted AS (
                 INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at,
-                                           window_end, quiet_until, expires_at, token_key)
+                                           window_end, quiet_until, expires_at, token_key, message_id, locale)
                 SELECT k, w, u, p, v, m::jsonb, r::jsonb, to_timestamp(a), to_timestamp(\(now)),
-                       to_timestamp(nullif(we, 0)), to_timestamp(nullif(qu, 0)), to_timestamp(nullif(ex, 0)), tk
+                       to_timestamp(nullif(we, 0)), to_timestamp(nullif(qu, 0)), to_timestamp(nullif(ex, 0)), tk, mi, nullif(lo, '')
                 FROM unnest(\(keys)::text[], \(weeks)::text[], \(users)::text[], \(platforms)::text[], \(variants)::text[],
                             \(bodies)::text[], \(reports)::text[], \(due)::int8[], \(windowEnds)::int8[], \(quietUntils)::int8[],
-                            \(expiries)::int8[], \(tokenKeys)::text[]) AS t(k, w, u, p, v, m, r, a, we, qu, ex, tk)
+                            \(expiries)::int8[], \(tokenKeys)::text[], \(messageIDs)::text[], \(locales)::text[])
+                     AS t(k, w, u, p, v, m, r, a, we, qu, ex, tk, mi, lo)
                 ON CONFLICT DO NOTHING
                 RETURNING 1),
             picked AS (

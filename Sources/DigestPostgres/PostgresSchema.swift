@@ -186,6 +186,45 @@ enum PostgresSchema {
             ON digest_outbox ((coalesce(settled_at, CASE state WHEN 'sent' THEN sent_at WHEN 'expired' THEN expires_at ELSE available_at END)))
             WHERE state IN ('sent', 'dead', 'expired')
         """,
+        // 8: analytics: each message's id as the apps report it (`message_id` in its data, from the
+        // dedupe key; NULL on rows from before, whose messages carry none), found by the event
+        // collector; the locale whose templates composed it, for the report.
+        """
+        ALTER TABLE digest_outbox ADD COLUMN message_id text;
+        ALTER TABLE digest_outbox ADD COLUMN locale text;
+        CREATE UNIQUE INDEX digest_outbox_message ON digest_outbox (message_id)
+        """,
+        // 9: app events (`digest collect`, any number of collectors): one row per message, type and
+        // action (`''` for types without one), keyed by week first (the message id decides the week,
+        // so the week's report reads one range of the key and no second index is written), with what
+        // the report groups by copied from the message (week, variant, platform, locale, A/B arm), so
+        // a week's figures outlive its pruned outbox rows; the sent messages a prune deletes, counted
+        // by the same groups (`''` for no locale or arm) in the prune's own statements.
+        """
+        CREATE TABLE digest_events (
+            message_id text NOT NULL,
+            type text NOT NULL CHECK (type IN ('received', 'displayed', 'opened', 'dismissed', 'action')),
+            action text NOT NULL DEFAULT '',
+            at timestamptz NOT NULL,
+            received_at timestamptz NOT NULL,
+            week text NOT NULL,
+            variant text NOT NULL,
+            platform text NOT NULL,
+            locale text,
+            arm text,
+            PRIMARY KEY (week, message_id, type, action)
+        );
+        CREATE INDEX digest_outbox_week_state ON digest_outbox (week, state);
+        CREATE TABLE digest_pruned_sent (
+            week text NOT NULL,
+            variant text NOT NULL,
+            platform text NOT NULL,
+            locale text NOT NULL,
+            arm text NOT NULL,
+            sent bigint NOT NULL,
+            PRIMARY KEY (week, variant, platform, locale, arm)
+        )
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

@@ -188,7 +188,7 @@ public struct SQLiteDatabase: DigestDatabase {
     }
 
     static let rowColumns =
-        "id, dedupe_key, week, user_id, platform, variant, message, report, available_at, state, attempts, last_error"
+        "id, dedupe_key, week, user_id, platform, variant, message, report, available_at, state, attempts, last_error, message_id, locale"
 
     static func rows(_ statement: SQLiteStatement) throws -> [OutboxRow] {
         var rows: [OutboxRow] = []
@@ -198,7 +198,8 @@ public struct SQLiteDatabase: DigestDatabase {
                     id: statement.int64(0), dedupeKey: statement.string(1), week: statement.string(2),
                     userID: statement.string(3), platform: statement.string(4), variant: statement.string(5),
                     message: statement.string(6), report: statement.string(7), availableAt: statement.int64(8),
-                    state: statement.string(9), attempts: statement.int(10), lastError: statement.optionalString(11)))
+                    state: statement.string(9), attempts: statement.int(10), lastError: statement.optionalString(11),
+                    messageID: statement.optionalString(12), locale: statement.optionalString(13)))
         }
         return rows
     }

@@ -64,13 +64,31 @@ struct SQLiteRetentionQueries {
         return counts
     }
 
-    /// Deletes up to `limit` of the messages settled before `cutoff`, the oldest first; returns them by state.
+    /// Deletes up to `limit` of the messages settled before `cutoff`, the oldest first; returns them by
+    /// state. The sent ones are added to `digest_pruned_sent` by week, variant, platform, locale and
+    /// arm (in the caller's transaction), so the week's report still counts them.
     func deleteMessages(before cutoff: Int64, limit: Int) throws -> [String: Int] {
         let statement = try connection.statement(SQL.deleteMessages)
         statement.bind(cutoff, at: 1)
         statement.bind(limit, at: 2)
         var counts: [String: Int] = [:]
-        while try statement.step() { counts[statement.string(0), default: 0] += 1 }
+        var sent: [[String]: Int] = [:]
+        while try statement.step() {
+            let state = statement.string(0)
+            counts[state, default: 0] += 1
+            if state == "sent" {
+                sent[(1...5).map { statement.isNull($0) ? "" : statement.string($0) }, default: 0] += 1
+            }
+        }
+        if !sent.isEmpty {
+            let add = try connection.statement(SQL.addPrunedSent)
+            for (group, count) in sent {
+                add.reset()
+                for (offset, value) in group.enumerated() { add.bind(value, at: Int32(offset + 1)) }
+                add.bind(count, at: 6)
+                try add.run()
+            }
+        }
         return counts
     }
 
@@ -121,7 +139,11 @@ struct SQLiteRetentionQueries {
         static let deleteMessages = """
             DELETE FROM digest_outbox WHERE id IN (
                 SELECT id FROM digest_outbox WHERE \(settled) AND \(settleTime) < ?1 ORDER BY \(settleTime) LIMIT ?2)
-            RETURNING state
+            RETURNING state, week, variant, platform, locale, json_extract(report, '$.arm')
+            """
+        static let addPrunedSent = """
+            INSERT INTO digest_pruned_sent (week, variant, platform, locale, arm, sent) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            ON CONFLICT (week, variant, platform, locale, arm) DO UPDATE SET sent = sent + excluded.sent
             """
         static let countPicks = "SELECT count(*) FROM digest_picks WHERE week < ?1"
         static let nextPicks = """

@@ -174,6 +174,45 @@ enum SQLiteSchema {
         DROP INDEX digest_outbox_token;
         CREATE UNIQUE INDEX digest_outbox_token ON digest_outbox (token_key) WHERE token_key IS NOT NULL;
         """,
+        // 8: analytics: each message's id as the apps report it (`message_id` in its data, from the
+        // dedupe key; NULL on rows from before, whose messages carry none), found by the event
+        // collector; the locale whose templates composed it, for the report.
+        """
+        ALTER TABLE digest_outbox ADD COLUMN message_id TEXT;
+        ALTER TABLE digest_outbox ADD COLUMN locale TEXT;
+        CREATE UNIQUE INDEX digest_outbox_message ON digest_outbox (message_id);
+        """,
+        // 9: app events (`digest collect`): one row per message, type and action (`''` for types
+        // without one), keyed by week first (the message id decides the week, so the week's report
+        // reads one range of the key and no second index is written), with what the report groups by
+        // copied from the message (week, variant, platform, locale, A/B arm), so a week's figures
+        // outlive its pruned outbox rows; the sent messages a prune deletes, counted by the same
+        // groups (`''` for no locale or arm) in the prune's own transactions, so `sent` outlives them.
+        """
+        CREATE TABLE digest_events (
+            message_id TEXT NOT NULL,
+            type TEXT NOT NULL CHECK (type IN ('received', 'displayed', 'opened', 'dismissed', 'action')),
+            action TEXT NOT NULL DEFAULT '',
+            at INTEGER NOT NULL,
+            received_at INTEGER NOT NULL,
+            week TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            locale TEXT,
+            arm TEXT,
+            PRIMARY KEY (week, message_id, type, action)
+        ) WITHOUT ROWID;
+        CREATE INDEX digest_outbox_week_state ON digest_outbox (week, state);
+        CREATE TABLE digest_pruned_sent (
+            week TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            locale TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            sent INTEGER NOT NULL,
+            PRIMARY KEY (week, variant, platform, locale, arm)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

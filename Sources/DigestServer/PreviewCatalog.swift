@@ -1,4 +1,5 @@
 public import DigestCore
+import DigestEvents
 public import DigestPreview
 public import DigestStore
 public import Foundation
@@ -73,18 +74,23 @@ public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         let composer = SingleUserComposer(
             database: database, templates: templates, attachments: configuration.attachments,
             configuration: configuration.planning(week))
-        guard let messages = try await composer.messages(userID: userID, source: source ?? .computed, now: now()) else {
+        // Without a source: the outbox's message when it holds the reader's, else composed now.
+        guard let messages = try await composer.messages(userID: userID, source: source, now: now()) else {
             return nil
         }
         var page = PreviewPage(
             user: userID, week: messages.week, weeks: try await weeks(userID: userID), source: messages.source.rawValue,
             variant: messages.variant, skipped: messages.skipped, rules: messages.rules, budgets: [], surfaces: [])
-        let outbox = messages.source == .computed ? try await database.outboxRows(week: messages.week, userID: userID) : []
+        let outbox = try await database.outboxRows(week: messages.week, userID: userID)
+        page.outbox = outbox.map {
+            PreviewPage.OutboxEntry(platform: $0.platform, variant: $0.variant, state: $0.state, messageID: $0.messageID, locale: $0.locale)
+        }
+        page.report = DeliveryReport(week: messages.week, counts: try await database.eventCounts(week: messages.week))
         for platform in Platform.allCases {
             guard let bytes = messages.messages[platform] else { continue }
             let count = messages.bytes[platform] ?? MessageBudget.bytes(ofMessage: bytes)[platform] ?? bytes.count
             page.budgets.append(PreviewSidecar.BudgetUse(platform: platform, bytes: count, budget: configuration.byteBudget))
-            if let row = outbox.first(where: { $0.platform == platform.rawValue }) {
+            if messages.source == .computed, let row = outbox.first(where: { $0.platform == platform.rawValue }) {
                 page.outboxDiffers[platform.rawValue] = Array(row.message.utf8) != bytes
             }
             page.surfaces.append(contentsOf: try await surfaces(of: bytes, platform: platform))
@@ -153,4 +159,15 @@ struct PreviewPage: Codable, Sendable {
     var surfaces: [Surface]
     /// Per platform: whether the outbox holds a different message (enqueued with older templates).
     var outboxDiffers: [String: Bool] = [:]
+    /// The reader's outbox rows for the week: what was enqueued, its state and the id its events name.
+    struct OutboxEntry: Codable, Sendable {
+        var platform: String
+        var variant: String
+        var state: String
+        var messageID: String?
+        var locale: String?
+    }
+    var outbox: [OutboxEntry] = []
+    /// The week's delivery and open figures (`digest report`), every reader's.
+    var report: DeliveryReport?
 }

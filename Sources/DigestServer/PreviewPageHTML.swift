@@ -1,8 +1,9 @@
 /// The editors' page: one static HTML file with a little script that calls the JSON routes.
 ///
-/// `?q=PREFIX` searches at once and opens the first match (`&week=` and `&source=` too), so a link
-/// can point at one user's previews. When every preview image has loaded, `#status` gets
-/// `data-state="done"` and the counts of images and decoded images (the browser test reads them).
+/// `?user=ID&week=W&source=S` opens one reader's previews, and the page keeps those three in its URL
+/// as the editor moves (a link to share); `?q=PREFIX` searches at once and opens the first match.
+/// When every preview image has loaded, `#status` gets `data-state="done"`, the counts of images and
+/// decoded images and the page's query (`data-link`; the browser test reads them).
 enum PreviewPageHTML {
     static let page = #"""
     <!doctype html>
@@ -33,6 +34,8 @@ enum PreviewPageHTML {
       figcaption .cut { color: #b3261e; }
       .notes { color: #b3261e; }
       .error { color: #b3261e; padding: 12px 20px; }
+      tr.reader td { background: #e8f0fe; }
+      td.n { text-align: right; font-variant-numeric: tabular-nums; }
       code { font-size: 12px; }
     </style>
     </head>
@@ -41,8 +44,9 @@ enum PreviewPageHTML {
       <h1>digest previews</h1>
       <form id="search"><input id="q" placeholder="user id or prefix" autocomplete="off"> <button>Search</button></form>
       <label>Week <select id="week"></select></label>
-      <label>Source <select id="source"><option value="computed">composed now</option><option value="outbox">outbox</option></select></label>
+      <label>Source <select id="source"><option value="auto">outbox, else composed now</option><option value="computed">composed now</option><option value="outbox">outbox</option></select></label>
       <button id="reload" type="button">Reload</button>
+      <a id="share" href="">link to this preview</a>
       <span id="status" data-state="idle"></span>
     </header>
     <div id="users"></div>
@@ -51,7 +55,7 @@ enum PreviewPageHTML {
     <script>
     const params = new URLSearchParams(location.search);
     const token = params.get('token');
-    const state = { user: null, week: params.get('week') || '', source: params.get('source') || 'computed' };
+    const state = { user: null, week: params.get('week') || '', source: params.get('source') || 'auto' };
     const $ = (id) => document.getElementById(id);
     $('source').value = state.source;
 
@@ -120,8 +124,43 @@ enum PreviewPageHTML {
       }
     }
 
+    // The reader, week and source in the page's own URL (and the share link), so it can be sent on.
+    function remember() {
+      const query = new URLSearchParams({ user: state.user, week: state.week, source: state.source });
+      if (token) query.set('token', token);
+      history.replaceState(null, '', '?' + query);
+      $('share').href = location.href;
+      $('status').dataset.link = '?' + query;
+    }
+
+    function pct(x) { return x === null || x === undefined ? '–' : (100 * x).toFixed(1) + '%'; }
+
+    // The week's delivery and open figures, the reader's rows (variant, platform, locale) marked.
+    function reportCard(page) {
+      const report = page.report;
+      const card = el('div', { class: 'card', id: 'report' }, el('div', {}, el('strong', {}, `Week ${page.week}: delivery and opens`)));
+      if (!report || !report.rows.length) {
+        card.append(el('div', {}, 'nothing sent and no events yet (digest collect)'));
+        return card;
+      }
+      const mine = new Set((page.outbox || []).map((o) => [o.variant, o.platform, o.locale || null].join('|')));
+      const table = el('table', {}, el('tr', {}, ...['variant', 'platform', 'locale', 'sent', 'received', 'displayed', 'opened', 'open rate (95% CI)'].map((h) => el('th', {}, h))));
+      for (const r of report.rows) {
+        const key = [r.variant, r.platform, r.locale].join('|');
+        table.append(el('tr', { class: mine.has(key) ? 'reader' : '' }, el('td', {}, r.variant), el('td', {}, r.platform), el('td', {}, r.locale || '–'),
+          ...[r.sent, r.received, r.displayed, r.opened].map((n) => el('td', { class: 'n' }, n)),
+          el('td', { class: 'n' }, `${pct(r.open_rate)}` + (r.open_rate_low === null ? '' : ` (${pct(r.open_rate_low)}–${pct(r.open_rate_high)})`))));
+      }
+      card.append(table);
+      if (report.split && report.split.p_value !== undefined && report.split.p_value !== null) {
+        card.append(el('div', {}, `split: image − text ${(100 * report.split.difference).toFixed(1)} points, p = ${report.split.p_value.toFixed(4)}`));
+      }
+      return card;
+    }
+
     function show(page) {
       state.week = page.week;
+      remember();
       $('week').replaceChildren(...page.weeks.map((w) => el('option', { value: w }, w)));
       $('week').value = page.week;
       const main = $('main');
@@ -130,7 +169,8 @@ enum PreviewPageHTML {
       head.append(el('div', { class: 'card' },
         el('div', {}, el('strong', {}, page.user), ` · ${page.week} · ${page.variant || 'no variant'} · ${page.source === 'outbox' ? 'from the outbox' : 'composed now with the current templates'}`),
         page.skipped ? el('div', { class: 'notes' }, `No message: ${page.skipped}`) : '',
-        ...Object.entries(page.outboxDiffers || {}).filter(([, d]) => d).map(([p]) => el('div', { class: 'notes' }, `${p}: the outbox holds a different message (enqueued with older templates or settings)`))));
+        ...Object.entries(page.outboxDiffers || {}).filter(([, d]) => d).map(([p]) => el('div', { class: 'notes' }, `${p}: the outbox holds a different message (enqueued with older templates or settings)`)),
+        ...(page.outbox || []).map((o) => el('div', {}, `outbox ${o.platform}: ${o.variant}, ${o.state}${o.messageID ? ', message_id ' + o.messageID : ''}`))));
       const table = el('table', {}, el('tr', {}, el('th', {}, 'platform'), el('th', {}, 'bytes'), el('th', {}, 'budget'), el('th', {}, '')));
       for (const b of page.budgets) {
         const over = b.bytes > b.budget;
@@ -140,6 +180,7 @@ enum PreviewPageHTML {
       head.append(el('div', { class: 'card' }, el('div', {}, el('strong', {}, 'Payload bytes')), table));
       head.append(el('div', { class: 'card' }, el('div', {}, el('strong', {}, 'Rules fired')),
         page.rules.length ? el('ul', {}, page.rules.map((r) => el('li', {}, el('code', {}, r)))) : el('div', {}, 'none')));
+      head.append(reportCard(page));
       main.append(head);
 
       const images = [];
@@ -179,7 +220,11 @@ enum PreviewPageHTML {
     $('week').onchange = () => { state.week = $('week').value; load(); };
     $('source').onchange = () => { state.source = $('source').value; load(); };
     $('reload').onclick = load;
-    if (params.get('q') !== null) {
+    if (params.get('user')) {
+      $('q').value = params.get('user');
+      search();
+      pick(params.get('user'));
+    } else if (params.get('q') !== null) {
       $('q').value = params.get('q');
       search().then((users) => {
         const wanted = users.find((u) => u.id === params.get('q')) || users[0];

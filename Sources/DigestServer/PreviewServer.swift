@@ -7,7 +7,8 @@ public import Logging
 /// The editors' preview pages: search a user, pick a week, see every surface side by side with the
 /// payload bytes against each budget and the rules that fired.
 ///
-/// Routes: `GET /` (the page), `GET /api/users?q=PREFIX`, `GET /api/preview?user=ID&week=W[&source=]`,
+/// Routes: `GET /` (the page; `?user=ID&week=W&source=auto|outbox|computed` opens one reader's previews),
+/// `GET /api/users?q=PREFIX`, `GET /api/preview?user=ID&week=W[&source=]` (with the week's report),
 /// `GET /png/<hash>-<platform>-<state>.png`, `GET /healthz`. With a bearer token, every route wants
 /// `Authorization: Bearer TOKEN` (or `?token=TOKEN`, which the page passes on to its requests).
 ///
@@ -76,9 +77,9 @@ public struct PreviewServer<Database: DigestDatabase>: Sendable {
                 week = WeekCalendar.latestCompleteWeek(now: catalog.now())
             }
             var source: UserMessages.Source?
-            if let text = parameters["source"].map(String.init), !text.isEmpty {
+            if let text = parameters["source"].map(String.init), !text.isEmpty, text != "auto" {
                 guard let value = UserMessages.Source(rawValue: text) else {
-                    throw HTTPError(.badRequest, message: "source takes outbox or computed")
+                    throw HTTPError(.badRequest, message: "source takes auto, outbox or computed")
                 }
                 source = value
             }

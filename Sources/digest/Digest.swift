@@ -22,7 +22,7 @@ struct Digest: AsyncParsableCommand {
         version: version,
         subcommands: [
             DemoCommand.self, ImportCommand.self, RunCommand.self, PreviewCommand.self, ServeCommand.self, QueueCommand.self,
-            SendCommand.self, MigrateCommand.self, ImagesCommand.self, DevicesCommand.self,
+            SendCommand.self, MigrateCommand.self, ImagesCommand.self, DevicesCommand.self, CollectCommand.self, ReportCommand.self,
         ])
 
     /// Logs go to stderr at `DIGEST_LOG_LEVEL` (default `warning`); output stays on stdout.

@@ -61,6 +61,8 @@ struct QueueCommand: AsyncParsableCommand {
                 writer.field("state", row.state)
                 writer.field("available_at", Timestamp.format(row.availableAt))
                 writer.field("attempts", row.attempts)
+                if let id = row.messageID { writer.field("message_id", id) }
+                if let locale = row.locale { writer.field("locale", locale) }
                 writer.key("message")
                 writer.raw(Array((showTokens ? row.message : Self.maskToken(row.message)).utf8))
                 writer.key("report")

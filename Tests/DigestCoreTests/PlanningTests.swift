@@ -286,15 +286,15 @@ struct GoldenMessageTests {
     /// with the top-level `data`'s keys (it replaces `data` on Android); an Image message opens the
     /// top pick, the others the weekly page.
     static let golden: [String: String] = [
-        "BigText-android": #"{"message":{"token":"tok-android","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47","title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros","type":"BigText","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}}}}"#,
-        "BigText-ios": #"{"message":{"token":"tok-ios","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest"}}}}}"#,
-        "BigText-web": #"{"message":{"token":"tok-web","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://digest.example/weekly/2026-W47"}}}}"#,
-        "Image-android": #"{"message":{"token":"tok-android","data":{"digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"digest_id":"2026-W47:u1","deep_link":"https://news.example/a1","title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","type":"Image","imageUrl":"https://cdn.example/att/abc.jpg","iconUrl":"https://cdn.example/att/def.png","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}}}}"#,
-        "Image-ios": #"{"message":{"token":"tok-ios","data":{"digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest","mutable-content":1},"imageUrl":"https://cdn.example/att/abc.jpg"},"fcm_options":{"image":"https://cdn.example/att/abc.jpg"}}}}"#,
-        "Image-web": #"{"message":{"token":"tok-web","data":{"digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","icon":"https://cdn.example/att/def.png","image":"https://cdn.example/att/abc.jpg","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://news.example/a1"}}}}"#,
-        "Default-android": #"{"message":{"token":"tok-android","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47","title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors","type":"Default","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}}}}"#,
-        "Default-ios": #"{"message":{"token":"tok-ios","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest"}}}}}"#,
-        "Default-web": #"{"message":{"token":"tok-web","data":{"digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://digest.example/weekly/2026-W47"}}}}"#,
+        "BigText-android": #"{"message":{"token":"tok-android","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47","title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros","type":"BigText","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}},"fcm_options":{"analytics_label":"digest-2026-W47-BigText"}}}"#,
+        "BigText-ios": #"{"message":{"token":"tok-ios","data":{"message_id":"3552dd109f95dc151113148a7e73a006","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest","mutable-content":1}}},"fcm_options":{"analytics_label":"digest-2026-W47-BigText"}}}"#,
+        "BigText-web": #"{"message":{"token":"tok-web","data":{"message_id":"ba21beba75510cb741043a94f9e7124e","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://digest.example/weekly/2026-W47"}},"fcm_options":{"analytics_label":"digest-2026-W47-BigText"}}}"#,
+        "Image-android": #"{"message":{"token":"tok-android","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://news.example/a1","title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","type":"Image","imageUrl":"https://cdn.example/att/abc.jpg","iconUrl":"https://cdn.example/att/def.png","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}},"fcm_options":{"analytics_label":"digest-2026-W47-Image"}}}"#,
+        "Image-ios": #"{"message":{"token":"tok-ios","data":{"message_id":"3552dd109f95dc151113148a7e73a006","digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest","mutable-content":1},"imageUrl":"https://cdn.example/att/abc.jpg"},"fcm_options":{"image":"https://cdn.example/att/abc.jpg"}},"fcm_options":{"analytics_label":"digest-2026-W47-Image"}}}"#,
+        "Image-web": #"{"message":{"token":"tok-web","data":{"message_id":"ba21beba75510cb741043a94f9e7124e","digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","icon":"https://cdn.example/att/def.png","image":"https://cdn.example/att/abc.jpg","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://news.example/a1"}},"fcm_options":{"analytics_label":"digest-2026-W47-Image"}}}"#,
+        "Default-android": #"{"message":{"token":"tok-android","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47","title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors","type":"Default","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}},"fcm_options":{"analytics_label":"digest-2026-W47-Default"}}}"#,
+        "Default-ios": #"{"message":{"token":"tok-ios","data":{"message_id":"3552dd109f95dc151113148a7e73a006","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest","mutable-content":1}}},"fcm_options":{"analytics_label":"digest-2026-W47-Default"}}}"#,
+        "Default-web": #"{"message":{"token":"tok-web","data":{"message_id":"ba21beba75510cb741043a94f9e7124e","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://digest.example/weekly/2026-W47"}},"fcm_options":{"analytics_label":"digest-2026-W47-Default"}}}"#,
     ]
 
     static func message(_ variant: Variant, _ platform: Platform) -> String {
@@ -321,10 +321,11 @@ struct GoldenMessageTests {
         let plan = Self.plan(variant)
         func part(_ platform: Platform, _ key: String) throws -> Int {
             let body = Self.message(variant, platform)
-            // The golden bodies end with the section and `}}`; data runs from `"data":` to the section.
+            // The golden bodies end with the section, the message's `fcm_options` (for FCM, not the
+            // device: no budget counts it) and `}}`; data runs from `"data":` to the section.
             let data = try #require(body.range(of: #""data":"#)?.upperBound)
             let section = try #require(body.range(of: #","\#(key)":"#))
-            let end = body.index(body.endIndex, offsetBy: -2)
+            let end = try #require(body.range(of: #","fcm_options":{"analytics_label":"#)?.lowerBound)
             let dataBytes = body[data..<section.lowerBound].utf8.count
             var sectionText = body[section.upperBound..<end]
             if platform == .ios {
@@ -341,12 +342,14 @@ struct GoldenMessageTests {
             #expect(encoder.budgetBytes(for: plan, platform: platform) == counted[platform], "\(platform)")
         }
         #expect(encoder.encode(plan, platforms: Set(Platform.allCases)).bytes == counted)
-        // Android pays for the repeated keys: `"digest_id":…,"deep_link":…,` again in `android.data`,
-        // 79 bytes with the weekly link (data 80), 64 with the top pick's (data 65).
+        // Android pays for the repeated keys: `"message_id":…,"digest_id":…,"deep_link":…,` again in
+        // `android.data`, 127 bytes with the weekly link (data 128), 112 with the top pick's (data 113);
+        // `message_id` is 48 of them (`"message_id":"<32 hex>",`). Every APNs payload has
+        // `,"mutable-content":1` (20 bytes), not only the Image one's.
         let figures: [Variant: [Platform: Int]] = [
-            .bigText: [.android: 80 + 391, .ios: 80 + 161, .web: 80 + 319],
-            .image: [.android: 65 + 466, .ios: 65 + 229, .web: 65 + 390],
-            .defaultText: [.android: 80 + 400, .ios: 80 + 170, .web: 80 + 328],
+            .bigText: [.android: 128 + 439, .ios: 128 + 181, .web: 128 + 319],
+            .image: [.android: 113 + 514, .ios: 113 + 229, .web: 113 + 390],
+            .defaultText: [.android: 128 + 448, .ios: 128 + 190, .web: 128 + 328],
         ]
         #expect(counted == figures[variant])
     }
@@ -357,10 +360,16 @@ struct GoldenMessageTests {
     @Test(arguments: Variant.allCases)
     func keysThatReachTheApp(variant: Variant) throws {
         let link = variant == .image ? "https://news.example/a1" : "https://digest.example/weekly/2026-W47"
-        let shared = ["digest_id": "2026-W47:u1", "deep_link": link]
+        // `message_id` is the device's own (from its dedupe key); the rest is the same for every device.
+        func sharedData(_ platform: Platform) -> [String: String] {
+            let key = OutboxMessage.dedupeKey(week: PlanFixture.week, userID: "u1", token: "tok-\(platform.rawValue)")
+            return ["message_id": OutboxMessage.messageID(dedupeKey: key), "digest_id": "2026-W47:u1", "deep_link": link]
+        }
         let image = variant == .image
+        #expect(Set(Platform.allCases.map { sharedData($0)["message_id"]! }).count == 3, "one id per device")
 
         let android = try Self.object(variant, .android)
+        let shared = sharedData(.android)
         #expect(try #require(android["data"] as? [String: String]) == shared)
         let androidData = try #require((android["android"] as? [String: Any])?["data"] as? [String: String])
         #expect(Set(androidData.keys) == Set(shared.keys).union(["title", "body", "type", "actions"]).union(image ? ["imageUrl", "iconUrl"] : []))
@@ -370,7 +379,7 @@ struct GoldenMessageTests {
         #expect(try JSONSerialization.jsonObject(with: Data(actions.utf8)) is [[String: String]])
 
         let ios = try Self.object(variant, .ios)
-        #expect(try #require(ios["data"] as? [String: String]) == shared)
+        #expect(try #require(ios["data"] as? [String: String]) == sharedData(.ios))
         let apns = try #require(ios["apns"] as? [String: Any])
         #expect(Set(apns.keys) == (image ? ["headers", "payload", "fcm_options"] : ["headers", "payload"]))
         let headers = try #require(apns["headers"] as? [String: String])
@@ -379,11 +388,11 @@ struct GoldenMessageTests {
         #expect(Set(payload.keys) == (image ? ["aps", "imageUrl"] : ["aps"]))
         #expect(Set(payload.keys).isDisjoint(with: shared.keys), "FCM adds the data keys to the payload itself")
         let aps = try #require(payload["aps"] as? [String: Any])
-        #expect(Set(aps.keys) == Set(["alert", "category", "thread-id"]).union(image ? ["mutable-content"] : []))
-        #expect((aps["mutable-content"] as? Int) == (image ? 1 : nil))
+        #expect(Set(aps.keys) == ["alert", "category", "thread-id", "mutable-content"])
+        #expect((aps["mutable-content"] as? Int) == 1, "every message: the service extension reports receipt")
 
         let web = try Self.object(variant, .web)
-        #expect(try #require(web["data"] as? [String: String]) == shared)
+        #expect(try #require(web["data"] as? [String: String]) == sharedData(.web))
         let webpush = try #require(web["webpush"] as? [String: Any])
         #expect(Set(webpush.keys) == ["headers", "notification", "fcm_options"], "no webpush.data: it would replace data")
         #expect((webpush["fcm_options"] as? [String: String]) == ["link": link])
@@ -392,8 +401,10 @@ struct GoldenMessageTests {
         #expect(try #require(notification["actions"] as? [Any]).count <= 2)
 
         for platform in Platform.allCases {
-            let sections = Set(try Self.object(variant, platform).keys).subtracting(["token", "data"])
+            let object = try Self.object(variant, platform)
+            let sections = Set(object.keys).subtracting(["token", "data", "fcm_options"])
             #expect(sections == [FCMEncoder.sectionKey(platform)])
+            #expect((object["fcm_options"] as? [String: String]) == ["analytics_label": "digest-2026-W47-\(variant.rawValue)"])
         }
     }
 }

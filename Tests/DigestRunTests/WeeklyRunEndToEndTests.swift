@@ -62,6 +62,17 @@ import Testing
         // Every key is week:user:sha256(token) of a real device.
         #expect(actual["2026-W46:u-pl:\(OutboxMessage.tokenHash("pl-android-token-0001"))"] != nil)
         #expect(actual["2026-W46:u-pl:\(OutboxMessage.tokenHash("pl-ios-token-0002"))"] != nil)
+        // The row keeps the id its message carries (from the dedupe key) and the template locale that
+        // composed it (zh-CN resolves to the zh-Hans folder).
+        let rows = try SQLiteConnection(path: db).statement("SELECT dedupe_key, message_id, locale, message FROM digest_outbox")
+        var locales: [String: String] = [:]
+        while try rows.step() {
+            let key = rows.string(0), id = rows.string(1)
+            #expect(id == OutboxMessage.messageID(dedupeKey: key))
+            #expect(rows.string(3).contains(#""message_id":"\#(id)""#))
+            locales[String(key.split(separator: ":")[1])] = rows.optionalString(2)
+        }
+        #expect(locales == ["u-pl": "pl", "u-zh": "zh-Hans", "u-quiet": "en", "u-mars": "ru"])
     }
 
     @Test func reimportAndRerunChangeNothing() throws {

@@ -6,7 +6,9 @@ import Testing
 /// The page in a real headless Chromium (Debian `chromium`, installed by scripts/setup.sh as root):
 /// load it with `?q=u-pl`, which searches and opens the first match, and read back the DOM once every
 /// preview image has loaded: each `<img>` carries `data-decoded="1"` when the browser decoded it.
-@Suite struct BrowserPageTests {
+/// One Chromium at a time: two at once on this machine's two cores can outlast the DOM dump's
+/// budget, and stopping the server under a connection still in flight trips NIO's writer check.
+@Suite(.serialized) struct BrowserPageTests {
     @Test(.enabled(if: Chromium.unavailableReason == nil, Comment(rawValue: Chromium.unavailableReason ?? "")))
     func everyPreviewImageDecodesInChromium() async throws {
         let dir = try TemporaryDirectory()
@@ -25,6 +27,22 @@ import Testing
             #expect(!image.contains("data-natural-width=\"0\""), "\(image)")
         }
         #expect(dom.contains("data-user=\"u-pl\""), "the search listed the user")
+    }
+
+    /// A link with the reader, week and source opens that reader's previews, and the page keeps the
+    /// three in its URL (`#status`'s `data-link` mirrors it) beside the week's figures.
+    @Test(.enabled(if: Chromium.unavailableReason == nil, Comment(rawValue: Chromium.unavailableReason ?? "")))
+    func aSharedLinkOpensTheReadersPreviews() async throws {
+        let dir = try TemporaryDirectory()
+        let server = PreviewServerTests.server(try await FixtureDatabase.make(in: dir))
+        let dom = try await LiveServer.with(server) { port in
+            try Chromium.dumpDOM(
+                "http://127.0.0.1:\(port)/?user=u-zh&week=\(FixtureDatabase.week)&source=computed", profile: dir.path("chromium"))
+        }
+        let status = try #require(Chromium.element(id: "status", in: dom), "no #status in:\n\(dom.prefix(2000))")
+        #expect(status.contains("data-state=\"done\""), "\(status)")
+        #expect(status.contains("data-link=\"?user=u-zh&amp;week=2026-W46&amp;source=computed\""), "\(status)")
+        #expect(Chromium.element(id: "report", in: dom) != nil, "the week's figures are shown")
     }
 }
 

@@ -105,6 +105,49 @@ import Testing
         }
     }
 
+    /// With the week run, the page shows what the outbox holds (no source asked for), the reader's
+    /// rows with their ids and states, and the week's figures from the collected events.
+    @Test func theOutboxMessageAndTheWeeksFiguresWhenTheRunHasBeen() async throws {
+        let dir = try TemporaryDirectory()
+        let database = try await FixtureDatabase.make(in: dir)
+        let run = try DigestBinary.run(["run", "--db", database.path, "--week", FixtureDatabase.week])
+        #expect(run.status == 0, "\(run.stderr)")
+        let rows = try await database.outboxRows(week: FixtureDatabase.week, userID: "u-pl")
+        #expect(rows.map(\.platform) == ["android", "ios"])
+        let android = try #require(rows.first)
+        try database.connect().execute("UPDATE digest_outbox SET state = 'sent' WHERE user_id = 'u-pl'")
+        // The run wrote its rows at the wall clock's now: the tap comes after.
+        let tapped = Int64(Date().timeIntervalSince1970) + 5
+        let recorded = try await database.withEventSink { sink in
+            try await sink.record(
+                [IndexedEvent(index: 0, event: AppEvent(messageID: try #require(android.messageID), type: .opened, at: tapped))],
+                now: tapped)
+        }
+        #expect(recorded.accepted == 1)
+        let app = Application(router: Self.server(database).router())
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/api/preview?user=u-pl&week=2026-W46", method: .get) { response in
+                #expect(response.status == .ok)
+                let page = try #require(try Self.json(response.body) as? [String: Any])
+                #expect(page["source"] as? String == "outbox")
+                let outbox = try #require(page["outbox"] as? [[String: Any]])
+                #expect(outbox.map { $0["state"] as? String } == ["sent", "sent"])
+                #expect(outbox.first?["messageID"] as? String == android.messageID)
+                let report = try #require(page["report"] as? [String: Any])
+                let figures = try #require(report["rows"] as? [[String: Any]])
+                #expect(figures.map { [$0["platform"] as? String, $0["locale"] as? String] } == [["android", "pl"], ["ios", "pl"]])
+                #expect(figures.map { $0["sent"] as? Int } == [1, 1])
+                #expect(figures.map { $0["opened"] as? Int } == [1, 0])
+            }
+            // Asked for, the composed message is still there, with the outbox rows beside it.
+            try await client.execute(uri: "/api/preview?user=u-pl&week=2026-W46&source=computed", method: .get) { response in
+                let page = try #require(try Self.json(response.body) as? [String: Any])
+                #expect(page["source"] as? String == "computed")
+                #expect((page["outbox"] as? [[String: Any]])?.count == 2)
+            }
+        }
+    }
+
     @Test func aTemplateEditShowsOnTheNextRequest() async throws {
         let dir = try TemporaryDirectory()
         let templates = dir.url.appendingPathComponent("Templates")

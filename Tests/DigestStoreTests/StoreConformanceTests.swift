@@ -45,6 +45,28 @@ import Testing
         #expect(stats.byWeek["2026-W45"] == 2 && stats.byState["ready"] == 3 && stats.total == 3)
     }
 
+    /// A row keeps its message's id (from the dedupe key) and the locale that composed it; an id is
+    /// unique, so no two rows can answer one event.
+    @Test(arguments: Backend.allCases) func rowsKeepTheMessageIDAndLocale(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        try await store.outbox(count: 1)
+        var withLocale = message("2026-W45:u1:a")
+        withLocale.locale = "pl"
+        try await store.withLedger { ledger in
+            _ = try await ledger.begin(week: try ISOWeek(parsing: "2026-W45"), now: 100)
+            _ = try await ledger.commit(
+                week: try ISOWeek(parsing: "2026-W45"), through: 0, messages: [withLocale, message("2026-W45:u1:b")],
+                counters: RunCounters(), now: 100)
+        }
+        let rows = try await store.database.outboxRows(week: "2026-W45", userID: "u1")
+        #expect(rows.map(\.messageID) == [
+            OutboxMessage.messageID(dedupeKey: "2026-W45:u1:a"), OutboxMessage.messageID(dedupeKey: "2026-W45:u1:b"),
+        ])
+        #expect(rows.map(\.locale) == ["pl", nil])
+        #expect(rows.allSatisfy { $0.messageID?.utf8.count == OutboxMessage.messageIDLength })
+        #expect(try store.sql("SELECT count(*) FROM digest_outbox WHERE message_id IS NOT NULL") == "3")
+    }
+
     @Test(arguments: Backend.allCases) func outboxViewsFindAUsersMessages(backend: Backend) async throws {
         let store = try await StoreHarness(backend)
         try await store.outbox(count: 3)

@@ -196,7 +196,8 @@ public struct BatchComposer: Sendable {
                 dedupeKey: OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: device.token),
                 week: window.week.description, userID: reader.id, platform: device.platform,
                 variant: plan.variant, message: body, report: report, availableAt: slot.availableAt, picks: plan.picks,
-                windowEnd: slot.windowEnd, quietUntil: slot.quietUntil, expiresAt: slot.expiresAt)
+                windowEnd: slot.windowEnd, quietUntil: slot.quietUntil, expiresAt: slot.expiresAt,
+                locale: localized.resolved)
         }
         return user
     }

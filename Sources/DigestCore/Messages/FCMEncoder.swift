@@ -4,10 +4,12 @@ import Foundation  // URLComponents: whether a top pick's URL is one a notificat
 /// `data` and only the section of the token's platform. Keys are written in a fixed order, so the same
 /// plan always gives the same bytes.
 ///
-/// The top-level `data` (`digest_id`, `deep_link`) is written again at the start of `android.data`:
-/// FCM hands an Android app `android.data` instead of the top-level `data` when both are present
-/// (AndroidConfig.data). iOS apps get the top-level `data` as custom keys beside `aps` in the APNs
-/// payload, web apps as the push's data.
+/// The top-level `data` (`message_id`, `digest_id`, `deep_link`) is written again at the start of
+/// `android.data`: FCM hands an Android app `android.data` instead of the top-level `data` when both
+/// are present (AndroidConfig.data). iOS apps get the top-level `data` as custom keys beside `aps` in
+/// the APNs payload, web apps as the push's data. `message_id` (``OutboxMessage/messageID(dedupeKey:)``)
+/// is the one per-device key: the shared parts are encoded with a placeholder of its fixed length
+/// (so the budget counts the real bytes) and each device's message gets its own id in place.
 public struct FCMEncoder: Sendable {
     /// Delivery settings shared by every message of a run.
     public struct Configuration: Sendable, Hashable {
@@ -52,17 +54,31 @@ public struct FCMEncoder: Sendable {
     /// device whose platform was not encoded gets its section encoded here.
     public func messages(for encoded: EncodedPlan, devices: [Device]) -> [[UInt8]] {
         var encoded = encoded
+        let plan = encoded.plan
+        let label = analyticsLabel(plan)
         return devices.map { device in
+            let id = Array(
+                OutboxMessage.messageID(
+                    dedupeKey: OutboxMessage.dedupeKey(week: plan.week, userID: plan.userID, token: device.token)
+                ).utf8)
             let section = encoded.section(device.platform, encoder: self)
-            var writer = JSONWriter(capacity: encoded.data.count + section.count + device.token.utf8.count + 64)
+            var writer = JSONWriter(capacity: encoded.data.count + section.count + device.token.utf8.count + 128)
             writer.beginObject()
             writer.key("message")
             writer.beginObject()
             writer.field("token", device.token)
             writer.key("data")
-            writer.raw(encoded.data)
+            writer.raw(Self.filling(encoded.data, at: encoded.dataIDOffset, with: id))
             writer.key(Self.sectionKey(device.platform))
-            writer.raw(section)
+            if device.platform == .android, let offset = encoded.androidIDOffset {
+                writer.raw(Self.filling(section, at: offset, with: id))
+            } else {
+                writer.raw(section)
+            }
+            writer.key("fcm_options")
+            writer.beginObject()
+            writer.field("analytics_label", label)
+            writer.endObject()
             writer.endObject()
             writer.endObject()
             return writer.bytes
@@ -73,7 +89,8 @@ public struct FCMEncoder: Sendable {
     /// each of `platforms`, with the bytes each platform's budget counts.
     public func encode(_ plan: NotificationPlan, platforms: Set<Platform>) -> EncodedPlan {
         let link = link(plan)
-        var encoded = EncodedPlan(plan: plan, data: topLevelData(plan, link: link), link: link)
+        let (data, offset) = topLevelData(plan, link: link)
+        var encoded = EncodedPlan(plan: plan, data: data, dataIDOffset: offset, link: link)
         for platform in Platform.allCases where platforms.contains(platform) {
             _ = encoded.section(platform, encoder: self)
         }
@@ -98,6 +115,21 @@ public struct FCMEncoder: Sendable {
 
     public func collapseKey(_ plan: NotificationPlan) -> String { "digest-\(plan.week)" }
 
+    /// FCM's `fcm_options.analytics_label`, `digest-<week>-<variant>` (FCM takes
+    /// `^[a-zA-Z0-9-_.~%]{1,50}$`; a week and a variant's name are within it). FCM's delivery data in
+    /// the Firebase console and BigQuery export is grouped by it; it is not part of what the device gets.
+    public func analyticsLabel(_ plan: NotificationPlan) -> String { "digest-\(plan.week)-\(plan.variant.rawValue)" }
+
+    /// What stands for `message_id` in the shared parts until a device's id fills it: the same length.
+    static let messageIDPlaceholder = String(repeating: "0", count: OutboxMessage.messageIDLength)
+
+    /// `bytes` with the `message_id` placeholder at `offset` replaced by `id` (of the same length).
+    static func filling(_ bytes: [UInt8], at offset: Int, with id: [UInt8]) -> [UInt8] {
+        var bytes = bytes
+        bytes.replaceSubrange(offset..<(offset + id.count), with: id)
+        return bytes
+    }
+
     /// The weekly page, `<linkBase>/<week>`.
     public func weeklyLink(_ plan: NotificationPlan) -> String { "\(configuration.linkBase)/\(plan.week)" }
 
@@ -119,22 +151,29 @@ public struct FCMEncoder: Sendable {
         return parts.scheme == "https" && !(parts.host ?? "").isEmpty
     }
 
-    func topLevelData(_ plan: NotificationPlan, link: String) -> [UInt8] {
+    /// The top-level `data` with the `message_id` placeholder, and where the placeholder starts.
+    func topLevelData(_ plan: NotificationPlan, link: String) -> (data: [UInt8], idOffset: Int) {
         var writer = JSONWriter(capacity: 128 + link.utf8.count)
         writer.beginObject()
-        writeSharedData(&writer, plan, link: link)
+        let offset = writeSharedData(&writer, plan, link: link)
         writer.endObject()
-        return writer.bytes
+        return (writer.bytes, offset)
     }
 
     /// The keys every app reads from the message's data, wherever its platform takes them from: the
-    /// top-level `data`, and again the start of `android.data`, which replaces it on Android.
-    private func writeSharedData(_ writer: inout JSONWriter, _ plan: NotificationPlan, link: String) {
+    /// top-level `data`, and again the start of `android.data`, which replaces it on Android. Returns
+    /// where the `message_id` placeholder's characters start in the writer's bytes.
+    private func writeSharedData(_ writer: inout JSONWriter, _ plan: NotificationPlan, link: String) -> Int {
+        writer.key("message_id")
+        let offset = writer.bytes.count + 1  // after the opening quote; hex needs no escaping
+        writer.value(Self.messageIDPlaceholder)
         writer.field("digest_id", plan.digestID)
         writer.field("deep_link", link)
+        return offset
     }
 
-    func androidSection(_ plan: NotificationPlan, link: String) -> [UInt8] {
+    /// The Android section with the `message_id` placeholder in `android.data`, and where it starts.
+    func androidSection(_ plan: NotificationPlan, link: String) -> (section: [UInt8], idOffset: Int) {
         var writer = JSONWriter(capacity: 1024 + link.utf8.count)
         writer.beginObject()
         writer.field("collapse_key", collapseKey(plan))
@@ -142,7 +181,7 @@ public struct FCMEncoder: Sendable {
         writer.field("priority", configuration.androidPriority)
         writer.key("data")
         writer.beginObject()
-        writeSharedData(&writer, plan, link: link)
+        let offset = writeSharedData(&writer, plan, link: link)
         writer.field("title", plan.title)
         writer.field("body", plan.body)
         writer.field("type", plan.variant.rawValue)
@@ -162,7 +201,7 @@ public struct FCMEncoder: Sendable {
         writer.field("actions", actions.string)
         writer.endObject()
         writer.endObject()
-        return writer.bytes
+        return (writer.bytes, offset)
     }
 
     func apnsSection(_ plan: NotificationPlan) -> (section: [UInt8], payloadBytes: Int) {
@@ -177,7 +216,8 @@ public struct FCMEncoder: Sendable {
         payload.endObject()
         payload.field("category", configuration.apnsCategory)
         payload.field("thread-id", configuration.threadID)
-        if plan.image != nil { payload.field("mutable-content", 1) }
+        // Always: the service extension reports receipt (and attaches the image when there is one).
+        payload.field("mutable-content", 1)
         payload.endObject()
         if let image = plan.image { payload.field("imageUrl", image.hero.url) }
         payload.endObject()
@@ -243,7 +283,11 @@ public struct FCMEncoder: Sendable {
 public struct EncodedPlan: Sendable {
     /// The plan the parts were encoded from.
     public internal(set) var plan: NotificationPlan
+    /// The top-level data, with the `message_id` placeholder at `dataIDOffset`.
     let data: [UInt8]
+    let dataIDOffset: Int
+    /// Where the placeholder starts in the Android section, once that is encoded.
+    private(set) var androidIDOffset: Int?
     /// What the message opens (``FCMEncoder/link(_:)``), in `data` and the sections alike.
     let link: String
     /// Each platform's section once encoded, in `Platform.allCases` order.
@@ -251,9 +295,10 @@ public struct EncodedPlan: Sendable {
     /// The bytes each encoded platform's budget counts (for iOS, the APNs payload).
     public private(set) var bytes: [Platform: Int] = [:]
 
-    init(plan: NotificationPlan, data: [UInt8], link: String) {
+    init(plan: NotificationPlan, data: [UInt8], dataIDOffset: Int, link: String) {
         self.plan = plan
         self.data = data
+        self.dataIDOffset = dataIDOffset
         self.link = link
     }
 
@@ -265,7 +310,9 @@ public struct EncodedPlan: Sendable {
         let counted: Int  // what the platform's budget counts of it (for iOS, the APNs payload)
         switch platform {
         case .android:
-            section = encoder.androidSection(plan, link: link)
+            let offset: Int
+            (section, offset) = encoder.androidSection(plan, link: link)
+            androidIDOffset = offset
             counted = section.count
         case .ios:
             (section, counted) = encoder.apnsSection(plan)

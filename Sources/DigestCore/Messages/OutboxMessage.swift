@@ -23,12 +23,16 @@ public struct OutboxMessage: Sendable, Hashable {
     public var quietUntil: Int64?
     /// Due time plus TTL: not sent at or after it (state `expired`). `nil`: never expires.
     public var expiresAt: Int64?
+    /// The locale whose templates composed the message (the resolved one: `pl-PL` → `pl`), for the
+    /// report's per-locale figures. `nil`: not known.
+    public var locale: String?
 
     public init(
         dedupeKey: String, week: String, userID: String, platform: Platform, variant: Variant,
         message: [UInt8], report: String, availableAt: Int64, picks: [String] = [],
-        windowEnd: Int64? = nil, quietUntil: Int64? = nil, expiresAt: Int64? = nil
+        windowEnd: Int64? = nil, quietUntil: Int64? = nil, expiresAt: Int64? = nil, locale: String? = nil
     ) {
+        self.locale = locale
         self.windowEnd = windowEnd
         self.quietUntil = quietUntil
         self.expiresAt = expiresAt
@@ -57,6 +61,20 @@ public struct OutboxMessage: Sendable, Hashable {
         return dedupeKey[dedupeKey.index(after: colon)...]
     }
 
+    /// The id the apps report events with: `message_id` in the message's data, the same on the
+    /// outbox row (``messageID(dedupeKey:)`` of the dedupe key).
+    public var messageID: String { Self.messageID(dedupeKey: dedupeKey) }
+
+    /// How many characters a message id has.
+    public static let messageIDLength = 32
+
+    /// A device message's id: the first 16 bytes of the SHA-256 of its dedupe key, lowercase hex.
+    /// Opaque to the apps (it names neither the reader nor the token), unique per device and week as
+    /// the dedupe key is, the same on every retry, and known before the row is written.
+    public static func messageID(dedupeKey: String) -> String {
+        hex(SHA256.hash(data: Array(dedupeKey.utf8)).prefix(messageIDLength / 2))
+    }
+
     /// The dedupe key of a device's message for a week.
     public static func dedupeKey(week: ISOWeek, userID: String, token: String) -> String {
         "\(week):\(userID):\(tokenHash(token))"
@@ -64,11 +82,14 @@ public struct OutboxMessage: Sendable, Hashable {
 
     /// Lowercase hex SHA-256 of a device token.
     public static func tokenHash(_ token: String) -> String {
-        let digest = SHA256.hash(data: Array(token.utf8))
+        hex(SHA256.hash(data: Array(token.utf8)))
+    }
+
+    private static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let hex: [UInt8] = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(64)
-        for byte in digest {
+        for byte in bytes {
             out.append(hex[Int(byte >> 4)])
             out.append(hex[Int(byte & 0xF)])
         }

@@ -20,6 +20,7 @@ public protocol DigestDatabase: Sendable {
     associatedtype Ledger: RunLedger
     associatedtype Consumer: OutboxConsumer
     associatedtype Importer: HistoryImportSink
+    associatedtype Events: EventSink
 
     /// Creates or upgrades the schema; returns the versions before and after.
     func migrate() async throws -> (from: Int, to: Int)
@@ -31,6 +32,12 @@ public protocol DigestDatabase: Sendable {
     func withOutboxConsumer<T>(_ body: (Consumer) async throws -> T) async throws -> T
     /// Runs `body` with a writer of imported records, closed afterwards.
     func withImportSink<T>(_ body: (Importer) async throws -> T) async throws -> T
+    /// Runs `body` with a writer of app events (`digest collect`; used by many tasks at once), closed
+    /// afterwards.
+    func withEventSink<T>(_ body: (Events) async throws -> T) async throws -> T
+    /// A week's sent messages and app events per variant, platform, locale and A/B arm
+    /// (`digest report`), sorted by those.
+    func eventCounts(week: String) async throws -> [EventCounts]
     /// Refuses a second run on the same database while one is going (`nil` where processes share a
     /// run instead).
     func acquireRunLock() async throws -> RunLock?
@@ -103,9 +110,16 @@ public struct OutboxRow: Sendable, Hashable {
     public var state: String
     public var attempts: Int
     public var lastError: String?
+    /// The id the apps report events with (`nil` on rows written before messages carried one).
+    public var messageID: String?
+    /// The locale whose templates composed the message (`nil` on rows from before it was kept).
+    public var locale: String?
 
     public init(id: Int64, dedupeKey: String, week: String, userID: String, platform: String, variant: String,
-                message: String, report: String, availableAt: Int64, state: String, attempts: Int, lastError: String?) {
+                message: String, report: String, availableAt: Int64, state: String, attempts: Int, lastError: String?,
+                messageID: String? = nil, locale: String? = nil) {
+        self.messageID = messageID
+        self.locale = locale
         self.id = id
         self.dedupeKey = dedupeKey
         self.week = week

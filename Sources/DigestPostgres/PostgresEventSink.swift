@@ -1,0 +1,107 @@
+public import DigestStore
+import PostgresNIO
+import Synchronization
+
+/// ``EventSink`` on PostgreSQL: a few sessions (connections) taken in turn, each request's events
+/// looked up and inserted in one transaction with `ON CONFLICT DO NOTHING`, so any number of
+/// collectors on any number of machines record an event once.
+public final class PostgresEventSink: EventSink {
+    let sessions: [PostgresSession]
+    private let next = Atomic<Int>(0)
+
+    init(sessions: [PostgresSession]) {
+        self.sessions = sessions
+    }
+
+    public func record(_ events: [IndexedEvent], now: Int64) async throws -> EventBatchResult {
+        guard !events.isEmpty else { return EventBatchResult() }
+        let session = sessions[next.add(1, ordering: .relaxed).oldValue % sessions.count]
+        return try await session.transaction { connection in
+            let ids = EventScreen.messageIDs(events)
+            var targets: [String: EventTarget] = [:]
+            for row in try await connection.rows(
+                """
+                SELECT message_id, extract(epoch FROM created_at)::int8, week, variant, platform, locale, report->>'arm'
+                FROM digest_outbox WHERE message_id = ANY(\(ids)::text[])
+                """)
+            {
+                let (id, created, week, variant, platform, locale, arm) =
+                    try row.decode((String, Int64, String, String, String, String?, String?).self)
+                targets[id] = EventTarget(createdAt: created, week: week, variant: variant, platform: platform, locale: locale, arm: arm)
+            }
+            let (insert, rejected) = EventScreen.screen(events, targets: targets)
+            guard !insert.isEmpty else { return EventBatchResult(rejected: rejected) }
+            var messageIDs: [String] = [], types: [String] = [], actions: [String] = [], ats: [Int64] = []
+            var weeks: [String] = [], variants: [String] = [], platforms: [String] = [], locales: [String] = [], arms: [String] = []
+            for (item, target) in insert {
+                messageIDs.append(item.event.messageID)
+                types.append(item.event.type.rawValue)
+                actions.append(item.event.action)
+                ats.append(item.event.at)
+                weeks.append(target.week)
+                variants.append(target.variant)
+                platforms.append(target.platform)
+                locales.append(target.locale ?? "")  // "" stands for NULL
+                arms.append(target.arm ?? "")
+            }
+            let accepted = try await connection.changed(
+                """
+                INSERT INTO digest_events (message_id, type, action, at, received_at, week, variant, platform, locale, arm)
+                SELECT m, t, a, to_timestamp(at), to_timestamp(\(now)), w, v, p, nullif(l, ''), nullif(r, '')
+                FROM unnest(\(messageIDs)::text[], \(types)::text[], \(actions)::text[], \(ats)::int8[], \(weeks)::text[],
+                            \(variants)::text[], \(platforms)::text[], \(locales)::text[], \(arms)::text[]) AS e(m, t, a, at, w, v, p, l, r)
+                ON CONFLICT DO NOTHING
+                RETURNING 1
+                """)
+            return EventBatchResult(accepted: accepted, duplicates: insert.count - accepted, rejected: rejected)
+        }
+    }
+}
+
+extension PostgresDatabase {
+    /// Connections the event sink takes in turn.
+    static let eventSessions = 4
+
+    public func withEventSink<T>(_ body: (PostgresEventSink) async throws -> T) async throws -> T {
+        var sessions: [PostgresSession] = []
+        do {
+            for _ in 0..<Self.eventSessions {
+                let session = try PostgresSession(location: location, reconnectWindow: coordination.settings.reconnectWindow)
+                sessions.append(session)
+                if sessions.count == 1 { try await PostgresSchema.requireCurrent(session) }
+            }
+            let value = try await body(PostgresEventSink(sessions: sessions))
+            for session in sessions { await session.close() }
+            return value
+        } catch {
+            for session in sessions { await session.close() }
+            throw error
+        }
+    }
+
+    public func eventCounts(week: String) async throws -> [EventCounts] {
+        try await withSession { session in
+            let sent = try await session.rows(
+                """
+                SELECT variant, platform, coalesce(locale, ''), coalesce(report->>'arm', ''), count(*)::int8
+                FROM digest_outbox WHERE week = \(week) AND state = 'sent' GROUP BY 1, 2, 3, 4
+                UNION ALL  -- what a prune deleted of the week's sent messages
+                SELECT variant, platform, locale, arm, sent FROM digest_pruned_sent WHERE week = \(week)
+                """
+            ).map { row -> ([String], Int) in
+                let (variant, platform, locale, arm, count) = try row.decode((String, String, String, String, Int).self)
+                return ([variant, platform, locale, arm], count)
+            }
+            let events = try await session.rows(
+                """
+                SELECT variant, platform, coalesce(locale, ''), coalesce(arm, ''), type, count(*)::int8
+                FROM digest_events WHERE week = \(week) GROUP BY 1, 2, 3, 4, 5
+                """
+            ).compactMap { row -> ([String], AppEventType, Int)? in
+                let (variant, platform, locale, arm, type, count) = try row.decode((String, String, String, String, String, Int).self)
+                return AppEventType(rawValue: type).map { ([variant, platform, locale, arm], $0, count) }
+            }
+            return EventCounts.merge(sent: sent, events: events)
+        }
+    }
+}

@@ -1,0 +1,123 @@
+public import DigestStore
+import DigestThreads
+
+/// ``EventSink`` on SQLite: every request's events are written on one thread, where the sink's
+/// connection lives, each request in one transaction (SQLite has one writer; requests queue for it).
+public final class SQLiteEventSink: EventSink {
+    let thread: DedicatedThread<SQLiteEventQueries>
+
+    init(thread: DedicatedThread<SQLiteEventQueries>) {
+        self.thread = thread
+    }
+
+    public func record(_ events: [IndexedEvent], now: Int64) async throws -> EventBatchResult {
+        guard !events.isEmpty else { return EventBatchResult() }
+        return try await thread.run { try $0.record(events, now: now) }
+    }
+}
+
+/// The statements of the event sink and the report, on one connection.
+struct SQLiteEventQueries {
+    let connection: SQLiteConnection
+
+    func record(_ events: [IndexedEvent], now: Int64) throws -> EventBatchResult {
+        try connection.transaction {
+            let find = try connection.statement(
+                """
+                SELECT created_at, week, variant, platform, locale, json_extract(report, '$.arm')
+                FROM digest_outbox WHERE message_id = ?
+                """)
+            var targets: [String: EventTarget] = [:]
+            for id in EventScreen.messageIDs(events) {
+                find.reset()
+                find.bind(id, at: 1)
+                if try find.step() {
+                    targets[id] = EventTarget(
+                        createdAt: find.int64(0), week: find.string(1), variant: find.string(2), platform: find.string(3),
+                        locale: find.optionalString(4), arm: find.optionalString(5))
+                }
+            }
+            find.reset()
+            let (insert, rejected) = EventScreen.screen(events, targets: targets)
+            let statement = try connection.statement(
+                """
+                INSERT INTO digest_events (message_id, type, action, at, received_at, week, variant, platform, locale, arm)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                """)
+            var accepted = 0
+            for (item, target) in insert {
+                statement.reset()
+                statement.bind(item.event.messageID, at: 1)
+                statement.bind(item.event.type.rawValue, at: 2)
+                statement.bind(item.event.action, at: 3)
+                statement.bind(item.event.at, at: 4)
+                statement.bind(now, at: 5)
+                statement.bind(target.week, at: 6)
+                statement.bind(target.variant, at: 7)
+                statement.bind(target.platform, at: 8)
+                statement.bind(target.locale, at: 9)
+                statement.bind(target.arm, at: 10)
+                try statement.run()
+                accepted += connection.changes
+            }
+            return EventBatchResult(accepted: accepted, duplicates: insert.count - accepted, rejected: rejected)
+        }
+    }
+
+    func counts(week: String) throws -> [EventCounts] {
+        let sent = try connection.statement(
+            """
+            SELECT variant, platform, coalesce(locale, ''), coalesce(json_extract(report, '$.arm'), ''), count(*)
+            FROM digest_outbox WHERE week = ? AND state = 'sent' GROUP BY 1, 2, 3, 4
+            """)
+        sent.bind(week, at: 1)
+        var sentRows: [([String], Int)] = []
+        while try sent.step() {
+            sentRows.append(([sent.string(0), sent.string(1), sent.string(2), sent.string(3)], sent.int(4)))
+        }
+        // What a prune deleted of the week's sent messages.
+        let pruned = try connection.statement("SELECT variant, platform, locale, arm, sent FROM digest_pruned_sent WHERE week = ?")
+        pruned.bind(week, at: 1)
+        while try pruned.step() {
+            sentRows.append(([pruned.string(0), pruned.string(1), pruned.string(2), pruned.string(3)], pruned.int(4)))
+        }
+        let events = try connection.statement(
+            """
+            SELECT variant, platform, coalesce(locale, ''), coalesce(arm, ''), type, count(*)
+            FROM digest_events WHERE week = ? GROUP BY 1, 2, 3, 4, 5
+            """)
+        events.bind(week, at: 1)
+        var eventRows: [([String], AppEventType, Int)] = []
+        while try events.step() {
+            guard let type = AppEventType(rawValue: events.string(4)) else { continue }
+            eventRows.append(([events.string(0), events.string(1), events.string(2), events.string(3)], type, events.int(5)))
+        }
+        return EventCounts.merge(sent: sentRows, events: eventRows)
+    }
+}
+
+extension SQLiteDatabase {
+    public func withEventSink<T>(_ body: (SQLiteEventSink) async throws -> T) async throws -> T {
+        let database = self
+        let thread = try await DedicatedThread(opening: "digest-sqlite-events") {
+            let connection = try database.connect()
+            // Events land at random places of digest_events' key: a larger page cache keeps its
+            // inner pages and the outbox's id index in memory (64 MiB; the default is 2 MiB).
+            try connection.execute("PRAGMA cache_size = -65536")
+            return SQLiteEventQueries(connection: connection)
+        }
+        let value: T
+        do {
+            value = try await body(SQLiteEventSink(thread: thread))
+        } catch {
+            await thread.shutdown()
+            throw error
+        }
+        await thread.shutdown()
+        return value
+    }
+
+    public func eventCounts(week: String) async throws -> [EventCounts] {
+        try await withConnection { try SQLiteEventQueries(connection: $0).counts(week: week) }
+    }
+}

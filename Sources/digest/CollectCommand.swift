@@ -1,0 +1,70 @@
+import ArgumentParser
+import DigestEvents
+import DigestStore
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+struct CollectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "collect",
+        abstract: "Take the apps' delivery and open events: POST /v1/events (docs/009-events.md).",
+        discussion: """
+            Apps post {"events":[{"message_id":"…","type":"received|displayed|opened|dismissed|action",\
+            "action":"later","at":"RFC 3339"}]} with Authorization: Bearer <app key>; the answer is 202 with \
+            {"accepted":N,"duplicates":N,"rejected":[{"index":i,"reason":"…"}]}. The key file holds one key \
+            a line (# comments); SIGHUP reads it again. GET /healthz answers ok. SIGTERM stops gracefully.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "The address to listen on.") var host: String = "127.0.0.1"
+    @Option(help: "The port (0: any free port, printed at start).") var port: Int = 8090
+    @Option(help: "The apps' bearer keys, one a line (read again on SIGHUP).") var keyFile: String
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+    }
+
+    func run() async throws {
+        let keys: AppKeys
+        do { keys = try AppKeys(path: keyFile) } catch { throw CommandError("--key-file \(error)") }
+        try await ExitStatus.mapping { try await collect(database.open(existing: true), keys: keys) }
+    }
+
+    private func collect<Database: DigestDatabase>(_ store: Database, keys: AppKeys) async throws {
+        let host = self.host, port = self.port
+        let logger = Logger(label: "digest.collect")
+        try await store.withEventSink { sink in
+            let collector = EventCollector(sink: sink, keys: keys, configuration: .init(host: host, port: port), logger: logger)
+            let app = collector.application { port in
+                let line = "collecting events on http://\(host.contains(":") ? "[\(host)]" : host):\(port)/v1/events (\(keys.count) key\(keys.count == 1 ? "" : "s"))\n"
+                FileHandle.standardOutput.write(Data(line.utf8))
+            }
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [
+                        .init(service: app, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
+                        .init(service: KeyReloader(keys: keys)),
+                    ],
+                    gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
+            try await group.run()
+        }
+    }
+}
+
+/// Reads the key file again on every SIGHUP, until the group shuts down.
+struct KeyReloader: Service {
+    let keys: AppKeys
+
+    func run() async throws {
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            do {
+                let count = try keys.reload()
+                FileHandle.standardOutput.write(Data("keys reloaded: \(count) key\(count == 1 ? "" : "s")\n".utf8))
+            } catch {
+                FileHandle.standardError.write(Data("error: keys not reloaded, the old ones stay: \(error)\n".utf8))
+            }
+        }
+    }
+}

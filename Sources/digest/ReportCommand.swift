@@ -1,0 +1,38 @@
+import ArgumentParser
+import DigestCore
+import DigestEvents
+import DigestStore
+import Foundation
+
+struct ReportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "A week's delivery and open figures per variant, platform and locale.",
+        discussion: """
+            sent counts outbox messages in state sent; received, displayed, opened, dismissed and actions \
+            count the events the apps posted to `digest collect` (each once per message, type and action). \
+            Open rate = opened / sent, with its 95% Wilson interval; a split week (--policy split:50) also \
+            compares the arms' open rates (two-sided pooled two-proportion z-test).
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "The ISO week, e.g. 2026-W47.") var week: String
+    @Flag(help: "Print JSON instead of a table.") var json = false
+
+    func validate() throws {
+        do { _ = try ISOWeek(parsing: week) } catch { throw ValidationError("--week: \(error)") }
+    }
+
+    func run() async throws {
+        let week = try ISOWeek(parsing: self.week).description
+        let counts = try await ExitStatus.mapping { try await database.open(existing: true).eventCounts(week: week) }
+        let report = DeliveryReport(week: week, counts: counts)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            print(report.text)
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import DigestCore
+import DigestEvents
+import DigestStore
+import DigestTesting
+import Foundation
+import Testing
+
+/// `POST /v1/events` over real HTTP on loopback, on both stores.
+@Suite struct CollectorTests {
+    static let key = "app-key-0123456789abcdef"
+
+    @Test(arguments: Backend.allCases) func eventsAreRecordedOnceWithEveryReason(backend: Backend) async throws {
+        let store = try await EventsHarness(backend)
+        let a = FixtureMessage(user: "u1"), b = FixtureMessage(user: "u2", platform: .ios, variant: .image, locale: "pl")
+        try await store.write([a, b])
+        let unknown = OutboxMessage.messageID(dedupeKey: "2026-W47:nobody:x")
+        let created = EventsHarness.createdAt
+        let result = try await store.withCollector(keys: AppKeys(keys: [Self.key])) { port in
+            let first = try await HTTP.post(port: port, key: Self.key, body: HTTP.body([
+                HTTP.event(a.messageID, "received"),
+                HTTP.event(a.messageID, "opened"),
+                HTTP.event(a.messageID, "opened"),  // the same again in one request: a duplicate
+                HTTP.event(unknown, "opened"),
+                HTTP.event(b.messageID, "received", at: created - 1),  // before the message was written
+                HTTP.event(b.messageID, "received", at: created),
+                HTTP.event(b.messageID, "action", action: "later"),
+                HTTP.event(b.messageID, "action", action: "open"),
+                HTTP.event(b.messageID, "opened", at: EventsHarness.now + 86_401),
+                #"{"message_id":"\#(b.messageID)","type":"clicked","at":"2026-11-23T10:00:00Z"}"#,
+            ]))
+            #expect(first.0 == 202)
+            let second = try await HTTP.post(port: port, key: Self.key, body: HTTP.body([
+                HTTP.event(a.messageID, "opened", at: created + 600),  // another time, same event: once
+                HTTP.event(a.messageID, "dismissed"),
+            ]))
+            #expect(second.0 == 202)
+            return (try HTTP.result(first.1), try HTTP.result(second.1))
+        }
+        #expect(result.0 == EventBatchResult(accepted: 5, duplicates: 1, rejected: [
+            RejectedEvent(index: 3, reason: .unknownMessage), RejectedEvent(index: 4, reason: .beforeMessage),
+            RejectedEvent(index: 8, reason: .future), RejectedEvent(index: 9, reason: .unknownType),
+        ]))
+        #expect(result.1 == EventBatchResult(accepted: 1, duplicates: 1, rejected: []))
+        // The rows carry what the report groups by, copied from the message.
+        let rows = try store.sql(
+            "SELECT type, action, platform, variant, coalesce(locale, '-') FROM digest_events ORDER BY platform, type, action")
+        #expect(rows == """
+            dismissed||android|BigText|en
+            opened||android|BigText|en
+            received||android|BigText|en
+            action|later|ios|Image|pl
+            action|open|ios|Image|pl
+            received||ios|Image|pl
+            """)
+    }
+
+    @Test(arguments: Backend.allCases) func badRequestsGetTheirStatus(backend: Backend) async throws {
+        let store = try await EventsHarness(backend)
+        let a = FixtureMessage(user: "u1")
+        try await store.write([a])
+        try await store.withCollector(keys: AppKeys(keys: [Self.key])) { port in
+            let good = HTTP.body([HTTP.event(a.messageID, "opened")])
+            #expect(try await HTTP.post(port: port, key: nil, body: good).0 == 401)
+            #expect(try await HTTP.post(port: port, key: "app-key-but-not-this-one", body: good).0 == 401)
+            #expect(try await HTTP.post(port: port, key: Self.key, body: Data("not json".utf8)).0 == 400)
+            #expect(try await HTTP.post(port: port, key: Self.key, body: Data(#"{"events":"none"}"#.utf8)).0 == 400)
+            let many = HTTP.body(Array(repeating: HTTP.event(a.messageID, "opened"), count: 501))
+            #expect(try await HTTP.post(port: port, key: Self.key, body: many).0 == 413)
+            let big = Data(#"{"pad":"\#(String(repeating: "x", count: EventBatch.maxBodyBytes))","events":[]}"#.utf8)
+            #expect(try await HTTP.post(port: port, key: Self.key, body: big).0 == 413)
+            let health = try await HTTP.get(port: port, path: "/healthz")
+            #expect(health.0 == 200 && String(decoding: health.1, as: UTF8.self) == "ok\n")
+            // Nothing of the refused requests was recorded; the good one still goes through.
+            #expect(try await HTTP.post(port: port, key: Self.key, body: good).0 == 202)
+        }
+        #expect(try store.sql("SELECT count(*) FROM digest_events") == "1")
+    }
+
+    /// Sixteen clients post the same 40 events at once: each event is recorded once, and the
+    /// responses' accepted counts add up to 40.
+    @Test(arguments: Backend.allCases) func concurrentDuplicatePostsRecordEachEventOnce(backend: Backend) async throws {
+        let store = try await EventsHarness(backend)
+        let messages = (1...10).map { FixtureMessage(user: "u\($0)") }
+        try await store.write(messages)
+        let events = messages.flatMap { m in
+            ["received", "displayed", "opened"].map { HTTP.event(m.messageID, $0) } + [HTTP.event(m.messageID, "action", action: "later")]
+        }
+        let results = try await store.withCollector(keys: AppKeys(keys: [Self.key])) { port in
+            try await withThrowingTaskGroup(of: EventBatchResult.self) { group in
+                for client in 0..<16 {
+                    // Each client sends them in its own order.
+                    let order = client % 2 == 0 ? events : events.reversed()
+                    group.addTask {
+                        let (status, data) = try await HTTP.post(port: port, key: Self.key, body: HTTP.body(order))
+                        guard status == 202 else { throw HTTP.Failure(message: "status \(status)") }
+                        return try HTTP.result(data)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        #expect(results.count == 16)
+        #expect(results.map(\.accepted).reduce(0, +) == 40)
+        #expect(results.map(\.duplicates).reduce(0, +) == 15 * 40)
+        #expect(results.allSatisfy { $0.rejected.isEmpty && $0.accepted + $0.duplicates == 40 })
+        #expect(try store.sql("SELECT count(*) FROM digest_events") == "40")
+    }
+
+    @Test func keysAreReadFromTheFileAndReloaded() async throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("keys.txt")
+        try "# the apps' keys\nandroid-key-0123456789\n\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let keys = try AppKeys(path: path)
+        #expect(keys.accepts("android-key-0123456789") && !keys.accepts("ios-key-0123456789ab") && keys.count == 1)
+        try "ios-key-0123456789ab\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try keys.reload() == 1)
+        #expect(!keys.accepts("android-key-0123456789") && keys.accepts("ios-key-0123456789ab"))
+        // A bad file leaves the keys in force.
+        try "short\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(throws: AppKeysError.self) { try keys.reload() }
+        #expect(keys.accepts("ios-key-0123456789ab"))
+        try "# none\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(throws: AppKeysError(path: path, message: "holds no key")) { try AppKeys(path: path) }
+    }
+}

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Event collector benchmark (release build, loopback only): events/s that `digest collect` records
+# with 8 clients posting 200 events a request (wrk, 8 connections), on SQLite and on PostgreSQL, every
+# event new (distinct message, type and action). Same-run reference: the same server and requests
+# whose events all fail the body check (an unknown type: parsed, refused, the store never asked), so
+# the difference is what the store costs. Writes the "## Event collector" section of BENCHMARKS.md
+# with the medians of RUNS runs (default 3) and the CPU time per event of the collector (and of the
+# PostgreSQL server).
+# Usage: scripts/bench-collect.sh [messages]   (default 100000 outbox messages to name)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MESSAGES="${1:-100000}"
+OUT="bench-out/collect"
+DURATION="${WRK_DURATION:-10s}"
+RUNS="${RUNS:-3}"
+KEEP=0
+WEEK=2026-W47
+HZ=$(getconf CLK_TCK)
+log() { echo "bench-collect: $*" >&2; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+. scripts/apt-lib.sh
+install_packages bench-collect ${need[@]+"${need[@]}"}
+
+if [ -n "${DIGEST_BIN:-}" ]; then
+  DIGEST="$DIGEST_BIN"  # a try of the script itself (e.g. with the debug build); not for figures
+else
+  swift build -c release --product digest >/dev/null
+  DIGEST="$(swift build -c release --show-bin-path)/digest"
+fi
+rm -rf "$OUT" && mkdir -p "$OUT"
+echo "bench-key-0123456789abcdef" > "$OUT/keys"
+
+# The outbox: MESSAGES sent messages of WEEK whose ids the requests name (ids.txt, one a line).
+python3 - "$MESSAGES" "$OUT/ids.txt" <<'PY'
+import hashlib, sys
+n, path = int(sys.argv[1]), sys.argv[2]
+with open(path, "w") as f:
+    for i in range(n):
+        f.write(hashlib.sha256(f"2026-W47:u{i}:t{i}".encode()).hexdigest()[:32] + "\n")
+PY
+
+# wrk: each request 200 events, (message, type, action) never repeated: the messages in turn, each
+# with received, displayed, opened, dismissed, then actions a1, a2, … as the rounds go on; thread t
+# of T starts at message t and steps by T. BAD=1 gives every event an unknown type (the reference).
+cat > "$OUT/collect.lua" <<'LUA'
+local ids = {}
+local threads = {}
+setup = function(thread)
+  table.insert(threads, thread)
+  thread:set("index", #threads)
+end
+init = function(args)
+  for line in io.lines(os.getenv("IDS")) do ids[#ids + 1] = line end
+  step = tonumber(os.getenv("THREADS"))
+  cursor = index - 1 + tonumber(os.getenv("OFFSET"))
+  bad = os.getenv("BAD") == "1"
+  headers = { ["Authorization"] = "Bearer bench-key-0123456789abcdef", ["Content-Type"] = "application/json" }
+end
+local types = { "received", "displayed", "opened", "dismissed" }
+request = function()
+  local events = {}
+  for i = 1, 200 do
+    local m = cursor % #ids + 1
+    local round = math.floor(cursor / #ids)
+    local kind = types[round + 1]  -- rounds 0–3: the four types; later rounds: action a<round>
+    local event
+    if bad then
+      event = '{"message_id":"' .. ids[m] .. '","type":"clicked","at":"2026-11-23T10:00:00Z"}'
+    elseif kind then
+      event = '{"message_id":"' .. ids[m] .. '","type":"' .. kind .. '","at":"2026-11-23T10:00:00Z"}'
+    else
+      event = '{"message_id":"' .. ids[m] .. '","type":"action","action":"a' .. round .. '","at":"2026-11-23T10:00:00Z"}'
+    end
+    events[i] = event
+    cursor = cursor + step
+  end
+  return wrk.format("POST", "/v1/events", headers, '{"events":[' .. table.concat(events, ",") .. ']}')
+end
+LUA
+
+pids_jiffies() {
+  local total=0
+  for pid in "$@"; do
+    total=$((total + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+
+# run_wrk DB NAME BAD OFFSET: a collector on DB, wrk for DURATION starting at event OFFSET (so that no
+# run repeats another's events); sets EPS (events/s), US (collector CPU-µs an event), PG_US (server's).
+run_wrk() {
+  local db=$1 name=$2 bad=$3 offset=$4
+  "$DIGEST" collect --db "$db" --key-file "$OUT/keys" --port 0 >"$OUT/$name.out" 2>"$OUT/$name.err" &
+  local server=$!
+  for _ in $(seq 300); do grep -q "collecting events on" "$OUT/$name.out" 2>/dev/null && break; sleep 0.1; done
+  local port
+  port=$(sed -n 's|.*http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$OUT/$name.out")
+  local j0 p0
+  j0=$(pids_jiffies "$server")
+  p0=$(pg_server_jiffies)
+  IDS="$OUT/ids.txt" THREADS=2 BAD="$bad" OFFSET="$offset" wrk -t2 -c8 -d"$DURATION" -s "$OUT/collect.lua" "http://127.0.0.1:$port/v1/events" >"$OUT/$name.wrk"
+  local j1 p1
+  j1=$(pids_jiffies "$server")
+  p1=$(pg_server_jiffies)
+  kill -TERM "$server"
+  wait "$server" || true
+  local requests seconds
+  requests=$(awk '/requests in/ { print $1 }' "$OUT/$name.wrk")
+  seconds=$(awk '/requests in/ { sub(/s,/, "", $4); print $4 }' "$OUT/$name.wrk")
+  if grep -q "Non-2xx" "$OUT/$name.wrk"; then log "non-2xx answers in $name: see $OUT/$name.wrk"; exit 1; fi
+  EPS=$(python3 -c "print(int($requests * 200 / $seconds))")
+  US=$(python3 -c "print(f'{($j1 - $j0) / $HZ * 1e6 / ($requests * 200):.1f}')")
+  PG_US=$(python3 -c "print(f'{($p1 - $p0) / $HZ * 1e6 / ($requests * 200):.1f}')")
+}
+pg_server_jiffies() { if [ -n "${POSTMASTER:-}" ]; then pg_jiffies; else echo 0; fi; }
+
+# measure STORE DB: RUNS runs of the events and of the reference; sets the medians and the stored count.
+measure() {
+  local store=$1 db=$2 eps=() us=() pgus=() ref=() refus=()
+  for run in $(seq 1 "$RUNS"); do
+    run_wrk "$db" "$store-ref-$run" 1 0
+    ref+=("$EPS"); refus+=("$US")
+    run_wrk "$db" "$store-$run" 0 $((run * 10000000))
+    eps+=("$EPS"); us+=("$US"); pgus+=("$PG_US")
+    log "$store run $run: $EPS events/s (reference $(echo "${ref[-1]}") events/s)"
+  done
+  EPS_MED=$(echo "${eps[*]}" | median); US_MED=$(echo "${us[*]}" | median); PG_US_MED=$(echo "${pgus[*]}" | median)
+  REF_MED=$(echo "${ref[*]}" | median); REF_US_MED=$(echo "${refus[*]}" | median)
+  EPS_ALL="${eps[*]}"; REF_ALL="${ref[*]}"
+}
+
+# SQLite.
+SQLITE="$OUT/events.sqlite"
+"$DIGEST" migrate --db "$SQLITE" >/dev/null
+python3 - "$SQLITE" "$OUT/ids.txt" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+ids = [l.strip() for l in open(sys.argv[2])]
+db.executemany(
+    "INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, state, created_at, message_id, locale)"
+    " VALUES (?, '2026-W47', ?, ?, ?, '{}', ?, 0, 'sent', 0, ?, 'en')",
+    [(f"2026-W47:u{i}:t{i}", f"u{i}", ("android", "ios", "web")[i % 3], ("BigText", "Image")[i % 2],
+      '{"arm":"%s"}' % ("text", "image")[i % 2], mid) for i, mid in enumerate(ids)])
+db.commit()
+PY
+POSTMASTER=""
+measure sqlite "$SQLITE"
+SQ=("$EPS_MED" "$US_MED" "$REF_MED" "$REF_US_MED" "$EPS_ALL" "$REF_ALL")
+SQ_ROWS=$(python3 -c "import sqlite3; print(sqlite3.connect('$SQLITE').execute('SELECT count(*) FROM digest_events').fetchone()[0])")
+
+# PostgreSQL: a throwaway cluster (scripts/pg-cluster.sh), the same outbox.
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
+. scripts/pg-cluster.sh
+trap 'pg_cluster_stop' EXIT
+pg_cluster_start
+"$DIGEST" migrate --db "$URL" >/dev/null
+"${PSQL[@]}" <<SQL
+CREATE TABLE bench_ids (n serial, id text);
+\copy bench_ids (id) FROM '$OUT/ids.txt'
+INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, state, created_at, message_id, locale)
+SELECT '2026-W47:u' || (n - 1) || ':t' || (n - 1), '2026-W47', 'u' || (n - 1), (ARRAY['android','ios','web'])[(n - 1) % 3 + 1],
+       (ARRAY['BigText','Image'])[(n - 1) % 2 + 1], '{}', jsonb_build_object('arm', (ARRAY['text','image'])[(n - 1) % 2 + 1]),
+       to_timestamp(0), 'sent', to_timestamp(0), id, 'en' FROM bench_ids;
+DROP TABLE bench_ids;
+SQL
+measure postgres "$URL"
+PG=("$EPS_MED" "$US_MED" "$REF_MED" "$REF_US_MED" "$EPS_ALL" "$REF_ALL" "$PG_US_MED")
+PG_ROWS=$("${PSQL[@]}" -At -c "SELECT count(*) FROM digest_events")
+"${PSQL[@]}" -c "SELECT calls, round(total_exec_time) AS ms, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 160) AS query
+  FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8" >"$OUT/pg-statements.txt"
+
+LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+SECTION="$(cat <<MD
+## Event collector
+
+\`scripts/bench-collect.sh\` (a step of \`make bench\`), commit $COMMIT, $(nproc) cores shared (load average $LOAD at
+the end), release build, loopback: \`digest collect\` fed by wrk with 8 connections (2 threads), each
+request 200 events, every event new (a distinct message, type and action; $MESSAGES sent messages in the
+outbox to name), ${DURATION} a run, medians of $RUNS runs. Reference, same run: the same server and
+requests with every event's type unknown (parsed and refused by index; the store is never asked).
+
+| store | events/s recorded | collector CPU-µs an event | reference events/s (no store) | reference CPU-µs an event |
+|---|---|---|---|---|
+| SQLite (one writer thread, one transaction a request) | ${SQ[0]} (runs: ${SQ[4]}) | ${SQ[1]} | ${SQ[2]} (runs: ${SQ[5]}) | ${SQ[3]} |
+| PostgreSQL (4 connections in turn, one transaction a request; server ${PG[6]} CPU-µs an event) | ${PG[0]} (runs: ${PG[4]}) | ${PG[1]} | ${PG[2]} (runs: ${PG[5]}) | ${PG[3]} |
+
+Rows in \`digest_events\` afterwards: SQLite $SQ_ROWS, PostgreSQL $PG_ROWS (every event posted was new, so
+each accepted one is a row).
+MD
+)"
+python3 - "$SECTION" <<'PY'
+import re, sys, pathlib
+path = pathlib.Path("BENCHMARKS.md")
+section = sys.argv[1].rstrip() + "\n"
+text = path.read_text() if path.exists() else "# Benchmarks\n"
+pattern = re.compile(r"^## Event collector\n.*?(?=^## |^<!-- |\Z)", re.S | re.M)
+if pattern.search(text):
+    text = pattern.sub(lambda m: section + "\n", text).rstrip() + "\n"
+else:
+    text = text.rstrip() + "\n\n" + section
+path.write_text(text)
+PY
+log "BENCHMARKS.md: ## Event collector updated"
