@@ -92,6 +92,32 @@ import Testing
         #expect(pacer.reserve(now: start + .seconds(10)) == .milliseconds(100))
     }
 
+    /// FCM's quota is per minute: whatever the pauses, no minute holds more sends than the rate, and
+    /// a steady sender gets all but the burst's share of it.
+    @Test(arguments: [(600, 1), (600, 10), (600_000, 1_000), (7, 3)])
+    func theRatePacerNeverExceedsTheRateInAnyMinute(perMinute: Int, burst: Int) {
+        var pacer = RatePacer(perMinute: perMinute, burst: burst)
+        var random = SystemRandomNumberGenerator()
+        let start = ContinuousClock.now
+        var now = start
+        var sends: [ContinuousClock.Instant] = []
+        let horizon = start + .seconds(130)
+        while now < horizon {
+            // Bursts of demand with pauses between them; each send happens once its wait is over.
+            if Int.random(in: 0..<50, using: &random) == 0 { now += .milliseconds(Int.random(in: 1...20_000, using: &random)) }
+            let wait = pacer.reserve(now: now)
+            now += wait
+            sends.append(now)
+        }
+        var first = 0
+        for last in sends.indices {
+            while sends[last] - sends[first] >= .seconds(60) { first += 1 }
+            #expect(last - first + 1 <= perMinute, "sends in a minute ending at \(sends[last] - start)")
+            if last - first + 1 > perMinute { return }
+        }
+        #expect(pacer.perSecond >= Double(perMinute - burst) / 60 * 0.999)
+    }
+
     @Test func aDryRunAddsValidateOnly() {
         #expect(FCMSender<SQLiteDatabase>.dryRun(#"{"message":{"token":"t"}}"#) == #"{"validate_only":true,"message":{"token":"t"}}"#)
     }
