@@ -20,9 +20,11 @@ struct SendCommand: AsyncParsableCommand {
             Leases due messages, posts each to {endpoint}/v1/projects/{project_id}/messages:send with an \
             OAuth token from the service account, and settles it by FCM's answer: sent (with FCM's message \
             name); UNREGISTERED → dead and the token remembered as dead; INVALID_ARGUMENT, SENDER_ID_MISMATCH → dead; \
-            429 → retried after at least a minute; 500/503 → retried after Retry-After with exponential \
+            429 → retried after at least a minute (its Retry-After also holds every connection); 500/503 → retried after Retry-After with exponential \
             backoff and jitter; THIRD_PARTY_AUTH_ERROR or refused credentials → stops with the reason. \
-            SIGTERM (or Ctrl-C) finishes the requests in flight, releases the other leases and exits 0.
+            Requests are spread over several HTTP/2 connections and paced to --rate in any minute; those a GOAWAY \
+            left unprocessed are sent again at once. SIGTERM (or Ctrl-C) finishes the requests in flight, releases \
+            the other leases and exits 0.
             """)
 
     @OptionGroup var database: DatabaseOptions
