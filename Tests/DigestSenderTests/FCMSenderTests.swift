@@ -216,6 +216,29 @@ import Testing
         try await server.shutdown()
     }
 
+    /// The fake advertises `maxConcurrentStreams` in its SETTINGS, and the sender's connections keep
+    /// to it whatever its concurrency: more requests wait in the client, none is refused.
+    @Test func connectionsKeepToTheServersStreamLimit() async throws {
+        let dir = try TemporaryDirectory()
+        guard let tls = try TestCertificate.make(in: dir.url) else {
+            print("skipped: no openssl program to make a test certificate")
+            return
+        }
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 400)
+        var faults = FakeFCMServer.Faults()
+        faults.minDelayMilliseconds = 20
+        faults.maxDelayMilliseconds = 30
+        let server = try await FakeFCMServer.start(faults: faults, tls: tls, maxConcurrentStreams: 5)
+        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir, trusting: tls.certificatePath) { configuration in
+            configuration.concurrency = 64
+        } _: { sender, _ in try await sender.send() }
+        let stats = server.stats
+        #expect(summary.sent == 400 && stats.delivered == 400 && stats.requests == 400, "\(stats)")
+        #expect(stats.maxHTTP2Connections >= 1 && stats.maxInFlight <= 5 * stats.maxHTTP2Connections, "\(stats)")
+        try await server.shutdown()
+    }
+
     @Test func deliversOverHTTP2WithTLSExactlyOnceDespiteResetStreams() async throws {
         let dir = try TemporaryDirectory()
         guard let tls = try TestCertificate.make(in: dir.url) else {
