@@ -74,6 +74,9 @@ struct FakeFCMCommand: AsyncParsableCommand {
         let stats = server.stats
         print("requests: \(stats.requests), delivered: \(stats.delivered), duplicates: \(stats.duplicates), validated: \(stats.validated)")
         print("answers: " + stats.answers.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        if stats.http2Connections > 0 {
+            print("HTTP/2 connections: \(stats.http2Connections) (at most \(stats.maxHTTP2Connections) at once), GOAWAYs: \(stats.goAways), most requests in flight: \(stats.maxInFlight)")
+        }
         try await server.shutdown()
     }
 }
