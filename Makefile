@@ -47,9 +47,11 @@ bench-rolling: setup
 bench-collect: setup
 	scripts/bench-collect.sh
 
-## Delivery benchmark: digest send vs wrk against the fake FCM server; "## Delivery" in BENCHMARKS.md.
+## Delivery benchmark: digest send vs wrk against the fake FCM server on loopback ("## Delivery" in BENCHMARKS.md),
+## then at FCM's latency against the Firebase Admin Python SDK ("## Delivery at FCM's latency").
 bench-send: setup
 	scripts/bench-send.sh
+	scripts/bench-send-latency.sh
 
 clean:
 	rm -rf .build $(DEMO_OUT) bench-out

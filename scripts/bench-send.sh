@@ -96,7 +96,7 @@ for run in $(seq 1 "$RUNS"); do
     start_server "send-$run"
     START=$(date +%s.%N)
     /usr/bin/time -f "%U %S" -o "$OUT/send-$run.cpu" "$BIN/digest" send --db "$OUT/demo/digest.sqlite" --credentials "$OUT/sa.json" \
-        --endpoint "http://127.0.0.1:$PORT" --concurrency 64 --drain > "$OUT/send-$run.txt"
+        --endpoint "http://127.0.0.1:$PORT" --concurrency 64 --rate 0 --drain > "$OUT/send-$run.txt"
     END=$(date +%s.%N)
     SERVER_CPUS+=("$(awk '{print ($14 + $15) / 100}' "/proc/$SERVER/stat")")
     LOADS+=("$(cut -d' ' -f1 /proc/loadavg)")
@@ -131,7 +131,7 @@ reset_outbox
 start_server h2 --tls-cert "$OUT/cert.pem" --tls-key "$OUT/key.pem"
 H2_START=$(date +%s.%N)
 "$BIN/digest" send --db "$OUT/demo/digest.sqlite" --credentials "$OUT/sa.json" --endpoint "https://127.0.0.1:$PORT" \
-    --ca-file "$OUT/cert.pem" --concurrency 64 --drain > "$OUT/send-h2.txt"
+    --ca-file "$OUT/cert.pem" --concurrency 64 --rate 0 --drain > "$OUT/send-h2.txt"
 H2_END=$(date +%s.%N)
 H2_STATS="$(python3 -c "import json, urllib.request, ssl; ctx = ssl.create_default_context(cafile='$OUT/cert.pem'); print(json.load(urllib.request.urlopen('https://127.0.0.1:$PORT/stats', context=ctx))['http2Requests'])")"
 stop_server
@@ -160,9 +160,9 @@ checked against the v1 rules) receives the demo's weekly run for $USERS users ($
 |---|---|
 | reference: \`wrk -t2 -c64\` posting prepared requests (no database, no OAuth), $DURATION | $REFERENCE requests/s (runs: ${REFERENCES[*]}) |
 | ceiling: async-http-client alone (\`digest-fcm-load\`, the sender's client and request path, 64 in flight, the same prepared requests), $DURATION after each wrk run | $AHC_RATE requests/s (runs: ${AHC_RATES[*]}; ratio $AHC_RATIO), $AHC_US CPU-µs a request (runs: ${AHC_US[*]}), fake server $AHC_SERVER_US µs a request; load averages: ${AHC_LOADS[*]} |
-| \`digest send --concurrency 64 --drain\`: lease from SQLite, OAuth, POST, settle | $RATE messages/s (runs: ${RATES[*]}; $(python3 -c "print(f'{$ELAPSED:.1f}')") s, wall time including start-up) |
+| \`digest send --concurrency 64 --rate 0 --drain\`: lease from SQLite, OAuth, POST, settle | $RATE messages/s (runs: ${RATES[*]}; $(python3 -c "print(f'{$ELAPSED:.1f}')") s, wall time including start-up) |
 | the same over HTTPS (HTTP/2: $H2_STATS of the requests came as HTTP/2 streams), one run | $H2_RATE messages/s |
-| ratio (HTTP/1.1 sender / reference) | $RATIO (per round: ${ROUND_RATIOS[*]}; target ≥ 0.5; absolute target ≥ 5,000 messages/s) |
+| ratio (HTTP/1.1 sender / reference) | $RATIO (per round: ${ROUND_RATIOS[*]}; issue 6's target of 0.5 is retired: the sender's target is now FCM's quota at FCM's latency, next section) |
 | CPU time of a sender run | \`digest send\` $SEND_CPU s ($US_A_MESSAGE µs a message), fake server $SERVER_CPU s ($SERVER_US µs a message; $WRK_SERVER_US µs a request under wrk) |
 
 The sender and the server share the machine's cores, as do wrk and the server in the reference.

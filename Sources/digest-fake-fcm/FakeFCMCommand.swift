@@ -9,7 +9,10 @@ struct FakeFCMCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "digest-fake-fcm",
         abstract: "A fake FCM HTTP v1 server on loopback, with its own service account, for demos and benchmarks.",
-        discussion: "GET /stats answers what it saw as JSON. SIGTERM or Ctrl-C prints the same and exits.")
+        discussion: """
+            GET /stats answers what it saw as JSON; POST /goaway sends GOAWAY on every HTTP/2 connection (each \
+            answers the streams it has and no more). SIGTERM or Ctrl-C prints the stats and exits.
+            """)
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port (0: any free port).") var port = 0
@@ -23,10 +26,18 @@ struct FakeFCMCommand: AsyncParsableCommand {
     @Option(help: "Share of UNREGISTERED tokens.") var unregisteredRate = 0.0
     @Option(help: "Seconds between 429 bursts (0: none).") var quotaBurstEvery = 0.0
     @Option(help: "Length of each 429 burst, seconds.") var quotaBurstLength = 0.0
-    @Option(help: "Delay of each answer, milliseconds.") var delayMs = 0
+    @Option(help: "Latency of each answer, milliseconds, with a jitter of a tenth either way (FCM answers in tens of milliseconds).")
+    var delayMs = 0
+    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS of each HTTP/2 connection (FCM's: 100).") var maxConcurrentStreams = 100
+    @Option(help: "Retry-After of the 429 answers, seconds (default: none).") var quotaRetryAfter: Int?
     @Option(help: "Serve HTTPS (HTTP/2 or HTTP/1.1 by ALPN) with this PEM certificate…") var tlsCert: String?
     @Option(help: "…and this PEM private key.") var tlsKey: String?
     @Option(help: "Also accept this bearer token for a day (for load tools that cannot sign JWTs).") var staticToken: String?
+
+    func validate() throws {
+        guard delayMs >= 0 else { throw ValidationError("--delay-ms must not be negative") }
+        guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be positive") }
+    }
 
     func run() async throws {
         var faults = FakeFCMServer.Faults()
@@ -36,11 +47,13 @@ struct FakeFCMCommand: AsyncParsableCommand {
         faults.unregisteredRate = unregisteredRate
         faults.quotaBurstEvery = quotaBurstEvery
         faults.quotaBurstLength = quotaBurstLength
-        faults.minDelayMilliseconds = delayMs
-        faults.maxDelayMilliseconds = delayMs
+        faults.minDelayMilliseconds = delayMs - delayMs / 10
+        faults.maxDelayMilliseconds = delayMs + delayMs / 10
+        faults.quotaRetryAfterSeconds = quotaRetryAfter
         let tls = tlsCert.flatMap { cert in tlsKey.map { FakeFCMServer.TLS(certificatePath: cert, privateKeyPath: $0) } }
         let server = try await FakeFCMServer.start(
-            host: host, port: port, projectID: project, tokenLifetime: tokenLifetime, faults: faults, tls: tls)
+            host: host, port: port, projectID: project, tokenLifetime: tokenLifetime, faults: faults, tls: tls,
+            maxConcurrentStreams: maxConcurrentStreams)
         if let credentials { try server.writeServiceAccount(to: credentials) }
         if let staticToken { server.registerAccessToken(staticToken) }
         if let portFile { try "\(server.port)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
@@ -61,6 +74,9 @@ struct FakeFCMCommand: AsyncParsableCommand {
         let stats = server.stats
         print("requests: \(stats.requests), delivered: \(stats.delivered), duplicates: \(stats.duplicates), validated: \(stats.validated)")
         print("answers: " + stats.answers.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        if stats.http2Connections > 0 {
+            print("HTTP/2 connections: \(stats.http2Connections) (at most \(stats.maxHTTP2Connections) at once), GOAWAYs: \(stats.goAways), most requests in flight: \(stats.maxInFlight)")
+        }
         try await server.shutdown()
     }
 }

@@ -22,8 +22,10 @@ struct SendCommand: AsyncParsableCommand {
             OAuth token (from a service-account key, or from the GCE/GKE metadata server with --credentials \
             metadata), and settles it by FCM's answer: sent (with FCM's message \
             name); UNREGISTERED → dead and the token remembered as dead; INVALID_ARGUMENT, SENDER_ID_MISMATCH → dead; \
-            429 → retried after at least a minute; 500/503 → retried after Retry-After with exponential \
+            429 → retried after at least a minute (its Retry-After also holds every connection); 500/503 → retried after Retry-After with exponential \
             backoff and jitter; THIRD_PARTY_AUTH_ERROR or refused credentials → stops with the reason. \
+            Requests are spread over several HTTP/2 connections and paced to --rate in any minute; those a GOAWAY \
+            left unprocessed are sent again at once. \
             SIGTERM (or Ctrl-C) finishes the requests in flight, releases the other leases and exits 0. \
             With --metrics-port, GET /metrics answers Prometheus text and GET /healthz 200 "ok" while \
             sending with a valid access token (503 "unavailable" otherwise, with the reason).
@@ -56,11 +58,17 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "FCM's base URL.")
     var endpoint = "https://fcm.googleapis.com"
 
-    @Option(help: "Requests in flight at once.")
-    var concurrency = 64
+    @Option(help: "Requests in flight at once, spread over --connections (the default reaches FCM's default quota up to about 120 ms of latency).")
+    var concurrency = 1_200
 
-    @Option(help: "At most this many requests a minute (default: no limit).")
-    var rate: Int?
+    @Option(help: "HTTP/2 connections to FCM (default: one per 100 of --concurrency; FCM allows 100 streams a connection).")
+    var connections: Int?
+
+    @Option(help: "At most this many requests in any minute: FCM's default quota of a project; split it between senders of one project (0: unpaced).")
+    var rate = 600_000
+
+    /// `--connections`, else one per 100 requests in flight.
+    var connectionCount: Int { connections ?? (concurrency + 99) / 100 }
 
     @Flag(help: "Exit once nothing due is ready, waiting for a retry, or leased.")
     var drain = false
@@ -92,7 +100,8 @@ struct SendCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be positive") }
-        if let rate, rate < 1 { throw ValidationError("--rate must be positive") }
+        guard rate >= 0 else { throw ValidationError("--rate must not be negative (0: unpaced)") }
+        if let connections { guard (1...concurrency).contains(connections) else { throw ValidationError("--connections must be between 1 and --concurrency") } }
         // A lease must outlive a request (30 s timeout), or the sender's own lease could lapse mid-request.
         guard leaseSeconds >= 45 || timeScale < 1 else { throw ValidationError("--lease-seconds must be at least 45") }
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be positive") }
@@ -128,20 +137,27 @@ struct SendCommand: AsyncParsableCommand {
             registry = prometheus
         }
 
-        let clientConfiguration = HTTPClient.Configuration.fcmSender(concurrency: concurrency, caFile: caFile)
+        // Each client's share of the requests (its HTTP/1.1 connections when the endpoint speaks no HTTP/2).
+        let clientConfiguration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + connectionCount - 1) / connectionCount, caFile: caFile)
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops)
+        // One client a connection: async-http-client keeps one HTTP/2 connection to a host per event loop.
         let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: clientConfiguration)
+        let more = (1..<connectionCount).map { _ in HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: clientConfiguration) }
         let metadataClient = account == nil ? HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .metadataServer()) : nil
         do {
             let (tokens, projectID) = try await self.tokens(account: account, client: client, metadataClient: metadataClient, logger: logger)
-            try await send(database: database.open(), projectID: projectID, tokens: tokens, client: client, registry: registry, logger: logger)
+            try await send(
+                database: database.open(), projectID: projectID, tokens: tokens, client: client, connections: more, registry: registry,
+                logger: logger)
         } catch {
             try? await client.shutdown()
+            for client in more { try? await client.shutdown() }
             try? await metadataClient?.shutdown()
             try? await loops.shutdownGracefully()
             throw error
         }
         try await client.shutdown()
+        for client in more { try? await client.shutdown() }
         try await metadataClient?.shutdown()
         try await loops.shutdownGracefully()
     }
@@ -170,13 +186,13 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     private func send<Database: DigestDatabase>(
-        database: Database, projectID: String, tokens: AccessTokenProvider, client: HTTPClient,
+        database: Database, projectID: String, tokens: AccessTokenProvider, client: HTTPClient, connections: [HTTPClient],
         registry: PrometheusCollectorRegistry?, logger: Logger
     ) async throws {
         var configuration = FCMSender<Database>.Configuration()
         configuration.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
         configuration.concurrency = concurrency
-        configuration.ratePerMinute = rate
+        configuration.ratePerMinute = rate == 0 ? nil : rate
         configuration.drain = drain
         configuration.validateOnly = validateOnly
         configuration.leaseSeconds = Int64(leaseSeconds)
@@ -186,9 +202,9 @@ struct SendCommand: AsyncParsableCommand {
         if let owner { configuration.owner = owner }
 
         let sender = FCMSender(
-            database: database, projectID: projectID, client: client, tokens: tokens,
+            database: database, projectID: projectID, client: client, connections: connections, tokens: tokens,
             configuration: configuration, logger: logger)
-        Self.say("sending to \(configuration.endpoint) for project \(projectID) as \(configuration.owner) with \(tokens.principal), \(concurrency) at once\(rate.map { ", at most \($0)/min" } ?? "")\(validateOnly ? " (dry run)" : "")")
+        Self.say("sending to \(configuration.endpoint) for project \(projectID) as \(configuration.owner) with \(tokens.principal), \(concurrency) at once over \(connectionCount) connection\(connectionCount == 1 ? "" : "s"), \(rate == 0 ? "unpaced" : "at most \(rate)/min")\(validateOnly ? " (dry run)" : "")")
 
         let run = SenderRun(sender: sender)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [

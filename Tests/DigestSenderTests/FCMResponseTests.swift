@@ -92,6 +92,47 @@ import Testing
         #expect(pacer.reserve(now: start + .seconds(10)) == .milliseconds(100))
     }
 
+    /// FCM's quota is per minute: whatever the pauses, no minute holds more sends than the rate, and
+    /// a steady sender gets all but the burst's share of it.
+    @Test(arguments: [(600, 1), (600, 10), (60_000, 1_000), (7, 3)])
+    func theRatePacerNeverExceedsTheRateInAnyMinute(perMinute: Int, burst: Int) {
+        var pacer = RatePacer(perMinute: perMinute, burst: burst)
+        var random = SystemRandomNumberGenerator()
+        let start = ContinuousClock.now
+        var now = start
+        var sends: [ContinuousClock.Instant] = []
+        let horizon = start + .seconds(300)
+        while now < horizon {
+            // Busy spells (each send as soon as the pacer allows) of up to 90 s, pauses of up to 30 s
+            // between them: the credit a pause leaves is spent, then the steady rate holds.
+            let busyUntil = now + .milliseconds(Int.random(in: 1...90_000, using: &random))
+            while now < busyUntil {
+                now += pacer.reserve(now: now)
+                sends.append(now)
+            }
+            now += .milliseconds(Int.random(in: 1...30_000, using: &random))
+        }
+        var first = 0
+        for last in sends.indices {
+            while sends[last] - sends[first] >= .seconds(60) { first += 1 }
+            #expect(last - first + 1 <= perMinute, "sends in a minute ending at \(sends[last] - start)")
+            if last - first + 1 > perMinute { return }
+        }
+        #expect(pacer.perSecond >= Double(perMinute - burst) / 60 * 0.999)
+    }
+
+    /// A 429's Retry-After holds every connection until the latest deadline any answer asked for.
+    @Test func theQuotaHoldKeepsTheLatestDeadline() {
+        let hold = QuotaHold()
+        #expect(hold.until == nil)
+        #expect(hold.extend(by: .seconds(30)))
+        let first = hold.until
+        #expect(!hold.extend(by: .seconds(5)))  // a shorter Retry-After does not shorten the hold
+        #expect(hold.until == first)
+        #expect(hold.extend(by: .seconds(60)))
+        #expect(hold.until! > first!)
+    }
+
     @Test func aDryRunAddsValidateOnly() {
         #expect(FCMSender<SQLiteDatabase>.dryRun(#"{"message":{"token":"t"}}"#) == #"{"validate_only":true,"message":{"token":"t"}}"#)
     }

@@ -4,6 +4,8 @@ import DigestStore
 import DigestTesting
 import Foundation
 import Logging
+import NIOCore
+import NIOHTTP1
 import Synchronization
 import Testing
 
@@ -183,6 +185,58 @@ import Testing
         let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir) { sender, _ in try await sender.send() }
         #expect(summary.sent == 0 && server.stats.requests == 0)
         #expect(try OutboxFixture.states(path: db) == ["ready": 5])
+    }
+
+    /// The fake's token endpoint takes what Google's does: its own URL or Google's as the audience
+    /// (Google's libraries use `https://oauth2.googleapis.com/token`), and any scope list that covers
+    /// FCM (ours, or `cloud-platform` as the Firebase Admin SDKs send); nothing else.
+    @Test(arguments: [
+        ("https://www.googleapis.com/auth/firebase.messaging", nil, 200),
+        ("https://www.googleapis.com/auth/cloud-platform https://www.googleapis.com/auth/datastore https://www.googleapis.com/auth/devstorage.read_write https://www.googleapis.com/auth/firebase https://www.googleapis.com/auth/identitytoolkit https://www.googleapis.com/auth/userinfo.email",
+         "https://oauth2.googleapis.com/token", 200),
+        ("https://www.googleapis.com/auth/datastore", nil, 400),
+        ("https://www.googleapis.com/auth/firebase.messaging", "https://example.com/token", 400),
+    ] as [(String, String?, Int)])
+    func theFakeTokenEndpointAcceptsWhatGooglesDoes(scope: String, audience: String?, status: Int) async throws {
+        let dir = try TemporaryDirectory()
+        let server = try await FakeFCMServer.start()
+        let account = try SenderHarness.account(server, in: dir)
+        let assertion = try JWTSigner(account: account).assertion(
+            issuedAt: Int64(Date().timeIntervalSince1970), scope: scope, audience: audience)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        var request = HTTPClientRequest(url: "\(server.url)/token")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"))
+        let response = try await client.execute(request, timeout: .seconds(5))
+        let body = String(buffer: try await response.body.collect(upTo: 1 << 16))
+        #expect(Int(response.status.code) == status, "\(body)")
+        #expect(server.stats.accessTokens == (status == 200 ? 1 : 0))
+        try await client.shutdown()
+        try await server.shutdown()
+    }
+
+    /// The fake advertises `maxConcurrentStreams` in its SETTINGS, and the sender's connections keep
+    /// to it whatever its concurrency: more requests wait in the client, none is refused.
+    @Test func connectionsKeepToTheServersStreamLimit() async throws {
+        let dir = try TemporaryDirectory()
+        guard let tls = try TestCertificate.make(in: dir.url) else {
+            print("skipped: no openssl program to make a test certificate")
+            return
+        }
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 400)
+        var faults = FakeFCMServer.Faults()
+        faults.minDelayMilliseconds = 20
+        faults.maxDelayMilliseconds = 30
+        let server = try await FakeFCMServer.start(faults: faults, tls: tls, maxConcurrentStreams: 5)
+        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir, trusting: tls.certificatePath) { configuration in
+            configuration.concurrency = 64
+        } _: { sender, _ in try await sender.send() }
+        let stats = server.stats
+        #expect(summary.sent == 400 && stats.delivered == 400 && stats.requests == 400, "\(stats)")
+        #expect(stats.maxHTTP2Connections >= 1 && stats.maxInFlight <= 5 * stats.maxHTTP2Connections, "\(stats)")
+        try await server.shutdown()
     }
 
     @Test func deliversOverHTTP2WithTLSExactlyOnceDespiteResetStreams() async throws {

@@ -232,6 +232,46 @@ import Testing
         try await server.shutdown()
     }
 
+    /// The issue's "at FCM's latency" test: `digest send` with its defaults (1,200 in flight over 12
+    /// HTTP/2 connections, paced to 600,000 a minute) against a fake FCM answering in 80 ms (±10%) with
+    /// 100 streams a connection, over TLS; half-way every connection gets a GOAWAY. Every one of the
+    /// 30,000 messages is delivered exactly once, under its collapse key: the requests a GOAWAY left
+    /// out are sent again on a new connection, the ones it kept are answered on the old one.
+    @Test func atFCMsLatencyTheDefaultsDeliverEveryMessageOnceAcrossAGoAway() async throws {
+        let count = 30_000
+        let dir = try TemporaryDirectory()
+        guard let tls = try TestCertificate.make(in: dir.url) else {
+            print("skipped: no openssl program to make a test certificate")
+            return
+        }
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: count)
+        let server = try await FakeFCMServer.start(faults: Self.delayed(72...88), tls: tls, maxConcurrentStreams: 100)
+        let credentials = dir.path("sa.json")
+        try server.writeServiceAccount(to: credentials)
+        let goneAway = Watcher.start(when: { server.stats.delivered >= count / 2 }) { server.goAway() }
+        defer { goneAway.cancel() }
+        let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "latency", dir: dir,
+                                     extra: ["--drain", "--ca-file", tls.certificatePath])
+        #expect(try await sender.wait(timeout: .seconds(900)) == 0, "\(sender.output)")
+        #expect(sender.output.contains("1200 at once over 12 connections, at most 600000/min"), "\(sender.output)")
+        #expect(sender.output.contains("sent: \(count)\n"), "\(sender.output)")
+        #expect(goneAway.fired)
+
+        let stats = server.stats
+        #expect(stats.goAways >= 12, "every connection open at the time: \(stats)")
+        #expect(stats.http2Connections > stats.goAways, "new connections after the GOAWAY: \(stats)")
+        #expect(stats.http2Requests == stats.requests)
+        #expect(stats.maxInFlight <= 1_200)
+        // Per dedupe key (a message's token) on the server's side: once each, with its collapse key.
+        let deliveries = server.deliveries
+        #expect(deliveries.count == count && stats.delivered == count && stats.duplicates == 0, "\(stats)")
+        #expect(deliveries.values.allSatisfy { $0.count == 1 && $0.collapseKeys == ["digest-2026-W46"] })
+        #expect(try OutboxFixture.states(path: db) == ["sent": count])
+        print("at latency: \(stats.requests) requests, \(stats.http2Connections) connections (\(stats.maxHTTP2Connections) at once), \(stats.goAways) GOAWAYs, at most \(stats.maxInFlight) in flight; \(sender.output.split(separator: "\n").filter { $0.hasPrefix("time:") || $0.hasPrefix("retried:") })")
+        try await server.shutdown()
+    }
+
     @Test func metricsAndHealthAreServedOnTheMetricsPort() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("outbox.sqlite")

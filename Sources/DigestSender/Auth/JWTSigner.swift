@@ -19,8 +19,9 @@ struct JWTSigner: Sendable {
         }
     }
 
-    /// `header.claims.signature`, valid for `lifetime` seconds from `issuedAt`.
-    func assertion(issuedAt: Int64, lifetime: Int64 = 3600) throws -> String {
+    /// `header.claims.signature`, valid for `lifetime` seconds from `issuedAt`; `scope` and `audience`
+    /// (default: FCM's scope, the file's `token_uri`) differ only in tests of a token endpoint.
+    func assertion(issuedAt: Int64, lifetime: Int64 = 3600, scope: String = Self.scope, audience: String? = nil) throws -> String {
         var header = JSONWriter(capacity: 96)
         header.beginObject()
         header.field("alg", "RS256")
@@ -30,8 +31,8 @@ struct JWTSigner: Sendable {
         var claims = JSONWriter(capacity: 256)
         claims.beginObject()
         claims.field("iss", account.clientEmail)
-        claims.field("scope", Self.scope)
-        claims.field("aud", account.tokenURI)
+        claims.field("scope", scope)
+        claims.field("aud", audience ?? account.tokenURI)
         claims.field("iat", Int(issuedAt))
         claims.field("exp", Int(issuedAt + lifetime))
         claims.endObject()

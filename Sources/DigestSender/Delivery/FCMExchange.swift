@@ -1,6 +1,7 @@
 package import AsyncHTTPClient
 package import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import Synchronization
 
 /// One `messages:send` request and its answer, on an event loop the caller picks.
@@ -40,6 +41,22 @@ package final class FCMExchange: Sendable {
         } onCancel: {
             task.cancel()
         }
+    }
+
+    /// Whether `error` says the server did not process the request, so it is safe to send again
+    /// (RFC 9113, 8.7). Measured against the fake server's GOAWAY: async-http-client fails the requests
+    /// past the last stream it names with `StreamClosed` and the code CANCEL (NIOHTTP2 closes them so),
+    /// with `ChannelError.ioOnClosedChannel` when their writes found the stream closed, and with
+    /// `cancelled` a request it had not written yet because its connection was closing (as it does a
+    /// request its caller cancelled: the caller tells them apart). A stream reset with REFUSED_STREAM
+    /// was not processed either. A server's own RST_STREAM with CANCEL looks like the first case; FCM
+    /// refuses with REFUSED_STREAM, and such a reset of a request it did process would make one
+    /// duplicate, as a lost connection can (docs/003-outbox-consumers.md). Any other failure without
+    /// an answer (`remoteConnectionClosed`, a deadline, another reset) is retried later as a try.
+    package static func wasRefused(_ error: any Error) -> Bool {
+        if let closed = error as? NIOHTTP2Errors.StreamClosed { return closed.errorCode == .refusedStream || closed.errorCode == .cancel }
+        if let channel = error as? ChannelError, case .ioOnClosedChannel = channel { return true }
+        return (error as? HTTPClientError) == .cancelled && !Task.isCancelled
     }
 
     /// The request for `token`, prepared once per token.

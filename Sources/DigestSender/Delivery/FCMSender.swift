@@ -13,6 +13,11 @@ import Synchronization
 /// (`{endpoint}/v1/projects/{project_id}/messages:send`) with a bounded number in flight, and settles
 /// each by FCM's answer (docs/007-rules-and-limits.md, "FCM errors and what the sender does").
 ///
+/// Requests are spread over several HTTP clients, one HTTP/2 connection each (``connections``): FCM
+/// allows 100 concurrent streams a connection and answers in tens of milliseconds, so one connection
+/// carries at most about 100 / latency messages a second (1,250 at 80 ms) and the default quota of
+/// 10,000 a second needs about ten. Sends are paced to ``Configuration/ratePerMinute``.
+///
 /// A `Service`: on graceful shutdown (SIGTERM in a `ServiceGroup`) it sends nothing new, lets the
 /// requests in flight finish and be settled, releases the leases it still holds, and returns.
 ///
@@ -26,10 +31,13 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     public struct Configuration: Sendable {
         /// FCM's base URL; the fake server's in tests.
         public var endpoint = "https://fcm.googleapis.com"
-        /// Requests in flight at once.
-        public var concurrency = 64
-        /// At most this many requests a minute (nil: no limit).
-        public var ratePerMinute: Int?
+        /// Requests in flight at once, spread evenly over the connections: keep each connection's share
+        /// at most the server's SETTINGS_MAX_CONCURRENT_STREAMS (FCM's: 100). The default, 12 connections
+        /// of 100, reaches FCM's default quota (10,000 a second) up to about 120 ms of latency.
+        public var concurrency = 1_200
+        /// At most this many requests in any minute (nil: no limit). The default is FCM's default quota
+        /// for a project, 600,000 a minute; several senders of one project share it.
+        public var ratePerMinute: Int? = 600_000
         /// Return once nothing due is ready, waiting for a retry, or leased.
         public var drain = false
         /// FCM's dry run (`validate_only`): check every due message, deliver and change nothing.
@@ -63,23 +71,29 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     private let tokens: AccessTokenProvider
     private let logger: Logger
     private let metrics = SenderMetrics()
-    private let exchange: FCMExchange
+    /// One per connection: `client`'s, then each of `connections`'.
+    private let exchanges: [FCMExchange]
 
-    public init(database: Database, projectID: String, client: HTTPClient, tokens: AccessTokenProvider,
-                configuration: Configuration, logger: Logger) {
+    /// `client` fetches access tokens and carries requests; `connections` are more clients on the same
+    /// event loops to spread requests over (one HTTP/2 connection each; the caller shuts them down).
+    public init(database: Database, projectID: String, client: HTTPClient, connections: [HTTPClient] = [],
+                tokens: AccessTokenProvider, configuration: Configuration, logger: Logger) {
         self.database = database
         self.projectID = projectID
         self.client = client
         self.tokens = tokens
         self.configuration = configuration
         self.logger = logger
-        self.exchange = FCMExchange(client: client, url: "\(configuration.endpoint)/v1/projects/\(projectID)/messages:send")
+        let url = "\(configuration.endpoint)/v1/projects/\(projectID)/messages:send"
+        self.exchanges = ([client] + connections).map { FCMExchange(client: $0, url: url) }
     }
 
     /// For the project of a service-account key.
-    public init(database: Database, account: ServiceAccount, client: HTTPClient, tokens: AccessTokenProvider,
-                configuration: Configuration, logger: Logger) {
-        self.init(database: database, projectID: account.projectID, client: client, tokens: tokens, configuration: configuration, logger: logger)
+    public init(database: Database, account: ServiceAccount, client: HTTPClient, connections: [HTTPClient] = [],
+                tokens: AccessTokenProvider, configuration: Configuration, logger: Logger) {
+        self.init(
+            database: database, projectID: account.projectID, client: client, connections: connections, tokens: tokens,
+            configuration: configuration, logger: logger)
     }
 
     /// `Service`: sends until shut down (or, with `drain`, until done).
@@ -195,10 +209,13 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         var head = 0
         var lastEmptyFetch: ContinuousClock.Instant?
         var scanCursor: Int64 = 0  // dry run: the last id read
+        // A burst of at most a second's worth, or the requests in flight.
         var pacer = configuration.ratePerMinute.map { RatePacer(perMinute: $0, burst: min(configuration.concurrency, max(1, $0 / 60))) }
+        metrics.ratePerSecond.record(pacer.map(\.perSecond) ?? 0)
         // Each message's task runs on an event loop of the client, and its request is pinned to that
         // loop: the request's start, its answer and the task waiting for it share one thread.
-        var lanes = RequestLanes(eventLoops: Array(client.eventLoopGroup.makeIterator()), concurrency: configuration.concurrency, open: open)
+        var lanes = RequestLanes(
+            exchanges: exchanges, eventLoops: Array(client.eventLoopGroup.makeIterator()), concurrency: configuration.concurrency, open: open)
 
         return try await withThrowingTaskGroup(of: Int.self) { requests in
             while session.fatal.value == nil && !stop.isRequested {
@@ -243,19 +260,30 @@ public struct FCMSender<Database: DigestDatabase>: Service {
                 }
                 // Start while there is room.
                 while head < buffer.count && !stop.isRequested && session.fatal.value == nil, let lane = lanes.roomiest() {
+                    // FCM asked every connection to slow down (a 429 with Retry-After).
+                    if let until = session.quotaHold.until, until > clock.now {
+                        try await stop.sleep(for: until - clock.now)
+                        if stop.isRequested { break }
+                    }
                     if var paced = pacer {
                         let wait = paced.reserve(now: clock.now)
                         pacer = paced
-                        if wait > .zero { try await stop.sleep(for: wait) }
+                        if wait > .zero {
+                            // At least a millisecond: sleeping costs more than that; the slots missed
+                            // meanwhile are still free and the next sends take them at once.
+                            let slept = max(wait, .milliseconds(1))
+                            metrics.pacedMicroseconds.increment(by: Int64(slept.seconds * 1e6))
+                            try await stop.sleep(for: slept)
+                        }
                         if stop.isRequested { break }
                     }
                     let message = buffer[head]
                     head += 1
                     lanes.started(lane)
                     metrics.inFlight.record(lanes.running)
-                    let executor = lanes.lanes[lane].executor, gate = lanes.lanes[lane].gate
+                    let executor = lanes.lanes[lane].executor, gate = lanes.lanes[lane].gate, exchange = lanes.lanes[lane].exchange
                     requests.addTask(executorPreference: executor) {
-                        try await self.handle(message, on: executor.eventLoop, gate: gate, session: session)
+                        try await self.handle(message, via: exchange, on: executor.eventLoop, gate: gate, session: session)
                         return lane
                     }
                 }
@@ -280,7 +308,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     /// One message: waits for a request slot, sends (unless stopping, or its lease was lost), and
     /// returns once its outcome is written.
     private func handle(
-        _ message: LeasedMessage, on eventLoop: any EventLoop, gate: AsyncGate, session: SendSession<Database.Consumer>
+        _ message: LeasedMessage, via exchange: FCMExchange, on eventLoop: any EventLoop, gate: AsyncGate, session: SendSession<Database.Consumer>
     ) async throws {
         let validateOnly = configuration.validateOnly
         await gate.enter()
@@ -296,7 +324,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             gate.leave()
             return
         }
-        let verdict = await deliver(message, on: eventLoop)
+        let verdict = await deliver(message, via: exchange, on: eventLoop, quotaHold: session.quotaHold)
         gate.leave()
         if case .stop(let code, let errorCode, let detail) = verdict {
             session.fatal.set(Self.stopError(code, errorCode: errorCode, detail: detail, projectID: projectID, principal: tokens.principal))
@@ -345,11 +373,16 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     }
 
     /// One try of one message; never throws (failures are verdicts).
-    private func deliver(_ message: LeasedMessage, on eventLoop: any EventLoop) async -> FCMVerdict {
+    ///
+    /// A request the server refused unprocessed (a stream past the last one its GOAWAY names, or reset
+    /// with REFUSED_STREAM) is posted again at once and is no try: FCM did nothing with it. Any other
+    /// failure without an answer may have been delivered, and is retried later as a try.
+    private func deliver(_ message: LeasedMessage, via exchange: FCMExchange, on eventLoop: any EventLoop, quotaHold: QuotaHold) async -> FCMVerdict {
         var random = SystemRandomNumberGenerator()
         let started = ContinuousClock.now
         defer { metrics.latency.recordNanoseconds(Int64((ContinuousClock.now - started).seconds * 1e9)) }
         var reauthenticated = false
+        var refusals = 0
         while true {
             let token: String
             do {
@@ -363,9 +396,16 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             let verdict: FCMVerdict
             do {
                 let answer = try await exchange.post(body, token: token, on: eventLoop, timeout: configuration.requestTimeout)
+                if answer.status == 429, let after = answer.retryAfter.flatMap({ FCMResponse.parseRetryAfter($0, now: Date()) }) {
+                    if quotaHold.extend(by: configuration.retry.scaled(after)) { metrics.quotaHolds.increment() }
+                }
                 verdict = FCMResponse.verdict(
                     status: answer.status, retryAfter: answer.retryAfter, body: Array(buffer: answer.body),
                     attempt: message.attempts, policy: configuration.retry, now: Date(), random: &random)
+            } catch where FCMExchange.wasRefused(error) && refusals < Self.maxRefusals {
+                refusals += 1
+                metrics.refused.increment()
+                continue
             } catch {
                 return FCMResponse.verdict(networkError: error, attempt: message.attempts, policy: configuration.retry, random: &random)
             }
@@ -375,6 +415,9 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             reauthenticated = true
         }
     }
+
+    /// Refused requests posted again in a row before the refusal counts as a failed try.
+    static var maxRefusals: Int { 8 }
 
     /// `{"message":…}` → `{"validate_only":true,"message":…}`.
     static func dryRun(_ body: String) -> String {
@@ -421,6 +464,24 @@ final class StopFlag: Sendable {
     }
 }
 
+/// Until when FCM asked the sender to send nothing (the latest `Retry-After` of a 429): every
+/// connection waits, not only the one that was told.
+final class QuotaHold: Sendable {
+    private let deadline = Mutex<ContinuousClock.Instant?>(nil)
+
+    var until: ContinuousClock.Instant? { deadline.withLock { $0 } }
+
+    /// Holds until `delay` from now, unless already held longer; true when that moved the deadline.
+    func extend(by delay: Duration) -> Bool {
+        let until = ContinuousClock.now + delay
+        return deadline.withLock { deadline in
+            if let current = deadline, current >= until { return false }
+            deadline = until
+            return true
+        }
+    }
+}
+
 /// The first error that stops the sender.
 final class FatalBox: Sendable {
     private let error = Mutex<SenderError?>(nil)
@@ -445,6 +506,7 @@ struct SendSession<Consumer: OutboxConsumer>: Sendable {
     let summary = SummaryBox()
     let stop: StopFlag
     let fatal = FatalBox()
+    let quotaHold = QuotaHold()
     /// One store operation and the book's update that mirrors it at a time.
     private let storeOrder = AsyncGate(limit: 1)
 

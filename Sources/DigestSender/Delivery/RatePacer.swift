@@ -1,14 +1,26 @@
-/// Spreads sends evenly to at most `perMinute` a minute, allowing a burst of `burst` after a pause.
-/// Pure: the caller passes the time and sleeps for the returned delay.
+/// Spreads sends to at most `perMinute` in any minute, FCM's quota window, allowing a burst of
+/// `burst` after a pause. Pure: the caller passes the time and sleeps for the returned delay.
+///
+/// Each send reserves a slot; slots are `interval` apart and a slot may lie at most
+/// `interval·(burst−1)` in the past (the credit a pause leaves). A send happens at its slot or later,
+/// so the sends of any minute `[t, t+60 s)` hold slots in `[t − interval·(burst−1), t+60 s)`: at most
+/// `60 s / interval + burst − 1` of them. The interval is `60 s / (perMinute − burst + 1)`, which makes
+/// that `perMinute`: the burst is paid for by a slightly longer interval, never by a minute over quota.
 struct RatePacer: Sendable {
     let interval: Duration
     let burst: Int
     private var next: ContinuousClock.Instant?
 
     init(perMinute: Int, burst: Int = 1) {
-        interval = .seconds(60.0 / Double(max(1, perMinute)))
-        self.burst = max(1, burst)
+        let perMinute = max(1, perMinute)
+        self.burst = min(max(1, burst), perMinute)
+        // Rounded up to the nanosecond: a shorter interval could let one send too many into a minute.
+        let slots = Int64(perMinute - self.burst + 1)
+        interval = .nanoseconds((60_000_000_000 + slots - 1) / slots)
     }
+
+    /// Sends a second in the steady state.
+    var perSecond: Double { 1 / interval.seconds }
 
     /// Reserves the next slot; returns how long to wait before sending.
     mutating func reserve(now: ContinuousClock.Instant) -> Duration {

@@ -9,6 +9,14 @@ struct SenderMetrics: Sendable {
     let released = Counter(label: "digest_sender_released_total")
     let latency = Metrics.Timer(label: "digest_sender_request_duration_seconds")
     let inFlight = Gauge(label: "digest_sender_in_flight")
+    /// The pacer's steady rate, messages a second (0: unpaced).
+    let ratePerSecond = Gauge(label: "digest_sender_rate_limit_per_second")
+    /// Time the dispatcher waited for the pacer.
+    let pacedMicroseconds = Counter(label: "digest_sender_paced_microseconds_total")
+    /// 429 answers with a Retry-After that held every connection (or held it longer).
+    let quotaHolds = Counter(label: "digest_sender_quota_holds_total")
+    /// Requests the server refused unprocessed (GOAWAY, REFUSED_STREAM), posted again at once.
+    let refused = Counter(label: "digest_sender_refused_total")
 
     func retried(_ code: String) { Counter(label: "digest_sender_retried_total", dimensions: [("reason", code)]).increment() }
 

@@ -1,19 +1,21 @@
 import DigestNIO
 import NIOCore
 
-/// The HTTP client's event loops as lanes: each lane has an equal share of the requests in flight
-/// (its gate) and of the messages started (`open`), and the next message goes to the lane with the
-/// most room.
+/// The sender's connections as lanes: each lane is one HTTP client (async-http-client keeps at most
+/// one HTTP/2 connection per event loop in a client, so several clients make several connections) on
+/// one of the client's event loops, with an equal share of the requests in flight (its gate) and of
+/// the messages started (`open`); the next message goes to the lane with the most room.
 ///
-/// A message's task runs on its lane's loop and its request prefers that loop. As no lane has more
-/// requests in flight than its share, the connection pool grows about as many connections on each
-/// loop as the loop has requests, and a request finds an idle connection on its own loop: its
-/// writes and its answer stay on one thread instead of hopping to a connection on another loop and
-/// back (with a round-robin choice of loop, such hops took about an eighth of the loops' time).
+/// A message's task runs on its lane's loop and its request prefers that loop, so its writes and its
+/// answer stay on one thread instead of hopping to a connection on another loop and back (with a
+/// round-robin choice of loop, such hops took about an eighth of the loops' time). With one client
+/// (HTTP/1.1 to a loopback server, say) there is a lane per event loop and the client's pool grows
+/// about as many connections on each loop as the loop has requests.
 struct RequestLanes {
     struct Lane {
         let executor: EventLoopExecutor
-        /// This lane's share of the requests in flight.
+        let exchange: FCMExchange
+        /// This lane's share of the requests in flight: at most the server's streams a connection.
         let gate: AsyncGate
         /// Messages this lane may have started and not finished (requests and answers not yet written).
         let open: Int
@@ -24,12 +26,15 @@ struct RequestLanes {
     /// Messages started and not finished, in all lanes.
     private(set) var running = 0
 
-    /// `concurrency` requests and `open` messages shared among (at most `concurrency` of) `eventLoops`.
-    init(eventLoops: [any EventLoop], concurrency: Int, open: Int) {
-        let count = max(1, min(eventLoops.count, concurrency))
+    /// `concurrency` requests and `open` messages shared among the `exchanges` (one lane each) or,
+    /// with one exchange, among (at most `concurrency` of) `eventLoops`.
+    init(exchanges: [FCMExchange], eventLoops: [any EventLoop], concurrency: Int, open: Int) {
+        let count = max(1, min(max(exchanges.count, eventLoops.count), concurrency))
         lanes = (0..<count).map { index in
             func share(_ total: Int) -> Int { total / count + (index < total % count ? 1 : 0) }
-            return Lane(executor: EventLoopExecutor(eventLoops[index]), gate: AsyncGate(limit: share(concurrency)), open: share(open))
+            return Lane(
+                executor: EventLoopExecutor(eventLoops[index % eventLoops.count]), exchange: exchanges[index % exchanges.count],
+                gate: AsyncGate(limit: share(concurrency)), open: share(open))
         }
     }
 

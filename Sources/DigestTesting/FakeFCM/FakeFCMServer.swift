@@ -12,7 +12,11 @@ import _CryptoExtras
 /// JWT bearer assertions signed by its own generated service account) and
 /// `POST /v1/projects/{project}/messages:send`, which checks every request against the v1 rules
 /// (``FCMRequestRules``) and a bearer token it issued, and can inject errors, delays and dropped
-/// connections. `GET /stats` answers ``Stats`` as JSON.
+/// connections. `GET /stats` answers ``Stats`` as JSON; `POST /goaway` sends GOAWAY on every HTTP/2
+/// connection (``goAway()``).
+///
+/// Over TLS it speaks HTTP/2 as FCM does: at most `maxConcurrentStreams` streams a connection (FCM's
+/// 100, advertised in SETTINGS), and each answer after the configured delay.
 ///
 /// ```swift
 /// let server = try await FakeFCMServer.start()
@@ -42,6 +46,8 @@ public final class FakeFCMServer: Sendable {
         public var maxDelayMilliseconds = 0
         /// Every request answered 401 `THIRD_PARTY_AUTH_ERROR`.
         public var thirdPartyAuthError = false
+        /// `Retry-After` of the 429 answers, seconds (nil: none, as FCM often sends).
+        public var quotaRetryAfterSeconds: Int? = nil
 
         public init() {}
     }
@@ -74,6 +80,12 @@ public final class FakeFCMServer: Sendable {
         public var maxInFlight = 0
         /// `messages:send` requests that came over HTTP/2.
         public var http2Requests = 0
+        /// HTTP/2 connections opened.
+        public var http2Connections = 0
+        /// Most HTTP/2 connections open at once.
+        public var maxHTTP2Connections = 0
+        /// GOAWAY frames sent.
+        public var goAways = 0
     }
 
     /// One token's deliveries.
@@ -89,6 +101,8 @@ public final class FakeFCMServer: Sendable {
         var deliveries: [String: Delivery] = [:]
         var stats = Stats()
         var inFlight = 0
+        /// The open HTTP/2 connections: each one's way to send GOAWAY.
+        var connections: [ObjectIdentifier: @Sendable () -> Void] = [:]
     }
 
     public let projectID: String
@@ -113,9 +127,10 @@ public final class FakeFCMServer: Sendable {
     }
 
     /// Starts a server on `host:port` (0: any free port) with a new service-account key.
+    /// `maxConcurrentStreams`: the SETTINGS_MAX_CONCURRENT_STREAMS of its HTTP/2 connections (FCM's: 100).
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, projectID: String = "digest-test", tokenLifetime: Int = 3600,
-        faults: Faults = Faults(), tls: TLS? = nil
+        faults: Faults = Faults(), tls: TLS? = nil, maxConcurrentStreams: Int = 100
     ) async throws -> FakeFCMServer {
         let server = try FakeFCMServer(projectID: projectID, tokenLifetime: tokenLifetime, faults: faults, https: tls != nil)
         let sslContext = try tls.map { tls in
@@ -125,6 +140,9 @@ public final class FakeFCMServer: Sendable {
             configuration.applicationProtocols = ["h2", "http/1.1"]
             return try NIOSSLContext(configuration: configuration)
         }
+        var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        connection.initialSettings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
+            + [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 1024)
@@ -137,10 +155,18 @@ public final class FakeFCMServer: Sendable {
                     }
                 }
                 // HTTPS: HTTP/2 or HTTP/1.1 as ALPN decides; each HTTP/2 stream gets its own handler.
+                let follower = NIOLoopBound(FakeFCMConnectionHandler(server: server), eventLoop: channel.eventLoop)
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                 }.flatMap {
-                    channel.configureCommonHTTPServerPipeline { stream in
+                    channel.configureCommonHTTPServerPipeline(
+                        connectionConfiguration: connection, streamConfiguration: .init(), streamDelegate: follower.value.streams,
+                        h2ConnectionChannelConfigurator: { connection in
+                            connection.eventLoop.makeCompletedFuture {
+                                try connection.pipeline.syncOperations.addHandler(follower.value)
+                            }
+                        }
+                    ) { stream in
                         stream.eventLoop.makeCompletedFuture {
                             try stream.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
                         }
@@ -168,6 +194,24 @@ public final class FakeFCMServer: Sendable {
         let now = Int64(Date().timeIntervalSince1970)
         state.withLock { $0.accessTokens[token] = now + lifetime }
     }
+
+    /// Sends GOAWAY on every open HTTP/2 connection: each answers the streams opened so far and no
+    /// other, and the client must open a new connection for the rest.
+    public func goAway() {
+        for send in state.withLock({ Array($0.connections.values) }) { send() }
+    }
+
+    func connectionOpened(_ id: ObjectIdentifier, goAway: @escaping @Sendable () -> Void) {
+        state.withLock { state in
+            state.connections[id] = goAway
+            state.stats.http2Connections += 1
+            state.stats.maxHTTP2Connections = max(state.stats.maxHTTP2Connections, state.connections.count)
+        }
+    }
+
+    func connectionClosed(_ id: ObjectIdentifier) { _ = state.withLock { $0.connections.removeValue(forKey: id) } }
+
+    func countGoAway() { state.withLock { $0.stats.goAways += 1 } }
 
     /// Changes the faults from now on.
     public func setFaults(_ faults: Faults) { state.withLock { $0.faults = faults } }
@@ -210,6 +254,9 @@ public final class FakeFCMServer: Sendable {
             return tokenReply(body)
         case ("POST", _) where path.hasPrefix("/v1/projects/") && path.hasSuffix("/messages:send"):
             return sendReply(path: path, headers: headers, body: body, http2: http2)
+        case ("POST", "/goaway"):
+            goAway()
+            return .answer(status: 200, headers: [("Content-Type", "application/json")], body: "{}", delay: 0)
         case ("GET", "/stats"):
             let data = (try? JSONEncoder().encode(stats)) ?? Data()
             return .answer(status: 200, headers: [("Content-Type", "application/json")], body: String(decoding: data, as: UTF8.self), delay: 0)
@@ -250,8 +297,11 @@ public final class FakeFCMServer: Sendable {
         guard let claims = (try? JSONSerialization.jsonObject(with: Data(claimBytes))) as? [String: Any] else { return "bad claims" }
         let now = Int64(Date().timeIntervalSince1970)
         guard claims["iss"] as? String == clientEmail else { return "Invalid issuer" }
-        guard claims["aud"] as? String == "\(url)/token" else { return "Invalid audience" }
-        guard (claims["scope"] as? String)?.split(separator: " ").contains("https://www.googleapis.com/auth/firebase.messaging") == true
+        // Google's token endpoint takes its own URL as the audience (Google's libraries use it whatever
+        // the key file's token_uri says) and any scope that covers FCM: firebase.messaging (ours) or
+        // cloud-platform (the Firebase Admin SDKs).
+        guard let audience = claims["aud"] as? String, [Self.googleTokenURL, "\(url)/token"].contains(audience) else { return "Invalid audience" }
+        guard let scopes = (claims["scope"] as? String)?.split(separator: " "), scopes.contains(where: Self.fcmScopes.contains)
         else { return "Invalid scope" }
         guard let iat = (claims["iat"] as? NSNumber)?.int64Value, let exp = (claims["exp"] as? NSNumber)?.int64Value,
               iat <= now + 60, exp > now, exp - iat <= 3600 else { return "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe" }
@@ -302,7 +352,8 @@ public final class FakeFCMServer: Sendable {
                 return answer(Self.error(500, status: "INTERNAL", fcm: "INTERNAL", message: "Internal error encountered.", delay: delay), "500")
             }
             if faults.quotaBurstEvery > 0, elapsed.truncatingRemainder(dividingBy: faults.quotaBurstEvery) < faults.quotaBurstLength {
-                return answer(Self.error(429, status: "RESOURCE_EXHAUSTED", fcm: "QUOTA_EXCEEDED", message: "Quota exceeded for quota metric 'Send requests'", delay: delay), "429")
+                return answer(Self.error(429, status: "RESOURCE_EXHAUSTED", fcm: "QUOTA_EXCEEDED", message: "Quota exceeded for quota metric 'Send requests'",
+                                         extraHeaders: faults.quotaRetryAfterSeconds.map { [("Retry-After", String($0))] } ?? [], delay: delay), "429")
             }
             let accepted: FCMRequestRules.Accepted
             switch checked {
@@ -332,6 +383,9 @@ public final class FakeFCMServer: Sendable {
     }
 
     // MARK: Helpers
+
+    static let googleTokenURL = "https://oauth2.googleapis.com/token"
+    static let fcmScopes: Set<Substring> = ["https://www.googleapis.com/auth/firebase.messaging", "https://www.googleapis.com/auth/cloud-platform"]
 
     static func error(_ code: Int, status: String, fcm: String? = nil, message: String,
                       extraHeaders: [(String, String)] = [], delay: Int = 0) -> Reply {
