@@ -190,14 +190,17 @@ public struct BatchComposer: Sendable {
         }
         user.plan = plan
         let report = plan.reportJSON()
-        let bodies = planner.encoder.messages(for: encoded, devices: reader.devices)
-        user.messages = zip(reader.devices, bodies).map { device, body in
-            OutboxMessage(
-                dedupeKey: OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: device.token),
+        let keys = reader.devices.map { OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: $0.token) }
+        let ids = keys.map(OutboxMessage.messageID(dedupeKey:))
+        let bodies = planner.encoder.messages(for: encoded, devices: reader.devices, messageIDs: ids)
+        user.messages = reader.devices.indices.map { index in
+            let device = reader.devices[index]
+            return OutboxMessage(
+                dedupeKey: keys[index],
                 week: window.week.description, userID: reader.id, platform: device.platform,
-                variant: plan.variant, message: body, report: report, availableAt: slot.availableAt, picks: plan.picks,
+                variant: plan.variant, message: bodies[index], report: report, availableAt: slot.availableAt, picks: plan.picks,
                 windowEnd: slot.windowEnd, quietUntil: slot.quietUntil, expiresAt: slot.expiresAt,
-                locale: localized.resolved)
+                locale: localized.resolved, messageID: ids[index])
         }
         return user
     }

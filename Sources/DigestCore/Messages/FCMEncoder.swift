@@ -53,14 +53,20 @@ public struct FCMEncoder: Sendable {
     /// One request body per device from parts encoded before (the planner's last budget check); a
     /// device whose platform was not encoded gets its section encoded here.
     public func messages(for encoded: EncodedPlan, devices: [Device]) -> [[UInt8]] {
-        var encoded = encoded
         let plan = encoded.plan
-        let label = analyticsLabel(plan)
-        return devices.map { device in
-            let id = Array(
-                OutboxMessage.messageID(
-                    dedupeKey: OutboxMessage.dedupeKey(week: plan.week, userID: plan.userID, token: device.token)
-                ).utf8)
+        let ids = devices.map {
+            OutboxMessage.messageID(dedupeKey: OutboxMessage.dedupeKey(week: plan.week, userID: plan.userID, token: $0.token))
+        }
+        return messages(for: encoded, devices: devices, messageIDs: ids)
+    }
+
+    /// The same, with each device's `message_id` (``OutboxMessage/messageID(dedupeKey:)``) made by the
+    /// caller, who keeps it with the outbox row.
+    public func messages(for encoded: EncodedPlan, devices: [Device], messageIDs: [String]) -> [[UInt8]] {
+        var encoded = encoded
+        let label = analyticsLabel(encoded.plan)
+        return zip(devices, messageIDs).map { device, messageID in
+            let id = Array(messageID.utf8)
             let section = encoded.section(device.platform, encoder: self)
             var writer = JSONWriter(capacity: encoded.data.count + section.count + device.token.utf8.count + 128)
             writer.beginObject()

@@ -3,7 +3,10 @@ import Crypto
 /// A finished message as the run hands it to the outbox (docs/001-outbox-semantics.md).
 public struct OutboxMessage: Sendable, Hashable {
     /// `<week>:<user id>:<sha256 of token, hex>`: one message per device and week.
-    public var dedupeKey: String
+    public let dedupeKey: String
+    /// The id the apps report events with: `message_id` in the message's data, the same on the
+    /// outbox row (``messageID(dedupeKey:)`` of the dedupe key, made once).
+    public let messageID: String
     public var week: String
     public var userID: String
     public var platform: Platform
@@ -30,8 +33,10 @@ public struct OutboxMessage: Sendable, Hashable {
     public init(
         dedupeKey: String, week: String, userID: String, platform: Platform, variant: Variant,
         message: [UInt8], report: String, availableAt: Int64, picks: [String] = [],
-        windowEnd: Int64? = nil, quietUntil: Int64? = nil, expiresAt: Int64? = nil, locale: String? = nil
+        windowEnd: Int64? = nil, quietUntil: Int64? = nil, expiresAt: Int64? = nil, locale: String? = nil,
+        messageID: String? = nil
     ) {
+        self.messageID = messageID ?? Self.messageID(dedupeKey: dedupeKey)
         self.locale = locale
         self.windowEnd = windowEnd
         self.quietUntil = quietUntil
@@ -50,20 +55,13 @@ public struct OutboxMessage: Sendable, Hashable {
     /// `<week>:<sha256 of token>`: unique in the outbox, so a token gets at most one message a week
     /// whichever reader it was listed under (the last part of the dedupe key is the token's hash).
     /// PostgreSQL writes it on every row; SQLite only on the messages of tokens that changed reader.
-    public var tokenKey: String {
-        guard let colon = dedupeKey.lastIndex(of: ":") else { return dedupeKey }
-        return "\(week)\(dedupeKey[colon...])"
-    }
+    public var tokenKey: String { "\(week):\(tokenHash)" }
 
     /// The last part of the dedupe key: the SHA-256 of the device's token, in hex.
     public var tokenHash: Substring {
         guard let colon = dedupeKey.lastIndex(of: ":") else { return dedupeKey[...] }
         return dedupeKey[dedupeKey.index(after: colon)...]
     }
-
-    /// The id the apps report events with: `message_id` in the message's data, the same on the
-    /// outbox row (``messageID(dedupeKey:)`` of the dedupe key).
-    public var messageID: String { Self.messageID(dedupeKey: dedupeKey) }
 
     /// How many characters a message id has.
     public static let messageIDLength = 32
