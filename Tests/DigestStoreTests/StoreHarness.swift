@@ -151,13 +151,7 @@ struct StoreHarness {
     func sql(_ statement: String) throws -> String {
         switch backend {
         case .sqlite:
-            let connection = try SQLiteDatabase.sqlite(path: directory.path("store.sqlite")).connect()
-            let prepared = try connection.statement(statement)
-            var lines: [String] = []
-            while try prepared.step() {
-                lines.append((0..<prepared.columnCount).map { prepared.isNull($0) ? "" : prepared.string($0) }.joined(separator: "|"))
-            }
-            return lines.joined(separator: "\n")
+            return try SQLiteDatabase.sqlite(path: directory.path("store.sqlite")).connect().lines(statement)
         case .postgres:
             return try PostgresCluster.shared().sql(statement, url: url!)
         }
