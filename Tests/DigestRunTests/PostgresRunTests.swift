@@ -51,12 +51,14 @@ import Testing
 
     /// Messages by dedupe key, as `digest queue peek` prints them (JSON parsed, so jsonb's spacing
     /// and key order do not matter).
+    /// The outbox as `queue peek` shows it, by dedupe key, without row ids or the ids' run positions
+    /// (chunks of PostgreSQL and batches of SQLite place the same messages differently).
     func outbox(_ db: String) throws -> [String: NSDictionary] {
         let peek = try DigestBinary.run(["queue", "peek", "--db", db, "--limit", "100000", "--show-tokens"])
         #expect(peek.status == 0, "\(peek.stderr)")
         var rows: [String: NSDictionary] = [:]
         for line in peek.stdout.split(separator: "\n") {
-            var object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            var object = try JSONSerialization.jsonObject(with: Data(withoutIDPositions(String(line)).utf8)) as! [String: Any]
             object["id"] = nil
             rows[object["dedupe_key"] as! String] = object as NSDictionary
         }

@@ -68,4 +68,23 @@ import Testing
         #expect(rows.count == 5)
         #expect(rows.allSatisfy { $0.availableAt == 1_795_500_000 })
     }
+
+    @Test func messageIDsIncreaseInTheOrderTheRowsAreInserted() async throws {
+        let dir = try TemporaryDirectory()
+        let database = try await database(in: dir)
+        var configuration = WeeklyRun<SQLiteDatabase>.Configuration(week: try ISOWeek(parsing: "2026-W46"))
+        configuration.batchSize = 2  // several batches, composed two at a time
+        configuration.concurrency = 2
+        let run = WeeklyRun(database: database, templates: try TemplateCatalog(directory: DigestBinary.templates), configuration: configuration)
+        _ = try await run.run(now: Date(timeIntervalSince1970: 1_795_500_000))
+        let rows = try SQLiteConnection(path: dir.path("digest.sqlite")).lines("SELECT message_id, message FROM digest_outbox ORDER BY id")
+            .split(separator: "\n").map { $0.split(separator: "|", maxSplits: 1).map(String.init) }
+        let ids = rows.map { $0[0] }
+        #expect(ids.count == 5)
+        #expect(ids == ids.sorted() && Set(ids).count == ids.count, "\(ids)")
+        // Each leads with the run's instant and carries its batch: more than one batch here.
+        #expect(ids.allSatisfy { $0.count == OutboxMessage.messageIDLength && $0.hasPrefix(String(1_795_500_000, radix: 16)) })
+        #expect(Set(ids.map { $0.dropFirst(8).prefix(5) }).count > 1)
+        #expect(rows.allSatisfy { $0[1].contains(#""message_id":"\#($0[0])""#) })
+    }
 }

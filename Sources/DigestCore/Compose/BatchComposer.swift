@@ -4,7 +4,7 @@
 /// ```swift
 /// let composer = BatchComposer(configuration: .init(week: week), articles: articles, templates: catalog,
 ///                              attachments: NoAttachments(), now: now)
-/// let batch = await composer.compose(readers, histories: histories)
+/// let batch = await composer.compose(readers, histories: histories, batch: 0)
 /// ```
 public struct BatchComposer: Sendable {
     /// When messages become due.
@@ -99,25 +99,32 @@ public struct BatchComposer: Sendable {
 
     /// Composes a batch: first the digests, then every distinct top-pick image of the batch asked for
     /// at once (the provider bounds its own downloads and fetches each URL once), then the plans; the
-    /// messages come in reader order.
-    public func compose(_ readers: [Reader], histories: [ReaderHistory]) async -> ComposedBatch {
+    /// messages come in reader order. `batch` is the batch's number in the run, in the order the run
+    /// writes its batches: with the reader's place it orders the messages' ids
+    /// (``OutboxMessage/messageID(dedupeKey:position:)``).
+    public func compose(_ readers: [Reader], histories: [ReaderHistory], batch: Int) async -> ComposedBatch {
         var counters = RunCounters()
         var messages: [OutboxMessage] = []
         messages.reserveCapacity(readers.count * 2)
         var finished: [(Int, ComposedUser)] = []
-        var digested: [(order: Int, user: ComposedUser, window: WeekWindow, digest: WeeklyDigest)] = []
+        var digested: [(order: Int, user: ComposedUser, window: WeekWindow, digest: WeeklyDigest, first: OutboxMessage.RunPosition)] = []
         digested.reserveCapacity(readers.count)
+        // A reader's first message's place in the batch: the devices of the readers before it.
+        var ordinal = 0
         for (reader, history) in zip(readers, histories) {
+            let first = OutboxMessage.RunPosition(instant: now, batch: batch, ordinal: ordinal)
+            ordinal += reader.devices.count
             switch prepare(reader, history: history) {
             case .finished(let user): finished.append((finished.count + digested.count, user))
-            case .digested(let user, let window, let digest): digested.append((finished.count + digested.count, user, window, digest))
+            case .digested(let user, let window, let digest):
+                digested.append((finished.count + digested.count, user, window, digest, first))
             }
         }
         let outcomes = await imageOutcomes(Set(digested.compactMap { $0.digest.picks.first?.imageURL }))
         var users = finished
-        for (order, user, window, digest) in digested {
+        for (order, user, window, digest, first) in digested {
             let image = digest.picks.first?.imageURL.map { outcomes[$0] ?? .unavailable(reason: "not_requested") }
-            users.append((order, finish(user, window: window, digest: digest, image: image)))
+            users.append((order, finish(user, window: window, digest: digest, image: image, first: first)))
         }
         for (_, user) in users.sorted(by: { $0.0 < $1.0 }) {
             user.count(into: &counters)
@@ -126,7 +133,8 @@ public struct BatchComposer: Sendable {
         return ComposedBatch(userCount: readers.count, messages: messages, counters: counters)
     }
 
-    /// One reader's digest, plan and messages.
+    /// One reader's digest, plan and messages (the previews): its ids are those of the first messages
+    /// of a run's first batch at ``now``.
     public func composeUser(_ reader: Reader, history: ReaderHistory) async -> ComposedUser {
         switch prepare(reader, history: history) {
         case .finished(let user):
@@ -134,7 +142,9 @@ public struct BatchComposer: Sendable {
         case .digested(let user, let window, let digest):
             var image: ImageOutcome?
             if let url = digest.picks.first?.imageURL { image = await attachments.renditions(forImageAt: url) }
-            return finish(user, window: window, digest: digest, image: image)
+            return finish(
+                user, window: window, digest: digest, image: image,
+                first: OutboxMessage.RunPosition(instant: now, batch: 0, ordinal: 0))
         }
     }
 
@@ -167,8 +177,11 @@ public struct BatchComposer: Sendable {
         return .digested(user, window, digest)
     }
 
-    /// The second half: the plan with the top pick's image outcome, and one message per device.
-    func finish(_ prepared: ComposedUser, window: WeekWindow, digest: WeeklyDigest, image: ImageOutcome?) -> ComposedUser {
+    /// The second half: the plan with the top pick's image outcome, and one message per device, the
+    /// first at `first` in the run and the others after it.
+    func finish(
+        _ prepared: ComposedUser, window: WeekWindow, digest: WeeklyDigest, image: ImageOutcome?, first: OutboxMessage.RunPosition
+    ) -> ComposedUser {
         var user = prepared
         let reader = user.reader
         let localized = templates.localized(for: reader.locale)
@@ -191,7 +204,7 @@ public struct BatchComposer: Sendable {
         user.plan = plan
         let report = plan.reportJSON()
         let keys = reader.devices.map { OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: $0.token) }
-        let ids = keys.map(OutboxMessage.messageID(dedupeKey:))
+        let ids = keys.indices.map { OutboxMessage.messageID(dedupeKey: keys[$0], position: first.advanced(by: $0)) }
         let bodies = planner.encoder.messages(for: encoded, devices: reader.devices, messageIDs: ids)
         user.messages = reader.devices.indices.map { index in
             let device = reader.devices[index]

@@ -5,7 +5,8 @@ public struct OutboxMessage: Sendable, Hashable {
     /// `<week>:<user id>:<sha256 of token, hex>`: one message per device and week.
     public let dedupeKey: String
     /// The id the apps report events with: `message_id` in the message's data, the same on the
-    /// outbox row (``messageID(dedupeKey:)`` of the dedupe key, made once).
+    /// outbox row (``messageID(dedupeKey:position:)``, made once by the composer; without one, the
+    /// earlier ``messageID(dedupeKey:)``).
     public let messageID: String
     public var week: String
     public var userID: String
@@ -63,16 +64,6 @@ public struct OutboxMessage: Sendable, Hashable {
         return dedupeKey[dedupeKey.index(after: colon)...]
     }
 
-    /// How many characters a message id has.
-    public static let messageIDLength = 32
-
-    /// A device message's id: the first 16 bytes of the SHA-256 of its dedupe key, lowercase hex.
-    /// Opaque to the apps (it names neither the reader nor the token), unique per device and week as
-    /// the dedupe key is, the same on every retry, and known before the row is written.
-    public static func messageID(dedupeKey: String) -> String {
-        hex(SHA256.hash(data: Array(dedupeKey.utf8)).prefix(messageIDLength / 2))
-    }
-
     /// The dedupe key of a device's message for a week.
     public static func dedupeKey(week: ISOWeek, userID: String, token: String) -> String {
         "\(week):\(userID):\(tokenHash(token))"
@@ -83,7 +74,7 @@ public struct OutboxMessage: Sendable, Hashable {
         hex(SHA256.hash(data: Array(token.utf8)))
     }
 
-    private static func hex(_ bytes: some Sequence<UInt8>) -> String {
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let hex: [UInt8] = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(64)

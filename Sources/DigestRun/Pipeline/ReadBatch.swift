@@ -20,9 +20,10 @@ struct ReadBatch: Sendable {
         return ReadBatch(users: batch.users, histories: histories, lastKey: batch.position)
     }
 
-    /// The batch's digests, plans and messages.
-    func compose(with composer: BatchComposer) async -> BatchResult {
-        let composed = await composer.compose(users.map(\.reader), histories: histories)
+    /// The batch's digests, plans and messages; `sequence` is its number in the run (the order the
+    /// run writes batches in), which orders its messages' ids.
+    func compose(with composer: BatchComposer, sequence: Int) async -> BatchResult {
+        let composed = await composer.compose(users.map(\.reader), histories: histories, batch: sequence)
         return BatchResult(lastKey: lastKey, composed: composed, zoneCursors: zoneCursors)
     }
 }

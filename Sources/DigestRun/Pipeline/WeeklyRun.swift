@@ -178,7 +178,7 @@ public struct WeeklyRun<Database: DigestDatabase>: Sendable {
                             }
                         }
                     case .compose(let sequence, let batch):
-                        group.addTask { .composed(sequence, await batch.compose(with: composer)) }
+                        group.addTask { .composed(sequence, await batch.compose(with: composer, sequence: sequence)) }
                     case .write(let sequence, let result):
                         group.addTask {
                             await PipelineEvent.catching {
