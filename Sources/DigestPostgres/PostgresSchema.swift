@@ -186,9 +186,10 @@ enum PostgresSchema {
             ON digest_outbox ((coalesce(settled_at, CASE state WHEN 'sent' THEN sent_at WHEN 'expired' THEN expires_at ELSE available_at END)))
             WHERE state IN ('sent', 'dead', 'expired')
         """,
-        // 8: analytics: each message's id as the apps report it (`message_id` in its data, from the
-        // dedupe key; NULL on rows from before, whose messages carry none), found by the event
-        // collector; the locale whose templates composed it, for the report.
+        // 8: analytics: each message's id as the apps report it (`message_id` in its data, led by the
+        // run's instant and the message's place in the run, so the index is written at its right edge;
+        // NULL on rows from before, whose messages carry none), found by the event collector; the
+        // locale whose templates composed it, for the report.
         """
         ALTER TABLE digest_outbox ADD COLUMN message_id text;
         ALTER TABLE digest_outbox ADD COLUMN locale text;

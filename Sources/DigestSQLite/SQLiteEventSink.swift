@@ -102,11 +102,8 @@ extension SQLiteDatabase {
         let thread = try await DedicatedThread(opening: "digest-sqlite-events") {
             let connection = try database.connect()
             // Events land at random places of digest_events' key: a larger page cache keeps its
-            // inner pages and the outbox's id index in memory (64 MiB; the default is 2 MiB).
+            // inner pages and the outbox's id index (migration 10) in memory (64 MiB; the default is 2 MiB).
             try connection.execute("PRAGMA cache_size = -65536")
-            // The collector finds messages by id; the index is made here, the first time, rather than by
-            // a migration, so runs on a store whose events nobody collects do not maintain it (docs/003).
-            try connection.execute("CREATE UNIQUE INDEX IF NOT EXISTS digest_outbox_message ON digest_outbox (message_id)")
             return SQLiteEventQueries(connection: connection)
         }
         let value: T

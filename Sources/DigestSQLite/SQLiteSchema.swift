@@ -174,12 +174,9 @@ enum SQLiteSchema {
         DROP INDEX digest_outbox_token;
         CREATE UNIQUE INDEX digest_outbox_token ON digest_outbox (token_key) WHERE token_key IS NOT NULL;
         """,
-        // 8: analytics: each message's id as the apps report it (`message_id` in its data, from the
-        // dedupe key; NULL on rows from before, whose messages carry none), found by the event
-        // collector; the locale whose templates composed it, for the report. The index on `message_id`
-        // is made by `digest collect` when it opens the database (`SQLiteDatabase.withEventSink`), not
-        // here: its keys are hashes, so every enqueue would write a random page of it, which cost the
-        // weekly run a fifth more CPU time; a store whose events nobody collects does not pay that.
+        // 8: analytics: each message's id as the apps report it (`message_id` in its data; NULL on
+        // rows from before, whose messages carry none), found by the event collector; the locale whose
+        // templates composed it, for the report. Its index came later (10).
         """
         ALTER TABLE digest_outbox ADD COLUMN message_id TEXT;
         ALTER TABLE digest_outbox ADD COLUMN locale TEXT;
@@ -214,6 +211,13 @@ enum SQLiteSchema {
             sent INTEGER NOT NULL,
             PRIMARY KEY (week, variant, platform, locale, arm)
         ) WITHOUT ROWID;
+        """,
+        // 10: the unique index the event collector finds messages by. Ids lead with the run's instant
+        // and the message's place in the run (`OutboxMessage.messageID(dedupeKey:position:)`), so a
+        // run writes it at its right edge; earlier ids (hashes) stay findable. `digest collect` made it
+        // when it opened a store before this migration: IF NOT EXISTS keeps that one.
+        """
+        CREATE UNIQUE INDEX IF NOT EXISTS digest_outbox_message ON digest_outbox (message_id);
         """,
     ]
 

@@ -54,6 +54,34 @@ import Testing
             """)
     }
 
+    @Test(arguments: Backend.allCases) func earlierAndOrderedIDsAreBothFoundByTheMigratedIndex(backend: Backend) async throws {
+        let store = try await EventsHarness(backend)
+        // Every migrated store has the unique index, before any collector opened it.
+        let unique =
+            backend == .sqlite
+            ? "SELECT \"unique\" FROM pragma_index_list('digest_outbox') WHERE name = 'digest_outbox_message'"
+            : "SELECT CASE WHEN indisunique THEN 1 ELSE 0 END FROM pg_index WHERE indexrelid = 'digest_outbox_message'::regclass"
+        #expect(try store.sql(unique) == "1")
+        // A row enqueued before ids were ordered keeps its hash id; a run's row leads with its instant.
+        let earlier = FixtureMessage(user: "u1")
+        let ordered = FixtureMessage(
+            user: "u2", position: OutboxMessage.RunPosition(instant: EventsHarness.createdAt, batch: 3, ordinal: 7))
+        try await store.write([earlier, ordered])
+        #expect(earlier.messageID == OutboxMessage.messageID(dedupeKey: earlier.dedupeKey))
+        #expect(ordered.messageID.hasPrefix(String(EventsHarness.createdAt, radix: 16)))
+        let rows = try store.sql("SELECT user_id, message_id FROM digest_outbox ORDER BY user_id")
+        #expect(rows == "u1|\(earlier.messageID)\nu2|\(ordered.messageID)")
+        let result = try await store.withCollector(keys: AppKeys(keys: [Self.key])) { port in
+            let answer = try await HTTP.post(port: port, key: Self.key, body: HTTP.body([
+                HTTP.event(earlier.messageID, "opened"), HTTP.event(ordered.messageID, "opened"),
+            ]))
+            #expect(answer.0 == 202)
+            return try HTTP.result(answer.1)
+        }
+        #expect(result == EventBatchResult(accepted: 2, duplicates: 0, rejected: []))
+        #expect(try store.sql("SELECT message_id FROM digest_events ORDER BY message_id").split(separator: "\n").count == 2)
+    }
+
     @Test(arguments: Backend.allCases) func badRequestsGetTheirStatus(backend: Backend) async throws {
         let store = try await EventsHarness(backend)
         let a = FixtureMessage(user: "u1")

@@ -30,9 +30,14 @@ struct FixtureMessage: Sendable {
     var arm: String?
     var sent = true
     var week = "2026-W47"
+    /// Where a run put the message (its id is then an ordered one); `nil`: the earlier hash id, as on
+    /// rows enqueued before ids were ordered.
+    var position: OutboxMessage.RunPosition?
 
     var dedupeKey: String { "\(week):\(user):h-\(user)-\(platform.rawValue)" }
-    var messageID: String { OutboxMessage.messageID(dedupeKey: dedupeKey) }
+    var messageID: String {
+        position.map { OutboxMessage.messageID(dedupeKey: dedupeKey, position: $0) } ?? OutboxMessage.messageID(dedupeKey: dedupeKey)
+    }
 }
 
 /// A new migrated store of one backend with an outbox written at ``EventsHarness/createdAt``.
@@ -83,7 +88,8 @@ struct EventsHarness: Sendable {
                 OutboxMessage(
                     dedupeKey: m.dedupeKey, week: m.week, userID: m.user, platform: m.platform, variant: m.variant,
                     message: Array(#"{"message":{}}"#.utf8),
-                    report: m.arm.map { #"{"arm":"\#($0)"}"# } ?? "{}", availableAt: createdAt, locale: m.locale)
+                    report: m.arm.map { #"{"arm":"\#($0)"}"# } ?? "{}", availableAt: createdAt, locale: m.locale,
+                    messageID: m.messageID)
             }
             try await database.withLedger { ledger in
                 _ = try await ledger.begin(week: week, now: createdAt)

@@ -80,7 +80,8 @@ public struct EventBatch: Sendable, Hashable {
         return .success(AppEvent(messageID: id, type: type, action: action, at: at))
     }
 
-    /// 32 lowercase hex digits, as ``OutboxMessage/messageID(dedupeKey:)`` makes them.
+    /// 32 lowercase hex digits, as ``OutboxMessage/messageID(dedupeKey:position:)`` makes them (and
+    /// ``OutboxMessage/messageID(dedupeKey:)`` made them before).
     static func isMessageID(_ text: String) -> Bool {
         text.utf8.count == 32 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
