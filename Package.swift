@@ -279,7 +279,11 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            // jemalloc in place of glibc's malloc (Debian's libjemalloc-dev, installed by scripts/setup.sh):
+            // the run and the sender allocate many small, short-lived objects from several threads,
+            // where glibc's arenas spend a tenth of the run's CPU (BENCHMARKS.md).
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]
         ),
         // libFuzzer entry for the decoders; see docs/002-images.md for the build command.
         .executableTarget(

@@ -4,6 +4,8 @@ set -euo pipefail
 
 packages=(
   pkg-config libsqlite3-dev libjpeg-dev libpng-dev tzdata ca-certificates
+  # The digest binary links jemalloc as its allocator (Package.swift).
+  libjemalloc-dev
   # PostgreSQL: the tests start throwaway clusters with its initdb and pg_ctl (no server is left running).
   postgresql
   # Previews: Pango/Cairo text and drawing, GdkPixbuf to read renditions, libpng to write PNGs, and the faces the surfaces
