@@ -55,6 +55,11 @@ final class SQLiteLedgerQueries {
             // Only a token that left a reader can reach a second reader the same week (the import keeps a
             // token under one): its messages carry the key the outbox's partial unique index checks.
             let departed = try connection.statement("SELECT 1 FROM digest_departed_tokens WHERE token_hash = ?")
+            // Usually no token has departed: one look at the table (inside this write transaction, so
+            // no import can add one meanwhile) spares a probe per message.
+            let anyDeparted = try connection.statement("SELECT EXISTS (SELECT 1 FROM digest_departed_tokens)")
+            let probe = try anyDeparted.step() && anyDeparted.int(0) != 0
+            anyDeparted.reset()
             var inserted = 0
             var lastPicked: (user: String, week: String)?
             for message in messages {
@@ -80,10 +85,13 @@ final class SQLiteLedgerQueries {
                 insert.bind(message.windowEnd, at: 10)
                 insert.bind(message.quietUntil, at: 11)
                 insert.bind(message.expiresAt, at: 12)
-                departed.reset()
-                departed.bind(String(message.tokenHash), at: 1)
-                let moved = try departed.step()
-                departed.reset()
+                var moved = false
+                if probe {
+                    departed.reset()
+                    departed.bind(String(message.tokenHash), at: 1)
+                    moved = try departed.step()
+                    departed.reset()
+                }
                 insert.bind(moved ? message.tokenKey : nil, at: 13)
                 insert.bind(message.messageID, at: 14)
                 insert.bind(message.locale, at: 15)

@@ -219,6 +219,12 @@ enum SQLiteSchema {
         """
         CREATE UNIQUE INDEX IF NOT EXISTS digest_outbox_message ON digest_outbox (message_id);
         """,
+        // 11: no `(week, state)` index: every enqueue wrote it and every lease and settle of the
+        // sender moved its entry, for the one query that used it, a week's report, which reads the
+        // week's range of the dedupe key's index instead (each key starts with `<week>:`).
+        """
+        DROP INDEX IF EXISTS digest_outbox_week_state;
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.
