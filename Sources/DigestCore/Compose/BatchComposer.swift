@@ -103,30 +103,31 @@ public struct BatchComposer: Sendable {
     /// writes its batches: with the reader's place it orders the messages' ids
     /// (``OutboxMessage/messageID(dedupeKey:position:)``).
     public func compose(_ readers: [Reader], histories: [ReaderHistory], batch: Int) async -> ComposedBatch {
-        var counters = RunCounters()
-        var messages: [OutboxMessage] = []
-        messages.reserveCapacity(readers.count * 2)
-        var finished: [(Int, ComposedUser)] = []
-        var digested: [(order: Int, user: ComposedUser, window: WeekWindow, digest: WeeklyDigest, first: OutboxMessage.RunPosition)] = []
+        // Each reader's result in its slot (reader order), so nothing is sorted or copied again.
+        var users = [ComposedUser?](repeating: nil, count: readers.count)
+        var digested: [(slot: Int, user: ComposedUser, window: WeekWindow, digest: WeeklyDigest, first: OutboxMessage.RunPosition)] = []
         digested.reserveCapacity(readers.count)
         // A reader's first message's place in the batch: the devices of the readers before it.
         var ordinal = 0
-        for (reader, history) in zip(readers, histories) {
+        for (slot, (reader, history)) in zip(readers, histories).enumerated() {
             let first = OutboxMessage.RunPosition(instant: now, batch: batch, ordinal: ordinal)
             ordinal += reader.devices.count
             switch prepare(reader, history: history) {
-            case .finished(let user): finished.append((finished.count + digested.count, user))
-            case .digested(let user, let window, let digest):
-                digested.append((finished.count + digested.count, user, window, digest, first))
+            case .finished(let user): users[slot] = user
+            case .digested(let user, let window, let digest): digested.append((slot, user, window, digest, first))
             }
         }
         let outcomes = await imageOutcomes(Set(digested.compactMap { $0.digest.picks.first?.imageURL }))
-        var users = finished
-        for (order, user, window, digest, first) in digested {
+        for (slot, user, window, digest, first) in digested {
             let image = digest.picks.first?.imageURL.map { outcomes[$0] ?? .unavailable(reason: "not_requested") }
-            users.append((order, finish(user, window: window, digest: digest, image: image, first: first)))
+            users[slot] = finish(user, window: window, digest: digest, image: image, first: first)
         }
-        for (_, user) in users.sorted(by: { $0.0 < $1.0 }) {
+        digested.removeAll()
+        var counters = RunCounters()
+        var messages: [OutboxMessage] = []
+        messages.reserveCapacity(readers.count * 2)
+        for user in users {
+            guard let user else { continue }
             user.count(into: &counters)
             messages.append(contentsOf: user.messages)
         }
@@ -203,14 +204,15 @@ public struct BatchComposer: Sendable {
         }
         user.plan = plan
         let report = plan.reportJSON()
-        let keys = reader.devices.map { OutboxMessage.dedupeKey(week: window.week, userID: reader.id, token: $0.token) }
+        let week = window.week.description
+        let keys = reader.devices.map { OutboxMessage.dedupeKey(week: week, userID: reader.id, token: $0.token) }
         let ids = keys.indices.map { OutboxMessage.messageID(dedupeKey: keys[$0], position: first.advanced(by: $0)) }
         let bodies = planner.encoder.messages(for: encoded, devices: reader.devices, messageIDs: ids)
         user.messages = reader.devices.indices.map { index in
             let device = reader.devices[index]
             return OutboxMessage(
                 dedupeKey: keys[index],
-                week: window.week.description, userID: reader.id, platform: device.platform,
+                week: week, userID: reader.id, platform: device.platform,
                 variant: plan.variant, message: bodies[index], report: report, availableAt: slot.availableAt, picks: plan.picks,
                 windowEnd: slot.windowEnd, quietUntil: slot.quietUntil, expiresAt: slot.expiresAt,
                 locale: localized.resolved, messageID: ids[index])

@@ -86,13 +86,14 @@ public struct CandidatePool: Sendable {
         isExcluded: (String) -> Bool
     ) -> [Article] {
         pick(
-            limit: limit, publishedFrom: from, until: until, weights: weights.map { ($0.key, $0.value) }, languages: languages,
-            isExcluded: isExcluded)
+            limit: limit, publishedFrom: from, until: until, weights: weights.map { ($0.key, $0.value) },
+            languages: languages.map(Array.init), isExcluded: isExcluded)
     }
 
-    /// As above, with the weights as (topic, weight) pairs, each topic once.
+    /// As above, with the weights as (topic, weight) pairs, each topic once, and the languages as a
+    /// list (primary subtags; `nil`: any).
     public func pick(
-        limit: Int, publishedFrom from: Int64, until: Int64, weights: [(topic: String, weight: Int)], languages: Set<String>?,
+        limit: Int, publishedFrom from: Int64, until: Int64, weights: [(topic: String, weight: Int)], languages: [String]?,
         isExcluded: (String) -> Bool
     ) -> [Article] {
         guard limit > 0, !articles.isEmpty else { return [] }
@@ -102,13 +103,17 @@ public struct CandidatePool: Sendable {
         guard first < end else { return [] }
         // Heaviest first; equal weights by topic, so the order (and the scan) does not depend on the
         // order the weights came in.
-        let sets = weights.filter { $0.weight > 0 }.sorted { $0.weight != $1.weight ? $0.weight > $1.weight : $0.topic < $1.topic }
-            .compactMap { entry in topicBits[entry.topic].map { ($0, entry.weight) } }
+        var sets: [(bits: [UInt64], weight: Int, topic: String)] = []
+        sets.reserveCapacity(weights.count)
+        for entry in weights where entry.weight > 0 {
+            if let bits = topicBits[entry.topic] { sets.append((bits, entry.weight, entry.topic)) }
+        }
+        sets.sort { $0.weight != $1.weight ? $0.weight > $1.weight : $0.topic < $1.topic }
         let languageSets = languages.map { $0.compactMap { languageBits[$0] } }
         let low = first >> 6
         let count = (end - 1) >> 6 - low + 1
         let topics = sets.count
-        let weightsSorted = sets.map(\.1)
+        let weightsSorted = sets.map(\.weight)
         return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: (2 + topics) * count) { buffer in
             // candidates[w]: the word's articles in the window and languages; covered[w]: those sharing
             // one of the topics scanned so far; topicWords[k * count + w]: topic k's bits (heaviest
@@ -129,8 +134,8 @@ public struct CandidatePool: Sendable {
                 candidates[slot] = mask
                 covered[slot] = 0
             }
-            for (k, (bits, _)) in sets.enumerated() {
-                for slot in 0..<count { topicWords[k * count + slot] = bits[low + slot] }
+            for (k, set) in sets.enumerated() {
+                for slot in 0..<count { topicWords[k * count + slot] = set.bits[low + slot] }
             }
             // Scored: the articles sharing a topic, grouped by the heaviest topic they share (group j
             // scores at most the weights of topics j, j + 1, … as many as an article carries); the best

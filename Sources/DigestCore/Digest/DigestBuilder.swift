@@ -110,8 +110,12 @@ public struct DigestBuilder: Sendable {
                 previousSeconds += max(0, read.seconds)
             }
         }
-        var languages = Set(readLanguages.compactMap(LanguageTag.primary))
-        if let own = LanguageTag.primary(reader.locale) { languages.insert(own) }
+        // Primary subtags, each once (a few: a list, not a hashed set).
+        var languages: [String] = []
+        for tag in readLanguages {
+            if let primary = LanguageTag.primary(tag), !languages.contains(primary) { languages.append(primary) }
+        }
+        if let own = LanguageTag.primary(reader.locale), !languages.contains(own) { languages.append(own) }
         let topTopic = weekTopics.entries.max { a, b in a.count != b.count ? a.count < b.count : a.key > b.key }?.key
         let stats = WeeklyStats(
             articlesRead: weekArticles.count,

@@ -60,13 +60,20 @@ public struct OutboxMessage: Sendable, Hashable {
 
     /// The last part of the dedupe key: the SHA-256 of the device's token, in hex.
     public var tokenHash: Substring {
-        guard let colon = dedupeKey.lastIndex(of: ":") else { return dedupeKey[...] }
-        return dedupeKey[dedupeKey.index(after: colon)...]
+        // The key is ASCII up to the hash: found on its UTF-8 view, without grapheme breaking.
+        let utf8 = dedupeKey.utf8
+        guard let colon = utf8.lastIndex(of: UInt8(ascii: ":")) else { return dedupeKey[...] }
+        return dedupeKey[utf8.index(after: colon)...]
     }
 
     /// The dedupe key of a device's message for a week.
     public static func dedupeKey(week: ISOWeek, userID: String, token: String) -> String {
-        "\(week):\(userID):\(tokenHash(token))"
+        dedupeKey(week: week.description, userID: userID, token: token)
+    }
+
+    /// The same, with the week as written (`2026-W46`).
+    public static func dedupeKey(week: String, userID: String, token: String) -> String {
+        week + ":" + userID + ":" + tokenHash(token)
     }
 
     /// Lowercase hex SHA-256 of a device token.

@@ -23,6 +23,27 @@ public struct LocalizedTemplates: Sendable {
     /// Rendered text by piece and the values of the names the piece uses: many users share a title
     /// or a header, and rendering is the costly part.
     let renders = RenderCache()
+    /// ``language``'s plural rule, found once.
+    let pluralRule: PluralRules.Rule
+    /// The count phrases of every category and case for the counts a week shows, made once.
+    let phrases: PhraseTable
+
+    init(
+        requested: String, resolved: String, language: String, fellBackToRoot: Bool,
+        pieces: [TemplateCatalog.Piece: CompiledTemplate], plurals: [String: [GrammaticalCase: [PluralCategory: String]]],
+        actions: [String: String], topics: [String: String]
+    ) {
+        self.requested = requested
+        self.resolved = resolved
+        self.language = language
+        self.fellBackToRoot = fellBackToRoot
+        self.pieces = pieces
+        self.plurals = plurals
+        self.actions = actions
+        self.topics = topics
+        pluralRule = PluralRules.Rule(language: language)
+        phrases = PhraseTable(plurals: plurals, rule: pluralRule)
+    }
 
     /// Renders one piece from a view model.
     public func render(_ piece: TemplateCatalog.Piece, _ model: some MustacheParent & TemplateValues) -> String {
@@ -43,7 +64,16 @@ public struct LocalizedTemplates: Sendable {
     /// The plural phrase for `count` of `category` (`articles`, `minutes`, `days`, `more`) in a
     /// grammatical case: the nominative forms when the locale gives none for that case.
     public func plural(_ category: String, _ count: Int, case grammaticalCase: GrammaticalCase = .nominative) -> String {
-        let plural = PluralRules.category(of: count, language: language)
+        if let phrase = phrases.phrase(category, count, grammaticalCase) { return phrase }
+        return Self.plural(category, count, case: grammaticalCase, plurals: plurals, rule: pluralRule)
+    }
+
+    /// The phrase as ``plural(_:_:case:)`` gives it, made from the forms.
+    static func plural(
+        _ category: String, _ count: Int, case grammaticalCase: GrammaticalCase,
+        plurals: [String: [GrammaticalCase: [PluralCategory: String]]], rule: PluralRules.Rule
+    ) -> String {
+        let plural = rule.category(of: count)
         guard let cases = plurals[category], let forms = cases[grammaticalCase] ?? cases[.nominative],
             let form = forms[plural] ?? forms[.other] ?? forms.values.first
         else {
@@ -55,9 +85,9 @@ public struct LocalizedTemplates: Sendable {
     /// The phrases for `count` of `category` in every case other than the nominative that the locale
     /// gives forms for, by the name a template reads them under (`minutesAccusative`).
     func casePhrases(_ category: String, _ count: Int, into phrases: inout [String: String]) {
-        guard let cases = plurals[category], cases.count > 1 else { return }
-        for grammaticalCase in cases.keys where grammaticalCase != .nominative {
-            phrases[grammaticalCase.name(for: category)] = plural(category, count, case: grammaticalCase)
+        guard let entries = self.phrases.otherCases[category] else { return }
+        for entry in entries {
+            phrases[entry.name] = entry.phrase(count) ?? plural(category, count, case: entry.grammaticalCase)
         }
     }
 
@@ -78,17 +108,65 @@ public struct LocalizedTemplates: Sendable {
     public func action(_ key: String) -> String { actions[key] ?? key }
 }
 
+/// Every category's count phrases, in each case the locale gives forms for, for the counts below
+/// ``size`` (a week's articles, minutes, days and picks): made once per locale, so a digest's
+/// phrases are looked up rather than formatted.
+final class PhraseTable: Sendable {
+    static let size = 512
+
+    struct Entry: Sendable {
+        /// The name a template reads the phrase under (`minutesAccusative`).
+        let name: String
+        let grammaticalCase: GrammaticalCase
+        let phrases: [String]
+
+        func phrase(_ count: Int) -> String? { count >= 0 && count < phrases.count ? phrases[count] : nil }
+    }
+
+    /// Per category, the nominative's phrases.
+    let nominative: [String: [String]]
+    /// Per category with forms in other cases, those cases (in a fixed order).
+    let otherCases: [String: [Entry]]
+
+    init(plurals: [String: [GrammaticalCase: [PluralCategory: String]]], rule: PluralRules.Rule) {
+        var nominative: [String: [String]] = [:]
+        var otherCases: [String: [Entry]] = [:]
+        for (category, cases) in plurals {
+            func phrases(_ grammaticalCase: GrammaticalCase) -> [String] {
+                (0..<Self.size).map {
+                    LocalizedTemplates.plural(category, $0, case: grammaticalCase, plurals: plurals, rule: rule)
+                }
+            }
+            nominative[category] = phrases(.nominative)
+            guard cases.count > 1 else { continue }
+            otherCases[category] = GrammaticalCase.allCases.filter { $0 != .nominative && cases[$0] != nil }.map {
+                Entry(name: $0.name(for: category), grammaticalCase: $0, phrases: phrases($0))
+            }
+        }
+        self.nominative = nominative
+        self.otherCases = otherCases
+    }
+
+    /// The phrase of `count` in the table, `nil` when it is not there (a count out of range, a case
+    /// without forms, a category without any).
+    func phrase(_ category: String, _ count: Int, _ grammaticalCase: GrammaticalCase) -> String? {
+        guard count >= 0 && count < Self.size else { return nil }
+        if grammaticalCase == .nominative { return nominative[category]?[count] }
+        return otherCases[category]?.first { $0.grammaticalCase == grammaticalCase }?.phrases[count]
+    }
+}
+
 extension String {
     /// The form with its first `{n}` replaced by `value`.
     fileprivate func replacingPlaceholder(with value: String) -> String {
-        var utf8 = self.utf8[...]
-        var prefix: [UInt8] = []
-        while let byte = utf8.first {
-            if byte == UInt8(ascii: "{"), utf8.starts(with: "{n}".utf8) {
-                return String(decoding: prefix, as: UTF8.self) + value + String(decoding: utf8.dropFirst(3), as: UTF8.self)
+        let utf8 = self.utf8
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            // `{` is ASCII, so the index is a character boundary and the slices below are whole text.
+            if utf8[index] == UInt8(ascii: "{"), utf8[index...].starts(with: "{n}".utf8) {
+                return String(self[..<index]) + value + String(self[utf8.index(index, offsetBy: 3)...])
             }
-            prefix.append(byte)
-            utf8 = utf8.dropFirst()
+            utf8.formIndex(after: &index)
         }
         return self
     }
