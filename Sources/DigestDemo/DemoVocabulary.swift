@@ -20,6 +20,27 @@ public enum DemoVocabulary {
         "economy", "football", "music", "cinema", "travel", "food", "history", "books",
     ]
 
+    /// Each topic as a headline in that language names it (``topics`` order), so a Russian headline ends
+    /// in Russian ("…переходят на футбол"), not in the slug.
+    static let topicWords: [String: [String]] = [
+        "en": [
+            "Swift", "Linux", "databases", "security", "AI", "design", "science", "climate", "space", "health",
+            "the economy", "football", "music", "cinema", "travel", "food", "history", "books",
+        ],
+        "pl": [
+            "Swift", "Linux", "bazy danych", "bezpieczeństwo", "AI", "projektowanie", "nauka", "klimat", "kosmos",
+            "zdrowie", "gospodarka", "piłka nożna", "muzyka", "kino", "podróże", "kuchnia", "historia", "książki",
+        ],
+        "ru": [
+            "Swift", "Linux", "базы данных", "безопасность", "ИИ", "дизайн", "наука", "климат", "космос", "здоровье",
+            "экономика", "футбол", "музыка", "кино", "путешествия", "еда", "история", "книги",
+        ],
+        "zh-Hans": [
+            "Swift", "Linux", "数据库", "安全", "人工智能", "设计", "科学", "气候", "太空", "健康", "经济", "足球", "音乐",
+            "电影", "旅行", "美食", "历史", "图书",
+        ],
+    ]
+
     /// A headline in the article's language, sometimes with emoji, flags or template-like braces.
     public static func title(language: String, topic: String, random: inout SplitMix64) -> String {
         let parts: [String]
@@ -39,7 +60,8 @@ public enum DemoVocabulary {
         }
         let separator = language == "zh-Hans" ? "" : " "
         let count = random.next(in: 3...parts.count)
-        var title = (parts.prefix(count) + [topic]).joined(separator: separator)
+        let word = topics.firstIndex(of: topic).flatMap { topicWords[language]?[$0] } ?? topic
+        var title = (parts.prefix(count) + [word]).joined(separator: separator)
         switch random.next(below: 10) {
         case 0: title += " 🚀"
         case 1: title = "👨‍👩‍👧‍👦 " + title
