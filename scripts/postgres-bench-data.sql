@@ -71,13 +71,13 @@ SELECT conrelid::regclass::text AS tbl, conname, contype, pg_get_constraintdef(o
 FROM pg_constraint
 WHERE conrelid IN ('digest_import_users'::regclass, 'digest_import_devices'::regclass,
                    'digest_import_articles'::regclass, 'digest_import_reads'::regclass, 'digest_outbox'::regclass)
-  AND contype IN ('p', 'u', 'f');
+  AND contype IN ('p', 'u', 'f', 'x');
 CREATE TEMP TABLE bench_saved_indexes ON COMMIT DROP AS
 SELECT indexrelid::regclass::text AS name, pg_get_indexdef(indexrelid) AS def
 FROM pg_index
 WHERE indrelid IN ('digest_import_users'::regclass, 'digest_import_devices'::regclass,
                    'digest_import_articles'::regclass, 'digest_import_reads'::regclass, 'digest_outbox'::regclass)
-  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = indexrelid AND c.contype IN ('p', 'u'));
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = indexrelid AND c.contype IN ('p', 'u', 'x'));
 DO $$
 DECLARE c record;
 BEGIN
