@@ -116,7 +116,9 @@ import Testing
     func aRefreshFailingWhenTheTokenExpiresStopsTheSender(answer: FakeMetadataServer.TokenAnswer, code: SenderError.Code, message: String) async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("outbox.sqlite")
-        try OutboxFixture.fill(path: db, count: 400)
+        // 2,000 messages at 16 a time and 100 ms each: 12.5 s of sending, so a loaded machine that is
+        // slow to see the first request still expires the token with most of the outbox left.
+        try OutboxFixture.fill(path: db, count: 2000)
         var faults = FakeFCMServer.Faults()
         faults.minDelayMilliseconds = 100
         faults.maxDelayMilliseconds = 100
