@@ -116,8 +116,9 @@ import Testing
     func aRefreshFailingWhenTheTokenExpiresStopsTheSender(answer: FakeMetadataServer.TokenAnswer, code: SenderError.Code, message: String) async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("outbox.sqlite")
-        // 2,000 messages at 16 a time and 100 ms each: 12.5 s of sending, so a loaded machine that is
-        // slow to see the first request still expires the token with most of the outbox left.
+        // 2,000 messages at 16 a time and 100 ms each: 12.5 s of sending, against the token expiring
+        // on the sender's own clock as soon as the server has seen a request (the expiry does not
+        // wait for this test's task, which a loaded machine may not run for seconds).
         try OutboxFixture.fill(path: db, count: 2000)
         var faults = FakeFCMServer.Faults()
         faults.minDelayMilliseconds = 100
@@ -125,8 +126,11 @@ import Testing
         let fcm = try await FakeFCMServer.start(faults: faults)
         let metadata = try await FakeMetadataServer.start(projectID: fcm.projectID) { fcm.registerAccessToken($0, lifetime: $1) }
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        let offset = Atomic<Int64>(0)
-        try await Self.withProvider(host: metadata.host, clock: { Int64(Date().timeIntervalSince1970) + offset.load(ordering: .relaxed) }) { tokens, _ in
+        let clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) + (fcm.stats.requests > 0 ? 4000 : 0) }
+        try await Self.withProvider(host: metadata.host, clock: clock) { tokens, _ in
+            // The first token comes; every later one fails.
+            _ = try await tokens.token()
+            metadata.scriptTokenAnswers([], then: answer)
             var configuration = FCMSender<SQLiteDatabase>.Configuration()
             configuration.endpoint = fcm.url
             configuration.concurrency = 16
@@ -136,14 +140,8 @@ import Testing
             let sender = FCMSender(
                 database: SQLiteDatabase.sqlite(path: db), projectID: fcm.projectID, client: client, tokens: tokens,
                 configuration: configuration, logger: Logger(label: "test"))
-            let run = Task { try await sender.send() }
-            // Once requests are out, the token expires and the metadata server fails from then on.
-            let deadline = ContinuousClock.now + .seconds(30)
-            while fcm.stats.requests == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-            metadata.scriptTokenAnswers([], then: answer)
-            offset.store(4000, ordering: .relaxed)
             await #expect {
-                _ = try await run.value
+                _ = try await sender.send()
             } throws: { error in
                 (error as? SenderError)?.code == code && "\(error)".hasPrefix("no access token (") && "\(error)".contains(message)
             }
