@@ -32,6 +32,31 @@ import Testing
         #expect(try await database.outboxStats(now: 0).byState == ["ready": 2])
     }
 
+    /// A store the program creates has 16 KiB pages; one an older version made with 4 KiB pages (here
+    /// converted back with the README's VACUUM) keeps them, migrates and takes a batch as before.
+    @Test func newStoresGetSixteenKiBPagesAndOlderStoresKeepTheirs() async throws {
+        let dir = try TemporaryDirectory()
+        let fresh = SQLiteDatabase.sqlite(path: dir.path("fresh.sqlite"))
+        _ = try await fresh.migrate()
+        #expect(try fresh.connect().lines("PRAGMA page_size") == "16384")
+        #expect(try fresh.connect().lines("PRAGMA journal_mode") == "wal")
+
+        let oldPath = dir.path("old.sqlite")
+        try SQLiteConnection(path: oldPath).execute(
+            "PRAGMA journal_mode = DELETE; PRAGMA page_size = 4096; VACUUM; PRAGMA journal_mode = WAL")
+        #expect(try SQLiteConnection(path: oldPath).lines("PRAGMA page_size") == "4096")
+        let old = SQLiteDatabase.sqlite(path: oldPath)
+        _ = try await old.migrate()
+        let week = try ISOWeek(parsing: "2026-W46")
+        let inserted = try await old.withLedger { ledger async throws in
+            _ = try await ledger.begin(week: week, now: 100)
+            return try await ledger.commit(week: week, through: 1, messages: [message("k1"), message("k2")], counters: RunCounters(), now: 100)
+        }
+        #expect(inserted == 2)
+        #expect(try old.connect().lines("PRAGMA page_size") == "4096")
+        #expect(try old.connect().lines("PRAGMA journal_mode") == "wal")
+    }
+
     /// The picks the ledger keeps come back as they were, whatever characters the ids hold (the
     /// reader splits the stored JSON itself, falling back to a full decoder for escapes).
     @Test func recentPicksComeBackAsWrittenWhateverTheIds() async throws {
