@@ -112,7 +112,7 @@ extension CandidatePoolTests {
     }
 
     /// Weighted scores and languages against a sort of every candidate, around the 64-article words.
-    @Test(arguments: [300, 129, 64, 1]) func weightedPicksMatchABruteForceReference(count: Int) {
+    @Test(arguments: [3000, 300, 129, 64, 1]) func weightedPicksMatchABruteForceReference(count: Int) {
         var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
         func next(_ n: Int) -> Int {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407

@@ -15,12 +15,14 @@ public struct CandidatePool: Sendable {
     public let articles: [Article]
     /// The articles' ids in the same order (asking an id of `articles` copies the whole article).
     let ids: [String]
-    /// For each topic, the articles that carry it, as bits.
-    let topicBits: [String: [UInt64]]
-    /// For each primary language subtag, the articles in it, as bits.
-    let languageBits: [String: [UInt64]]
-    /// The articles without a (recognised) language: candidates for every reader.
-    let unlabelledBits: [UInt64]
+    /// Every bit set, `words` words each, one after another: the articles without a (recognised)
+    /// language first (candidates for every reader), then those of each language and of each topic
+    /// at their offsets. One array, so a pick reads them all through one buffer pointer.
+    let bits: [UInt64]
+    /// For each topic, where the set of the articles that carry it starts in `bits`.
+    let topicOffsets: [String: Int]
+    /// For each primary language subtag, where the set of the articles in it starts in `bits`.
+    let languageOffsets: [String: Int]
     /// Words per bit set.
     let words: Int
     /// The most distinct topics any article carries: no article shares more with a user.
@@ -31,28 +33,34 @@ public struct CandidatePool: Sendable {
             $0.publishedAt != $1.publishedAt ? $0.publishedAt > $1.publishedAt : $0.id < $1.id
         }
         let words = (sorted.count + 63) / 64
-        var bits: [String: [UInt64]] = [:]
-        var languages: [String: [UInt64]] = [:]
-        var unlabelled = [UInt64](repeating: 0, count: words)
+        var bits = [UInt64](repeating: 0, count: words)  // the unlabelled set
+        var topicOffsets: [String: Int] = [:]
+        var languageOffsets: [String: Int] = [:]
+        func offset(_ key: String, in offsets: inout [String: Int]) -> Int {
+            if let offset = offsets[key] { return offset }
+            offsets[key] = bits.count
+            bits.append(contentsOf: repeatElement(0, count: words))
+            return bits.count - words
+        }
         var most = 0
         for (index, article) in sorted.enumerated() {
             let bit: UInt64 = 1 << UInt64(index & 63)
             let topics = Set(article.topics)
             most = max(most, topics.count)
             for topic in topics {
-                bits[topic, default: [UInt64](repeating: 0, count: words)][index >> 6] |= bit
+                bits[offset(topic, in: &topicOffsets) + index >> 6] |= bit
             }
             if let language = article.language.flatMap(LanguageTag.primary) {
-                languages[language, default: [UInt64](repeating: 0, count: words)][index >> 6] |= bit
+                bits[offset(language, in: &languageOffsets) + index >> 6] |= bit
             } else {
-                unlabelled[index >> 6] |= bit
+                bits[index >> 6] |= bit
             }
         }
         self.articles = sorted
         self.ids = sorted.map(\.id)
-        self.topicBits = bits
-        self.languageBits = languages
-        self.unlabelledBits = unlabelled
+        self.bits = bits
+        self.topicOffsets = topicOffsets
+        self.languageOffsets = languageOffsets
         self.words = words
         self.maxTopicsPerArticle = most
     }
@@ -103,111 +111,131 @@ public struct CandidatePool: Sendable {
         guard first < end else { return [] }
         // Heaviest first; equal weights by topic, so the order (and the scan) does not depend on the
         // order the weights came in.
-        var sets: [(bits: [UInt64], weight: Int, topic: String)] = []
+        var sets: [(offset: Int, weight: Int, topic: String)] = []
         sets.reserveCapacity(weights.count)
         for entry in weights where entry.weight > 0 {
-            if let bits = topicBits[entry.topic] { sets.append((bits, entry.weight, entry.topic)) }
+            if let offset = topicOffsets[entry.topic] { sets.append((offset, entry.weight, entry.topic)) }
         }
         sets.sort { $0.weight != $1.weight ? $0.weight > $1.weight : $0.topic < $1.topic }
-        let languageSets = languages.map { $0.compactMap { languageBits[$0] } }
+        let languageSets = languages.map { $0.compactMap { languageOffsets[$0] } }
         let low = first >> 6
         let count = (end - 1) >> 6 - low + 1
         let topics = sets.count
         let weightsSorted = sets.map(\.weight)
-        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: (2 + topics) * count) { buffer in
-            // candidates[w]: the word's articles in the window and languages; covered[w]: those sharing
-            // one of the topics scanned so far; topicWords[k * count + w]: topic k's bits (heaviest
-            // first), copied once so the scoring loop reads plain words.
-            let candidates = buffer.baseAddress!
-            let covered = candidates + count
-            let topicWords = covered + count
-            for slot in 0..<count {
-                let word = low + slot
-                var mask: UInt64 = ~0
-                if word == low { mask &= ~0 << UInt64(first & 63) }
-                if slot == count - 1, end & 63 != 0 { mask &= (1 << UInt64(end & 63)) - 1 }
-                if let languageSets {
-                    var allowed = unlabelledBits[word]
-                    for set in languageSets { allowed |= set[word] }
-                    mask &= allowed
-                }
-                candidates[slot] = mask
-                covered[slot] = 0
-            }
-            for (k, set) in sets.enumerated() {
-                for slot in 0..<count { topicWords[k * count + slot] = set.bits[low + slot] }
-            }
-            // Scored: the articles sharing a topic, grouped by the heaviest topic they share (group j
-            // scores at most the weights of topics j, j + 1, … as many as an article carries); the best
-            // `limit` kept by score, then index (newest first). Once the worst kept beats a group's
-            // bound, no later group can place.
-            var kept: [(score: Int, index: Int)] = []
-            kept.reserveCapacity(limit)
-            for group in 0..<topics {
-                let bound = weightsSorted[group..<min(topics, group + maxTopicsPerArticle)].reduce(0, +)
-                if kept.count == limit && kept[limit - 1].score > bound { break }
+        // Where topic k's words of the window start in `bits` (heaviest first).
+        let topicStarts = sets.map { $0.offset + low }
+        return bits.withUnsafeBufferPointer { pool in
+            withUnsafeTemporaryAllocation(of: UInt64.self, capacity: (2 + topics) * count) { buffer in
+                // candidates[w]: the word's articles in the window and languages; covered[w]: those sharing
+                // one of the topics scanned so far; laterWords[k * count + w]: the articles carrying any
+                // topic after k (an article of group k without one scores exactly the weight of k).
+                let bitWords = pool.baseAddress!
+                let candidates = buffer.baseAddress!
+                let covered = candidates + count
+                let laterWords = covered + count
                 for slot in 0..<count {
-                    let bits = topicWords[group * count + slot]
-                    var matching = candidates[slot] & bits & ~covered[slot]
-                    covered[slot] |= bits
-                    while matching != 0 {
-                        let bit = matching & (~matching &+ 1)
-                        let index = (low + slot) << 6 | matching.trailingZeroBitCount
-                        matching &= matching - 1
-                        var score = weightsSorted[group]
-                        var slots = maxTopicsPerArticle - 1  // further topics the article may carry
-                        if kept.count == limit {
-                            // Once the kept are full, the article must reach the worst of them: stop
-                            // scoring when even the heaviest topics left cannot get it there (weights
-                            // fall along k, so `slots` times the next weight bounds what is left).
-                            let worst = kept[limit - 1]
-                            let needed = index < worst.index ? worst.score : worst.score + 1
-                            var k = group + 1
-                            while k < topics && slots > 0 && score + slots * weightsSorted[k] >= needed {
-                                if topicWords[k * count + slot] & bit != 0 {
-                                    score += weightsSorted[k]
-                                    slots -= 1
-                                }
-                                k += 1
-                            }
-                            if score < needed { continue }
-                        } else {
-                            var k = group + 1
-                            while k < topics && slots > 0 {
-                                if topicWords[k * count + slot] & bit != 0 {
-                                    score += weightsSorted[k]
-                                    slots -= 1
-                                }
-                                k += 1
-                            }
-                        }
-                        if isExcluded(ids[index]) { continue }
-                        var position = kept.count
-                        while position > 0
-                            && (kept[position - 1].score < score
-                                || (kept[position - 1].score == score && kept[position - 1].index > index))
-                        {
-                            position -= 1
-                        }
-                        if kept.count == limit { kept.removeLast() }
-                        kept.insert((score, index), at: position)
+                    let word = low + slot
+                    var mask: UInt64 = ~0
+                    if word == low { mask &= ~0 << UInt64(first & 63) }
+                    if slot == count - 1, end & 63 != 0 { mask &= (1 << UInt64(end & 63)) - 1 }
+                    if let languageSets {
+                        var allowed = bitWords[word]
+                        for set in languageSets { allowed |= bitWords[set + word] }
+                        mask &= allowed
+                    }
+                    candidates[slot] = mask
+                    covered[slot] = 0
+                }
+                if topics > 0 {
+                    let last = laterWords + (topics - 1) * count
+                    for slot in 0..<count { last[slot] = 0 }
+                    for k in stride(from: topics - 2, through: 0, by: -1) {
+                        let row = laterWords + k * count, next = laterWords + (k + 1) * count
+                        let nextTopic = bitWords + topicStarts[k + 1]
+                        for slot in 0..<count { row[slot] = next[slot] | nextTopic[slot] }
                     }
                 }
-            }
-            var picked = kept.map { articles[$0.index] }
-            guard picked.count < limit else { return picked }
-            // Every group was scanned (a full `kept` returned above): the rest fill, newest first.
-            for slot in 0..<count {
-                var matching = candidates[slot] & ~covered[slot]
-                while matching != 0 {
-                    let index = (low + slot) << 6 | matching.trailingZeroBitCount
-                    matching &= matching - 1
-                    guard !isExcluded(ids[index]) else { continue }
-                    picked.append(articles[index])
-                    if picked.count == limit { return picked }
+                // Scored: the articles sharing a topic, grouped by the heaviest topic they share (group j
+                // scores at most the weights of topics j, j + 1, … as many as an article carries); the best
+                // `limit` kept by score, then index (newest first). Once the worst kept beats a group's
+                // bound, no later group can place.
+                var kept: [(score: Int, index: Int)] = []
+                kept.reserveCapacity(limit)
+                for group in 0..<topics {
+                    let bound = weightsSorted[group..<min(topics, group + maxTopicsPerArticle)].reduce(0, +)
+                    if kept.count == limit && kept[limit - 1].score > bound { break }
+                    for slot in 0..<count {
+                        let bits = bitWords[topicStarts[group] + slot]
+                        var matching = candidates[slot] & bits & ~covered[slot]
+                        covered[slot] |= bits
+                        if matching != 0 && kept.count == limit {
+                            // The least any article of this word needs to place: the worst kept's score, one
+                            // more when the whole word is older. Below it, only articles carrying a later
+                            // topic can place (on a large pool most carry one topic: this skips them by the
+                            // word instead of one by one).
+                            let worst = kept[limit - 1]
+                            let needed = (low + slot) << 6 > worst.index ? worst.score + 1 : worst.score
+                            if weightsSorted[group] < needed { matching &= laterWords[group * count + slot] }
+                        }
+                        while matching != 0 {
+                            let bit = matching & (~matching &+ 1)
+                            let index = (low + slot) << 6 | matching.trailingZeroBitCount
+                            matching &= matching - 1
+                            var score = weightsSorted[group]
+                            var slots = maxTopicsPerArticle - 1  // further topics the article may carry
+                            if kept.count == limit {
+                                // Once the kept are full, the article must reach the worst of them: stop
+                                // scoring when even the heaviest topics left cannot get it there (weights
+                                // fall along k, so `slots` times the next weight bounds what is left).
+                                let worst = kept[limit - 1]
+                                let needed = index < worst.index ? worst.score : worst.score + 1
+                                var k = group + 1
+                                while k < topics && slots > 0 && score + slots * weightsSorted[k] >= needed {
+                                    if bitWords[topicStarts[k] + slot] & bit != 0 {
+                                        score += weightsSorted[k]
+                                        slots -= 1
+                                    }
+                                    k += 1
+                                }
+                                if score < needed { continue }
+                            } else {
+                                var k = group + 1
+                                while k < topics && slots > 0 {
+                                    if bitWords[topicStarts[k] + slot] & bit != 0 {
+                                        score += weightsSorted[k]
+                                        slots -= 1
+                                    }
+                                    k += 1
+                                }
+                            }
+                            if isExcluded(ids[index]) { continue }
+                            var position = kept.count
+                            while position > 0
+                                && (kept[position - 1].score < score
+                                    || (kept[position - 1].score == score && kept[position - 1].index > index))
+                            {
+                                position -= 1
+                            }
+                            if kept.count == limit { kept.removeLast() }
+                            kept.insert((score, index), at: position)
+                        }
+                    }
                 }
+                var picked = kept.map { articles[$0.index] }
+                guard picked.count < limit else { return picked }
+                // Every group was scanned (a full `kept` returned above): the rest fill, newest first.
+                for slot in 0..<count {
+                    var matching = candidates[slot] & ~covered[slot]
+                    while matching != 0 {
+                        let index = (low + slot) << 6 | matching.trailingZeroBitCount
+                        matching &= matching - 1
+                        guard !isExcluded(ids[index]) else { continue }
+                        picked.append(articles[index])
+                        if picked.count == limit { return picked }
+                    }
+                }
+                return picked
             }
-            return picked
         }
     }
 
