@@ -199,6 +199,7 @@ struct SendCommand: AsyncParsableCommand {
         configuration.maxAttempts = maxAttempts
         configuration.retry.timeScale = timeScale
         configuration.pollInterval = .seconds(pollInterval)
+        configuration.caFile = caFile
         if let owner { configuration.owner = owner }
 
         let sender = FCMSender(
