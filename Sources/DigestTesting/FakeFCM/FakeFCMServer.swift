@@ -154,21 +154,20 @@ public final class FakeFCMServer: Sendable {
                         try channel.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
                     }
                 }
-                // HTTPS: HTTP/2 or HTTP/1.1 as ALPN decides; each HTTP/2 stream gets its own handler.
-                let follower = NIOLoopBound(FakeFCMConnectionHandler(server: server), eventLoop: channel.eventLoop)
+                // HTTPS: HTTP/2 or HTTP/1.1 as ALPN decides; HTTP/2 at the frame level, one handler a connection.
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                 }.flatMap {
-                    channel.configureCommonHTTPServerPipeline(
-                        connectionConfiguration: connection, streamConfiguration: .init(), streamDelegate: follower.value.streams,
-                        h2ConnectionChannelConfigurator: { connection in
-                            connection.eventLoop.makeCompletedFuture {
-                                try connection.pipeline.syncOperations.addHandler(follower.value)
-                            }
+                    channel.configureHTTP2SecureUpgrade { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(
+                                NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()))
+                            try channel.pipeline.syncOperations.addHandler(FakeFCMHTTP2Handler(server: server))
                         }
-                    ) { stream in
-                        stream.eventLoop.makeCompletedFuture {
-                            try stream.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
+                    } http1ChannelConfigurator: { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                            try channel.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
                         }
                     }
                 }
