@@ -287,4 +287,26 @@ import Testing
         try await server.shutdown()
     }
 
+
+    /// An https endpoint that does not choose `h2` by ALPN is served by the HTTP client instead, the
+    /// requests waiting for the first connection included.
+    @Test func anHTTPSServerWithoutHTTP2IsServedOverHTTP1() async throws {
+        let dir = try TemporaryDirectory()
+        guard var tls = try TestCertificate.make(in: dir.url) else {
+            print("skipped: no openssl program to make a test certificate")
+            return
+        }
+        tls.applicationProtocols = ["http/1.1"]
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 100)
+        let server = try await FakeFCMServer.start(tls: tls)
+        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir, trusting: tls.certificatePath) { sender, _ in
+            try await sender.send()
+        }
+        let stats = server.stats
+        #expect(summary.sent == 100 && stats.delivered == 100 && stats.duplicates == 0, "\(stats)")
+        #expect(stats.http2Requests == 0 && stats.http2Connections == 0, "\(stats)")
+        try await server.shutdown()
+    }
+
 }

@@ -52,13 +52,16 @@ public final class FakeFCMServer: Sendable {
         public init() {}
     }
 
-    /// A certificate and key (PEM files) to serve HTTPS with; ALPN offers `h2` and `http/1.1`.
+    /// A certificate and key (PEM files) to serve HTTPS with; ALPN offers `applicationProtocols`.
     public struct TLS: Sendable, Hashable {
         public var certificatePath: String
         public var privateKeyPath: String
-        public init(certificatePath: String, privateKeyPath: String) {
+        /// `h2` and `http/1.1` by default; without `h2` the server speaks HTTP/1.1 only.
+        public var applicationProtocols: [String]
+        public init(certificatePath: String, privateKeyPath: String, applicationProtocols: [String] = ["h2", "http/1.1"]) {
             self.certificatePath = certificatePath
             self.privateKeyPath = privateKeyPath
+            self.applicationProtocols = applicationProtocols
         }
     }
 
@@ -137,7 +140,7 @@ public final class FakeFCMServer: Sendable {
             var configuration = TLSConfiguration.makeServerConfiguration(
                 certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { .certificate($0) },
                 privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)))
-            configuration.applicationProtocols = ["h2", "http/1.1"]
+            configuration.applicationProtocols = tls.applicationProtocols
             return try NIOSSLContext(configuration: configuration)
         }
         var connection = NIOHTTP2Handler.ConnectionConfiguration()
