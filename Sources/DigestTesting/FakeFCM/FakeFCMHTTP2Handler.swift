@@ -121,12 +121,46 @@ final class FakeFCMHTTP2Handler: ChannelInboundHandler {
         case .drop(let milliseconds), .answer(_, _, _, let milliseconds): delay = milliseconds
         }
         if delay > 0 {
-            context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: .milliseconds(Int64(delay))) {
-                self.respond(streamID, reply, isSend: isSend)
-            }
+            later(Delayed(due: .now() + .milliseconds(Int64(delay)), streamID: streamID, reply: reply, isSend: isSend), context: context)
         } else {
             respond(streamID, reply, isSend: isSend)
         }
+    }
+
+    // MARK: Delayed answers
+
+    private struct Delayed {
+        let due: NIODeadline
+        let streamID: Int32
+        let reply: FakeFCMServer.Reply
+        let isSend: Bool
+    }
+
+    /// Answers waiting for their delay, by due time; one timer for the earliest, not one a request.
+    private var delayed: [Delayed] = []
+    private var timer: (due: NIODeadline, task: Scheduled<Void>)?
+
+    private func later(_ answer: Delayed, context: ChannelHandlerContext) {
+        var index = delayed.endIndex
+        while index > delayed.startIndex && delayed[index - 1].due > answer.due { index -= 1 }
+        delayed.insert(answer, at: index)
+        if timer.map({ answer.due < $0.due }) ?? true { schedule(answer.due, on: context.eventLoop) }
+    }
+
+    private func schedule(_ due: NIODeadline, on loop: any EventLoop) {
+        timer?.task.cancel()
+        let task = loop.assumeIsolatedUnsafeUnchecked().scheduleTask(deadline: due) { self.answerDue(on: loop) }
+        timer = (due, task)
+    }
+
+    private func answerDue(on loop: any EventLoop) {
+        timer = nil
+        let now = NIODeadline.now()
+        let count = delayed.prefix { $0.due <= now }.count
+        let due = delayed[..<count]
+        delayed.removeFirst(count)
+        for answer in due { respond(answer.streamID, answer.reply, isSend: answer.isSend) }
+        if let next = delayed.first { schedule(next.due, on: loop) }
     }
 
     private func respond(_ streamID: Int32, _ reply: FakeFCMServer.Reply, isSend: Bool) {
