@@ -4,8 +4,14 @@
 /// to be measured) or any rule broken returns nil, and the full check decides and says why. So a body
 /// it accepts is one the full check accepts, with the same ``FCMRequestRules/Accepted``.
 extension FCMRequestRules {
+    /// One member of an object (a struct, not a tuple: no tuple metadata looked up at run time).
+    struct Field {
+        let key: String
+        let value: Value
+    }
+
     indirect enum Value {
-        case object([(key: String, value: Value)])
+        case object([Field])
         case array(count: Int)
         case string(String)
         case number
@@ -16,7 +22,7 @@ extension FCMRequestRules {
             return fields.first { $0.key == key }?.value
         }
 
-        var object: [(key: String, value: Value)]? {
+        var object: [Field]? {
             if case .object(let fields) = self { return fields }
             return nil
         }
@@ -38,16 +44,14 @@ extension FCMRequestRules {
             validateOnly = value
         }
         guard let message = root["message"], let messageFields = message.object else { return nil }
-        let known: Set<String> = ["name", "data", "notification", "android", "webpush", "apns", "fcm_options", "token", "topic", "condition"]
-        guard messageFields.allSatisfy({ known.contains($0.key) }),
+        guard messageFields.allSatisfy({ messageKeys.contains($0.key) }),
               message["topic"] == nil, message["condition"] == nil,
               let token = message["token"]?.string, !token.isEmpty,
               isStringMap(message["data"], reservedKeysChecked: true)
         else { return nil }
         var collapseKey: String?
         if let android = message["android"] {
-            let allowed: Set<String> = ["collapse_key", "priority", "ttl", "restricted_package_name", "data", "notification", "fcm_options", "direct_boot_ok"]
-            guard let fields = android.object, fields.allSatisfy({ allowed.contains($0.key) }) else { return nil }
+            guard let fields = android.object, fields.allSatisfy({ androidKeys.contains($0.key) }) else { return nil }
             if let key = android["collapse_key"] {
                 guard let key = key.string else { return nil }
                 collapseKey = key
@@ -93,6 +97,9 @@ extension FCMRequestRules {
         }
         return Accepted(token: token, validateOnly: validateOnly, collapseKey: collapseKey)
     }
+
+    private static let messageKeys = ["token", "data", "android", "apns", "webpush", "notification", "fcm_options", "name", "topic", "condition"]
+    private static let androidKeys = ["collapse_key", "ttl", "priority", "data", "notification", "fcm_options", "restricted_package_name", "direct_boot_ok"]
 
     private static func isStringMap(_ value: Value?, reservedKeysChecked: Bool) -> Bool {
         guard let value else { return true }
@@ -173,7 +180,7 @@ struct QuickJSONParser {
         defer { depth -= 1 }
         guard depth <= 64 else { return nil }
         index += 1
-        var fields: [(key: String, value: FCMRequestRules.Value)] = []
+        var fields: [FCMRequestRules.Field] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -187,7 +194,7 @@ struct QuickJSONParser {
             index += 1
             skipWhitespace()
             guard let value = value(), !fields.contains(where: { $0.key == key }) else { return nil }
-            fields.append((key, value))
+            fields.append(FCMRequestRules.Field(key: key, value: value))
             skipWhitespace()
             guard index < bytes.count else { return nil }
             if bytes[index] == UInt8(ascii: "}") {
@@ -251,7 +258,7 @@ struct QuickJSONParser {
         guard index < bytes.count else { return nil }
         let raw = bytes[start..<index]
         index += 1
-        guard escaped else { return String(validating: raw, as: UTF8.self) }
+        guard escaped else { return raw.withUnsafeBufferPointer(Self.validUTF8) }
         var unescaped: [UInt8] = []
         unescaped.reserveCapacity(raw.count)
         var position = raw.startIndex
@@ -271,6 +278,19 @@ struct QuickJSONParser {
             unescaped.append(byte)
             position += 1
         }
-        return String(validating: unescaped, as: UTF8.self)
+        return unescaped.withUnsafeBufferPointer(Self.validUTF8)
+    }
+
+    /// The bytes as a string if they are valid UTF-8: decoding repairs invalid bytes, so the result
+    /// holds the same bytes only if there was nothing to repair (`String(validating:)` costs a
+    /// look-up of generic metadata on every call).
+    private static func validUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        var text = String(decoding: bytes, as: UTF8.self)
+        let unchanged = text.withUTF8 { utf8 in
+            guard utf8.count == bytes.count else { return false }
+            for index in 0..<utf8.count where utf8[index] != bytes[index] { return false }
+            return true
+        }
+        return unchanged ? text : nil
     }
 }
