@@ -207,7 +207,12 @@ final class FCMHTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
         context.fireUserInboundEventTriggered(event)
     }
 
+    /// An error on one stream (its writes failed) fails that stream; any other (TLS, the connection,
+    /// an HTTP/2 protocol error) closes the connection, which fails its open streams as not refused.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let streamError = error as? NIOHTTP2Errors.StreamError {
+            return fail(Int32(streamError.streamID), streamError.baseError)
+        }
         context.close(promise: nil)
     }
 
