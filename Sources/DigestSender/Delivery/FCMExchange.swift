@@ -105,8 +105,8 @@ package final class FCMExchange: Sendable {
     /// Whether `error` says the server did not process the request, so it is safe to send again
     /// (RFC 9113, 8.7). On the exchange's own connection (``FCMHTTP2Connection``) such a request fails
     /// with `StreamClosed` and REFUSED_STREAM: past a GOAWAY's last stream, never written, or reset so
-    /// by the server. Through async-http-client, measured against the fake server's GOAWAY: async-http-client fails the requests
-    /// past the last stream it names with `StreamClosed` and the code CANCEL (NIOHTTP2 closes them so),
+    /// by the server. Through the client, measured against the fake server's GOAWAY: async-http-client
+    /// fails the requests past the last stream it names with `StreamClosed` and the code CANCEL (NIOHTTP2 closes them so),
     /// with `ChannelError.ioOnClosedChannel` when their writes found the stream closed, and with
     /// `cancelled` a request it had not written yet because its connection was closing (as it does a
     /// request its caller cancelled: the caller tells them apart). A stream reset with REFUSED_STREAM
