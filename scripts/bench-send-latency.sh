@@ -71,11 +71,13 @@ run_sender() {  # name delay-ms label sender-options...
     cp "$OUT/outbox-fresh.sqlite" "$OUT/demo/digest.sqlite"
     start_server "$name" "$delay"
     sample "$OUT/samples-$name.txt"
-    local start end
+    local start end fake0 fake1
+    fake0="$(awk '{print $14 + $15}' "/proc/$SERVER/stat")"  # the fake server's CPU ticks (user + system)
     start=$(date +%s.%N)
     /usr/bin/time -f "%U %S" -o "$OUT/send-$name.cpu" "$BIN/digest" send --db "$OUT/demo/digest.sqlite" --credentials "$OUT/sa.json" \
         --endpoint "https://127.0.0.1:$PORT" --ca-file "$OUT/cert.pem" --drain "$@" > "$OUT/send-$name.txt"
     end=$(date +%s.%N)
+    fake1="$(awk '{print $14 + $15}' "/proc/$SERVER/stat")"
     sleep 0.3
     kill "$SAMPLER"; wait "$SAMPLER" 2>/dev/null || true
     local stats
@@ -88,7 +90,8 @@ run_sender() {  # name delay-ms label sender-options...
     whole="$(python3 -c "print(int($MESSAGES / ($end - $start)))")"
     steady="$(steady_rate "$OUT/samples-$name.txt" "$start" "$MESSAGES")"
     cpu="$(awk '{printf "%.1f", $1 + $2}' "$OUT/send-$name.cpu")"
-    echo "$name: steady $steady/s, whole $whole/s, $inflight in flight at most over $connections connections, sender CPU $cpu s, load $load"
+    local fake; fake="$(python3 -c "print(f'{($fake1 - $fake0) / $(getconf CLK_TCK):.1f}')")"
+    echo "$name: steady $steady/s, whole $whole/s, $inflight in flight at most over $connections connections, sender CPU $cpu s, fake server CPU $fake s, load $load"
     ROWS+=("| $label | $delay ms | $steady | $whole | $inflight / $connections | $cpu s | $load |")
     eval "STEADY_$name=$steady"
 }

@@ -140,7 +140,9 @@ struct SendCommand: AsyncParsableCommand {
         // Each client's share of the requests (its HTTP/1.1 connections when the endpoint speaks no HTTP/2).
         let clientConfiguration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + connectionCount - 1) / connectionCount, caFile: caFile)
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops)
-        // One client a connection: async-http-client keeps one HTTP/2 connection to a host per event loop.
+        // One client a connection (a lane): over https the sender opens its own HTTP/2 connection for
+        // each; the client carries what that cannot (plain http, a server without h2) and keeps one
+        // HTTP/2 connection to a host per event loop.
         let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: clientConfiguration)
         let more = (1..<connectionCount).map { _ in HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: clientConfiguration) }
         let metadataClient = account == nil ? HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .metadataServer()) : nil
@@ -199,6 +201,7 @@ struct SendCommand: AsyncParsableCommand {
         configuration.maxAttempts = maxAttempts
         configuration.retry.timeScale = timeScale
         configuration.pollInterval = .seconds(pollInterval)
+        configuration.caFile = caFile
         if let owner { configuration.owner = owner }
 
         let sender = FCMSender(

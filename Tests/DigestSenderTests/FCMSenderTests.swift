@@ -260,4 +260,53 @@ import Testing
         #expect(server.stats.http2Requests == server.stats.requests)
         try await server.shutdown()
     }
+
+    /// Over its own HTTP/2 connections a request with no answer by its deadline fails there (its
+    /// stream reset) and is retried as a try; the connection goes on carrying the others.
+    @Test func overHTTP2ALateAnswerFailsAtItsDeadlineAndIsRetried() async throws {
+        let dir = try TemporaryDirectory()
+        guard let tls = try TestCertificate.make(in: dir.url) else {
+            print("skipped: no openssl program to make a test certificate")
+            return
+        }
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 20)
+        var slow = FakeFCMServer.Faults()
+        slow.minDelayMilliseconds = 400
+        slow.maxDelayMilliseconds = 400
+        let server = try await FakeFCMServer.start(faults: slow, tls: tls)
+        let quick = Watcher.start(when: { server.stats.requests >= 20 }) { server.setFaults(FakeFCMServer.Faults()) }
+        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir, trusting: tls.certificatePath) { configuration in
+            configuration.requestTimeout = .milliseconds(100)
+            configuration.concurrency = 20
+        } _: { sender, _ in try await sender.send() }
+        quick.cancel()
+        let stats = server.stats
+        #expect(quick.fired && summary.sent == 20 && summary.retried["NETWORK", default: 0] >= 20, "\(summary)")
+        #expect(stats.delivered == 20 && stats.requests >= 40 && stats.http2Requests == stats.requests, "\(stats)")
+        try await server.shutdown()
+    }
+
+
+    /// An https endpoint that does not choose `h2` by ALPN is served by the HTTP client instead, the
+    /// requests waiting for the first connection included.
+    @Test func anHTTPSServerWithoutHTTP2IsServedOverHTTP1() async throws {
+        let dir = try TemporaryDirectory()
+        guard var tls = try TestCertificate.make(in: dir.url) else {
+            print("skipped: no openssl program to make a test certificate")
+            return
+        }
+        tls.applicationProtocols = ["http/1.1"]
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 100)
+        let server = try await FakeFCMServer.start(tls: tls)
+        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir, trusting: tls.certificatePath) { sender, _ in
+            try await sender.send()
+        }
+        let stats = server.stats
+        #expect(summary.sent == 100 && stats.delivered == 100 && stats.duplicates == 0, "\(stats)")
+        #expect(stats.http2Requests == 0 && stats.http2Connections == 0, "\(stats)")
+        try await server.shutdown()
+    }
+
 }

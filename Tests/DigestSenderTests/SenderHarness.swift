@@ -46,6 +46,7 @@ enum SenderHarness {
         configuration.retry.timeScale = 0.001
         configuration.pollInterval = .milliseconds(50)
         configuration.owner = "test-\(UUID().uuidString.prefix(8))"
+        configuration.caFile = caFile
         configure(&configuration)
         var logger = Logger(label: "test.sender")
         logger.logLevel = .warning

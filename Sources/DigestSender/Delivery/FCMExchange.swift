@@ -1,14 +1,18 @@
 package import AsyncHTTPClient
 package import NIOCore
+import NIOHPACK
 import NIOHTTP1
 import NIOHTTP2
 import Synchronization
 
 /// One `messages:send` request and its answer, on an event loop the caller picks.
 ///
-/// Per message it only copies a prepared request and sets the body: the URL is parsed once, the
-/// headers are built once per access token, and the answer is collected on the event loop that owns
-/// the connection (no async body stream, no tracing span, no redirect bookkeeping).
+/// With a ``FCMConnector`` (an `https` endpoint) requests go over the exchange's own HTTP/2
+/// connection, driven at the frame level (``FCMHTTP2Connection``), opened on first use and replaced
+/// when the server sends GOAWAY or the connection is lost; if the server does not choose `h2`, every
+/// request from then on goes through `client`. Through the client, per message it only copies a
+/// prepared request and sets the body: the URL is parsed once, the headers are built once per access
+/// token, and the answer is collected on the event loop that owns the connection.
 package final class FCMExchange: Sendable {
     /// What came back.
     package struct Answer: Sendable {
@@ -24,13 +28,44 @@ package final class FCMExchange: Sendable {
     /// Answers bigger than this fail the request (FCM's are a few hundred bytes).
     static let maxAnswerBytes = 64 * 1024
 
+    struct TooLarge: Error, CustomStringConvertible {
+        var description: String { "the answer exceeds \(FCMExchange.maxAnswerBytes) bytes" }
+    }
+
+    /// The own HTTP/2 connection's state, on its event loop; nil: always through the client.
+    private let lane: NIOLoopBoundBox<FCMConnectionLane>?
+    private let laneLoop: (any EventLoop)?
+    /// Set once the server answered TLS without `h2`: the client carries every request.
+    private let noHTTP2 = Atomic<Bool>(false)
+    private let requestIDs = Atomic<UInt64>(0)
+
+    /// Every request through `client`.
     package init(client: HTTPClient, url: String) {
         self.client = client
         self.url = url
+        self.lane = nil
+        self.laneLoop = nil
+    }
+
+    /// Requests over its own HTTP/2 connection made by `connector` on an event loop of `client`,
+    /// which carries them only if the server does not speak HTTP/2.
+    package init(client: HTTPClient, url: String, connector: FCMConnector) {
+        self.client = client
+        self.url = url
+        let loop = client.eventLoopGroup.next()
+        self.laneLoop = loop
+        self.lane = NIOLoopBoundBox.makeBoxSendingValue(FCMConnectionLane(connector: connector, loop: loop), eventLoop: loop)
     }
 
     /// Posts `body` with `token` on `eventLoop`; throws when no answer came (refused, dropped, timed out).
     package func post(_ body: ByteBuffer, token: String, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> Answer {
+        if let lane, let laneLoop, !noHTTP2.load(ordering: .relaxed) {
+            do {
+                return try await post(body, token: token, lane: lane, on: laneLoop, timeout: timeout)
+            } catch is NoHTTP2 {
+                noHTTP2.store(true, ordering: .relaxed)
+            }
+        }
         var request = try request(token: token)
         request.body = .byteBuffer(body)
         let task = client.execute(
@@ -43,9 +78,35 @@ package final class FCMExchange: Sendable {
         }
     }
 
+    /// Closes the own HTTP/2 connection once its open streams end (the next request opens another).
+    package func closeConnection() {
+        guard let lane, let laneLoop else { return }
+        laneLoop.execute { lane.value.close() }
+    }
+
+    private func post(
+        _ body: ByteBuffer, token: String, lane: NIOLoopBoundBox<FCMConnectionLane>, on loop: any EventLoop, timeout: TimeAmount
+    ) async throws -> Answer {
+        let id = requestIDs.wrappingAdd(1, ordering: .relaxed).newValue
+        let deadline = NIODeadline.now() + timeout
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { continuation in
+                if loop.inEventLoop {
+                    lane.value.start(id: id, body: body, token: token, deadline: deadline, continuation: continuation)
+                } else {
+                    loop.execute { lane.value.start(id: id, body: body, token: token, deadline: deadline, continuation: continuation) }
+                }
+            }
+        } onCancel: {
+            loop.execute { lane.value.cancel(id) }
+        }
+    }
+
     /// Whether `error` says the server did not process the request, so it is safe to send again
-    /// (RFC 9113, 8.7). Measured against the fake server's GOAWAY: async-http-client fails the requests
-    /// past the last stream it names with `StreamClosed` and the code CANCEL (NIOHTTP2 closes them so),
+    /// (RFC 9113, 8.7). On the exchange's own connection (``FCMHTTP2Connection``) such a request fails
+    /// with `StreamClosed` and REFUSED_STREAM: past a GOAWAY's last stream, never written, or reset so
+    /// by the server. Through the client, measured against the fake server's GOAWAY: async-http-client
+    /// fails the requests past the last stream it names with `StreamClosed` and the code CANCEL (NIOHTTP2 closes them so),
     /// with `ChannelError.ioOnClosedChannel` when their writes found the stream closed, and with
     /// `cancelled` a request it had not written yet because its connection was closing (as it does a
     /// request its caller cancelled: the caller tells them apart). A stream reset with REFUSED_STREAM
@@ -71,16 +132,87 @@ package final class FCMExchange: Sendable {
     }
 }
 
+/// The server chose another protocol than HTTP/2: the request goes through the client instead.
+struct NoHTTP2: Error {}
+
+/// An exchange's own HTTP/2 connection: the current one, or the requests waiting while one is
+/// opened. A connection that went away (GOAWAY, lost) keeps its open streams until they end and is
+/// replaced for new requests. Confined to its event loop.
+final class FCMConnectionLane {
+    private let connector: FCMConnector
+    private let loop: any EventLoop
+    private var connection: FCMHTTP2Connection?
+    /// Requests waiting for the connection being opened (nil: none being opened).
+    private var connecting: [FCMHTTP2Connection.Request]?
+    /// The request headers for the latest access token.
+    private var prepared: (token: String, headers: HPACKHeaders)?
+
+    init(connector: FCMConnector, loop: any EventLoop) {
+        self.connector = connector
+        self.loop = loop
+    }
+
+    func start(id: UInt64, body: ByteBuffer, token: String, deadline: NIODeadline, continuation: UnsafeContinuation<FCMExchange.Answer, any Error>) {
+        let request = FCMHTTP2Connection.Request(id: id, headers: headers(token: token, length: body.readableBytes), body: body, deadline: deadline, continuation: continuation)
+        if let connection, connection.isAccepting { return connection.start(request) }
+        connection = nil
+        if connecting != nil {
+            connecting!.append(request)
+            return
+        }
+        connecting = [request]
+        let timeout = TimeAmount.nanoseconds(max(0, (deadline - .now()).nanoseconds))
+        connector.connect(on: loop, requestTimeout: timeout).assumeIsolated().whenComplete { result in
+            let waiting = self.connecting ?? []
+            self.connecting = nil
+            switch result {
+            case .success(let connection?):
+                self.connection = connection
+                for request in waiting { connection.start(request) }
+            case .success(nil):
+                for request in waiting { request.continuation.resume(throwing: NoHTTP2()) }
+            case .failure(let error):
+                for request in waiting { request.continuation.resume(throwing: error) }
+            }
+        }
+    }
+
+    /// Stops the connection taking requests; it closes once its open streams end.
+    func close() {
+        connection?.closeWhenIdle()
+        connection = nil
+    }
+
+    func cancel(_ id: UInt64) {
+        if let index = connecting?.firstIndex(where: { $0.id == id }) {
+            connecting!.remove(at: index).continuation.resume(throwing: CancellationError())
+            return
+        }
+        connection?.cancel(id)
+    }
+
+    private func headers(token: String, length: Int) -> HPACKHeaders {
+        var headers: HPACKHeaders
+        if let prepared, prepared.token == token {
+            headers = prepared.headers
+        } else {
+            headers = HPACKHeaders([
+                (":method", "POST"), (":scheme", "https"), (":authority", connector.authority), (":path", connector.path),
+                ("authorization", "Bearer \(token)"), ("content-type", "application/json; charset=UTF-8"),
+            ])
+            prepared = (token, headers)
+        }
+        headers.add(name: "content-length", value: String(length))
+        return headers
+    }
+}
+
 /// Collects an answer on its event loop. The `Mutex` is never contended: AsyncHTTPClient calls a
 /// delegate on one event loop, one callback at a time.
 private final class AnswerCollector: HTTPClientResponseDelegate {
     typealias Response = FCMExchange.Answer
 
     private let answer = Mutex(FCMExchange.Answer(status: 0, retryAfter: nil, body: ByteBuffer()))
-
-    struct TooLarge: Error, CustomStringConvertible {
-        var description: String { "the answer exceeds \(FCMExchange.maxAnswerBytes) bytes" }
-    }
 
     func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         answer.withLock {
@@ -96,7 +228,7 @@ private final class AnswerCollector: HTTPClientResponseDelegate {
             if answer.body.readableBytes == 0 { answer.body = buffer } else { answer.body.writeImmutableBuffer(buffer) }
             return true
         }
-        return fits ? task.eventLoop.makeSucceededVoidFuture() : task.eventLoop.makeFailedFuture(TooLarge())
+        return fits ? task.eventLoop.makeSucceededVoidFuture() : task.eventLoop.makeFailedFuture(FCMExchange.TooLarge())
     }
 
     func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response {

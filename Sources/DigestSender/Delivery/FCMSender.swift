@@ -13,7 +13,8 @@ import Synchronization
 /// (`{endpoint}/v1/projects/{project_id}/messages:send`) with a bounded number in flight, and settles
 /// each by FCM's answer (docs/007-rules-and-limits.md, "FCM errors and what the sender does").
 ///
-/// Requests are spread over several HTTP clients, one HTTP/2 connection each (``connections``): FCM
+/// Requests are spread over several lanes, one HTTP/2 connection each (over `https`, the sender's own
+/// connection driven at the frame level, ``FCMExchange``; else one client of ``connections``): FCM
 /// allows 100 concurrent streams a connection and answers in tens of milliseconds, so one connection
 /// carries at most about 100 / latency messages a second (1,250 at 80 ms) and the default quota of
 /// 10,000 a second needs about ten. Sends are paced to ``Configuration/ratePerMinute``.
@@ -53,6 +54,14 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         public var pollInterval: Duration = .seconds(1)
         /// One request's deadline.
         public var requestTimeout: TimeAmount = .seconds(30)
+        /// Over `https`, post on the sender's own HTTP/2 connections, one per client, driven at the
+        /// frame level (no per-request stream channel or HTTP/1 codec); the clients then carry only
+        /// what such a connection cannot (a server that does not choose `h2`). False: every request
+        /// through the clients.
+        public var ownHTTP2Connections = true
+        /// A PEM file of extra trusted CA certificates for the sender's own connections (give the
+        /// clients the same).
+        public var caFile: String?
         public var retry = RetryPolicy()
         /// The sender's clock in Unix seconds: what is due, leases, retries, holds and expiry all
         /// follow it (tests set a fixed instant).
@@ -85,7 +94,10 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         self.configuration = configuration
         self.logger = logger
         let url = "\(configuration.endpoint)/v1/projects/\(projectID)/messages:send"
-        self.exchanges = ([client] + connections).map { FCMExchange(client: $0, url: url) }
+        let connector = configuration.ownHTTP2Connections ? FCMConnector(url: url, caFile: configuration.caFile) : nil
+        self.exchanges = ([client] + connections).map { client in
+            connector.map { FCMExchange(client: client, url: url, connector: $0) } ?? FCMExchange(client: client, url: url)
+        }
     }
 
     /// For the project of a service-account key.
@@ -121,6 +133,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     func send(stop: StopFlag) async throws -> SendSummary {
         let started = ContinuousClock.now
         _ = try await tokens.token()  // bad credentials stop here, before anything is leased
+        defer { for exchange in exchanges { exchange.closeConnection() } }
         return try await database.withOutboxConsumer { consumer in
             let session = SendSession(consumer: consumer, stop: stop)
             let fatal = try await run(session)

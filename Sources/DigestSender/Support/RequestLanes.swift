@@ -1,10 +1,11 @@
 import DigestNIO
 import NIOCore
 
-/// The sender's connections as lanes: each lane is one HTTP client (async-http-client keeps at most
-/// one HTTP/2 connection per event loop in a client, so several clients make several connections) on
-/// one of the client's event loops, with an equal share of the requests in flight (its gate) and of
-/// the messages started (`open`); the next message goes to the lane with the most room.
+/// The sender's connections as lanes: each lane is one exchange (over https its own HTTP/2
+/// connection, else one HTTP client: async-http-client keeps at most one HTTP/2 connection per event
+/// loop in a client, so several clients make several connections) on one of the client's event
+/// loops, with an equal share of the requests in flight (its gate) and of the messages started
+/// (`open`); the next message goes to the lane with the most room.
 ///
 /// A message's task runs on its lane's loop and its request prefers that loop, so its writes and its
 /// answer stay on one thread instead of hopping to a connection on another loop and back (with a

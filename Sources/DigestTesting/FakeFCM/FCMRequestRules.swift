@@ -16,6 +16,13 @@ public enum FCMRequestRules {
     public static let maxWebPushBytes = 3993
 
     public static func check(_ body: [UInt8]) -> Result<Accepted, RuleViolation> {
+        // The common valid request without Foundation; anything else, and every violation, in full.
+        if let accepted = quickCheck(body) { return .success(accepted) }
+        return fullCheck(body)
+    }
+
+    /// The rules on the body parsed by Foundation: decides every request ``quickCheck(_:)`` leaves.
+    static func fullCheck(_ body: [UInt8]) -> Result<Accepted, RuleViolation> {
         // A part is never larger than the whole: small bodies skip measuring their sections.
         let measure = body.count > maxWebPushBytes
         guard let root = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
@@ -125,7 +132,7 @@ public enum FCMRequestRules {
             guard element is String else {
                 return RuleViolation("Invalid value at '\(path)[\(key)].value' (TYPE_STRING)")
             }
-            if reservedKeysChecked && (["from", "message_type"].contains(key) || key.hasPrefix("google.") || key.hasPrefix("gcm.")) {
+            if reservedKeysChecked && isReserved(key) {
                 return RuleViolation("Invalid data payload key: \(key) is reserved")
             }
         }

@@ -52,13 +52,16 @@ public final class FakeFCMServer: Sendable {
         public init() {}
     }
 
-    /// A certificate and key (PEM files) to serve HTTPS with; ALPN offers `h2` and `http/1.1`.
+    /// A certificate and key (PEM files) to serve HTTPS with; ALPN offers `applicationProtocols`.
     public struct TLS: Sendable, Hashable {
         public var certificatePath: String
         public var privateKeyPath: String
-        public init(certificatePath: String, privateKeyPath: String) {
+        /// `h2` and `http/1.1` by default; without `h2` the server speaks HTTP/1.1 only.
+        public var applicationProtocols: [String]
+        public init(certificatePath: String, privateKeyPath: String, applicationProtocols: [String] = ["h2", "http/1.1"]) {
             self.certificatePath = certificatePath
             self.privateKeyPath = privateKeyPath
+            self.applicationProtocols = applicationProtocols
         }
     }
 
@@ -137,7 +140,7 @@ public final class FakeFCMServer: Sendable {
             var configuration = TLSConfiguration.makeServerConfiguration(
                 certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { .certificate($0) },
                 privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)))
-            configuration.applicationProtocols = ["h2", "http/1.1"]
+            configuration.applicationProtocols = tls.applicationProtocols
             return try NIOSSLContext(configuration: configuration)
         }
         var connection = NIOHTTP2Handler.ConnectionConfiguration()
@@ -154,21 +157,20 @@ public final class FakeFCMServer: Sendable {
                         try channel.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
                     }
                 }
-                // HTTPS: HTTP/2 or HTTP/1.1 as ALPN decides; each HTTP/2 stream gets its own handler.
-                let follower = NIOLoopBound(FakeFCMConnectionHandler(server: server), eventLoop: channel.eventLoop)
+                // HTTPS: HTTP/2 or HTTP/1.1 as ALPN decides; HTTP/2 at the frame level, one handler a connection.
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                 }.flatMap {
-                    channel.configureCommonHTTPServerPipeline(
-                        connectionConfiguration: connection, streamConfiguration: .init(), streamDelegate: follower.value.streams,
-                        h2ConnectionChannelConfigurator: { connection in
-                            connection.eventLoop.makeCompletedFuture {
-                                try connection.pipeline.syncOperations.addHandler(follower.value)
-                            }
+                    channel.configureHTTP2SecureUpgrade { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(
+                                NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()))
+                            try channel.pipeline.syncOperations.addHandler(FakeFCMHTTP2Handler(server: server))
                         }
-                    ) { stream in
-                        stream.eventLoop.makeCompletedFuture {
-                            try stream.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
+                    } http1ChannelConfigurator: { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                            try channel.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
                         }
                     }
                 }
@@ -312,7 +314,7 @@ public final class FakeFCMServer: Sendable {
         let now = Int64(Date().timeIntervalSince1970)
         let (wholeSeconds, attoseconds) = (ContinuousClock.now - started).components
         let elapsed = Double(wholeSeconds) + Double(attoseconds) / 1e18
-        let bearer = headers.first { $0.0.lowercased() == "authorization" }?.1
+        let bearer = headers.first { $0.0.utf8.count == 13 && $0.0.lowercased() == "authorization" }?.1
         let project = path.dropFirst("/v1/projects/".count).dropLast("/messages:send".count)
         var random = SystemRandomNumberGenerator()
         let roll = Double.random(in: 0..<1, using: &random)
