@@ -3,6 +3,9 @@ import AsyncHTTPClient
 import DigestSQLite
 import DigestTesting
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOCore
 import Synchronization
@@ -33,12 +36,23 @@ import Testing
         }
     }
 
-    /// A loopback port nothing listens on (a server's, after it stopped).
-    static func closedPort() async throws -> String {
-        let server = try await FakeMetadataServer.start()
-        let host = server.host
-        try await server.shutdown()
-        return host
+    /// A loopback port that refuses connections for as long as `body` runs: a socket bound to it
+    /// and never listening holds it, so no server another test starts meanwhile can take it (a
+    /// stopped server's port could be handed out again, and a connection to whatever took it would
+    /// wait for an answer instead of being refused).
+    static func withClosedPort<T>(_ body: (String) async throws -> T) async throws -> T {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0, "socket: errno \(errno)")
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        try #require(bound, "bind: errno \(errno)")
+        return try await body("127.0.0.1:\(UInt16(bigEndian: address.sin_port))")
     }
 
     @Test func tokensAreFetchedCachedAndRefreshedBeforeExpiry() async throws {
@@ -174,15 +188,16 @@ import Testing
     }
 
     @Test func aMachineWithoutAMetadataServerFailsAtTheFirstTry() async throws {
-        let host = try await Self.closedPort()
-        try await Self.withProvider(host: host) { tokens, source in
-            await #expect {
-                _ = try await tokens.token()
-            } throws: { error in
-                (error as? SenderError)?.code == .credentials && "\(error)".contains("no metadata server answers at \(host)")
+        try await Self.withClosedPort { host in
+            try await Self.withProvider(host: host) { tokens, source in
+                await #expect {
+                    _ = try await tokens.token()
+                } throws: { error in
+                    (error as? SenderError)?.code == .credentials && "\(error)".contains("no metadata server answers at \(host)")
+                }
+                #expect(tokens.sourceRequests == 1)
+                await #expect { _ = try await source.projectID(timeout: .seconds(5)) } throws: { ($0 as? SenderError)?.code == .credentials }
             }
-            #expect(tokens.sourceRequests == 1)
-            await #expect { _ = try await source.projectID(timeout: .seconds(5)) } throws: { ($0 as? SenderError)?.code == .credentials }
         }
     }
 
