@@ -222,17 +222,25 @@ final class SQLiteOutboxQueries {
             SELECT id, dedupe_key, user_id, platform, message, attempts FROM digest_outbox
             WHERE id > ?1 AND state = 'ready' AND available_at <= ?2 ORDER BY id LIMIT ?3
             """
+        /// The retries by their partial index, and the ones never tried as every ready message not
+        /// due yet less the retries: no count reads the rows (a week's outbox waits here for its
+        /// delivery times, and a draining sender asks at every poll).
         static let backlog = """
             SELECT
                 (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= ?1),
-                (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > ?1 AND attempts > 0),
+                (SELECT count(*) FROM digest_outbox INDEXED BY digest_outbox_retrying
+                    WHERE state = 'ready' AND available_at > ?1 AND attempts > 0),
                 (SELECT count(*) FROM digest_outbox WHERE state = 'leased'),
-                (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > ?1 AND attempts = 0),
+                (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > ?1)
+                    - (SELECT count(*) FROM digest_outbox INDEXED BY digest_outbox_retrying
+                        WHERE state = 'ready' AND available_at > ?1 AND attempts > 0),
                 (SELECT min(available_at) FROM digest_outbox WHERE state = 'ready' AND available_at > ?1)
             """
-        /// A ready message whose TTL ended is never sent.
+        /// A ready message whose TTL ended is never sent. By the partial index over the ready rows'
+        /// `expires_at`: left to itself SQLite's planner takes `(state, available_at)` and reads
+        /// every ready row, due or not, at every lease (39 ms at 50,000 ready messages).
         static let expireTTL = """
-            UPDATE digest_outbox
+            UPDATE digest_outbox INDEXED BY digest_outbox_expiry
             SET state = 'expired', settled_at = ?1,
                 last_error = 'EXPIRED: not sent before its TTL ended at ' || strftime('%Y-%m-%dT%H:%M:%SZ', expires_at, 'unixepoch')
             WHERE state = 'ready' AND expires_at <= ?1
@@ -240,8 +248,9 @@ final class SQLiteOutboxQueries {
         /// A ready message whose window ended (the reader's quiet hours began) waits for the next one:
         /// its window moves on by whole days until it ends after now; it is due when the quiet hours
         /// before that window end (at once when that has passed), or at its retry time if later.
+        /// By the partial index over the ready rows' `window_end`, for the reason above.
         static let hold = """
-            UPDATE digest_outbox
+            UPDATE digest_outbox INDEXED BY digest_outbox_window
             SET available_at = max(available_at, quiet_until + ((?1 - window_end) / 86400) * 86400),
                 window_end = window_end + ((?1 - window_end) / 86400 + 1) * 86400,
                 quiet_until = quiet_until + ((?1 - window_end) / 86400 + 1) * 86400

@@ -1,5 +1,5 @@
 import DigestCore
-import DigestSQLite
+@testable import DigestSQLite
 import DigestStore
 import DigestTesting
 import Foundation
@@ -55,6 +55,30 @@ import Testing
         #expect(inserted == 2)
         #expect(try old.connect().lines("PRAGMA page_size") == "4096")
         #expect(try old.connect().lines("PRAGMA journal_mode") == "wal")
+    }
+
+    /// The sweeps of every lease (TTL, quiet hours) and the backlog a draining sender polls find
+    /// their rows by the partial indexes or count them in the `(state, available_at)` index: none
+    /// reads the ready rows that are not due yet, which is a week's outbox until Monday. Left to
+    /// itself SQLite's planner took `(state, available_at)` for the sweeps and read every ready row
+    /// at every lease (39 ms at 50,000 ready messages; seconds at a million).
+    @Test func leaseSweepsAndTheBacklogReadNoRowNotDue() async throws {
+        let dir = try TemporaryDirectory()
+        let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))
+        _ = try await database.migrate()
+        let connection = try database.connect()
+        func plan(_ sql: String) throws -> [String] {
+            try connection.lines("EXPLAIN QUERY PLAN " + sql).split(separator: "\n").map { String($0.split(separator: "|").last ?? "") }
+        }
+        let expire = try plan(SQLiteOutboxQueries.SQL.expireTTL)
+        #expect(expire.count == 1 && expire[0].contains("USING INDEX digest_outbox_expiry"), "\(expire)")
+        let hold = try plan(SQLiteOutboxQueries.SQL.hold)
+        #expect(hold.count == 1 && hold[0].contains("USING INDEX digest_outbox_window"), "\(hold)")
+        let backlog = try plan(SQLiteOutboxQueries.SQL.backlog).filter { $0.contains("digest_outbox") }
+        #expect(backlog.count == 6, "\(backlog)")
+        for line in backlog {
+            #expect(line.contains("USING COVERING INDEX digest_outbox_lease") || line.contains("USING INDEX digest_outbox_retrying"), "\(line)")
+        }
     }
 
     /// The picks the ledger keeps come back as they were, whatever characters the ids hold (the
