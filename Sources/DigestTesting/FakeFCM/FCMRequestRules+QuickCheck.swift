@@ -37,7 +37,7 @@ extension FCMRequestRules {
         guard body.count <= maxWebPushBytes else { return nil }
         var parser = QuickJSONParser(bytes: body)
         guard let root = parser.document(), let fields = root.object else { return nil }
-        guard fields.allSatisfy({ $0.key == "message" || $0.key == "validate_only" }) else { return nil }
+        guard fields.allSatisfy({ rootKeys.contains($0.key) }) else { return nil }
         var validateOnly = false
         if let flag = root["validate_only"] {
             guard case .bool(let value) = flag else { return nil }
@@ -57,20 +57,20 @@ extension FCMRequestRules {
                 collapseKey = key
             }
             if let priority = android["priority"] {
-                guard let priority = priority.string, ["normal", "high", "NORMAL", "HIGH"].contains(priority) else { return nil }
+                guard let priority = priority.string, androidPriorities.contains(priority) else { return nil }
             }
             if let ttl = android["ttl"] {
-                guard let ttl = ttl.string, let seconds = durationSeconds(ttl), seconds <= 2_419_200 else { return nil }
+                guard let ttl = ttl.string, let seconds = durationSeconds(ttl), seconds <= maxTTLSeconds else { return nil }
             }
             guard isStringMap(android["data"], reservedKeysChecked: true) else { return nil }
             if let notification = android["notification"], notification.object == nil { return nil }
         }
         if let apns = message["apns"] {
-            guard let fields = apns.object, fields.allSatisfy({ ["headers", "payload", "fcm_options", "live_activity_token"].contains($0.key) }),
+            guard let fields = apns.object, fields.allSatisfy({ apnsKeys.contains($0.key) }),
                   isStringMap(apns["headers"], reservedKeysChecked: false)
             else { return nil }
             if let id = apns["headers"]?["apns-collapse-id"]?.string {
-                guard id.utf8.count <= 64 else { return nil }
+                guard id.utf8.count <= maxAPNsCollapseIDBytes else { return nil }
                 collapseKey = id
             }
             if let payload = apns["payload"] {
@@ -80,12 +80,12 @@ extension FCMRequestRules {
             if let options = apns["fcm_options"], options.object == nil { return nil }
         }
         if let webpush = message["webpush"] {
-            guard let fields = webpush.object, fields.allSatisfy({ ["headers", "data", "notification", "fcm_options"].contains($0.key) }),
+            guard let fields = webpush.object, fields.allSatisfy({ webpushKeys.contains($0.key) }),
                   isStringMap(webpush["headers"], reservedKeysChecked: false), isStringMap(webpush["data"], reservedKeysChecked: true)
             else { return nil }
             if let notification = webpush["notification"] {
                 guard notification.object != nil else { return nil }
-                if case .array(let count) = notification["actions"], count > 2 { return nil }
+                if case .array(let count) = notification["actions"], count > maxWebPushActions { return nil }
                 if let tag = notification["tag"], case .string(let text) = tag { collapseKey = text }
             }
             if let options = webpush["fcm_options"] {
@@ -97,9 +97,6 @@ extension FCMRequestRules {
         }
         return Accepted(token: token, validateOnly: validateOnly, collapseKey: collapseKey)
     }
-
-    private static let messageKeys = ["token", "data", "android", "apns", "webpush", "notification", "fcm_options", "name", "topic", "condition"]
-    private static let androidKeys = ["collapse_key", "ttl", "priority", "data", "notification", "fcm_options", "restricted_package_name", "direct_boot_ok"]
 
     private static func isStringMap(_ value: Value?, reservedKeysChecked: Bool) -> Bool {
         guard let value else { return true }

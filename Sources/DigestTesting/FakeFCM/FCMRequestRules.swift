@@ -15,6 +15,18 @@ public enum FCMRequestRules {
     public static let maxPayloadBytes = 4096
     public static let maxWebPushBytes = 3993
 
+    /// The names each part of a request may hold, the Android priorities and the other bounds: one
+    /// list for the full check and the quick one, so they cannot drift apart.
+    static let rootKeys = ["message", "validate_only"]
+    static let messageKeys = ["token", "data", "android", "apns", "webpush", "notification", "fcm_options", "name", "topic", "condition"]
+    static let androidKeys = ["collapse_key", "ttl", "priority", "data", "notification", "fcm_options", "restricted_package_name", "direct_boot_ok"]
+    static let apnsKeys = ["headers", "payload", "fcm_options", "live_activity_token"]
+    static let webpushKeys = ["headers", "data", "notification", "fcm_options"]
+    static let androidPriorities = ["normal", "high", "NORMAL", "HIGH"]
+    static let maxTTLSeconds = 2_419_200.0
+    static let maxAPNsCollapseIDBytes = 64
+    static let maxWebPushActions = 2
+
     public static func check(_ body: [UInt8]) -> Result<Accepted, RuleViolation> {
         // The common valid request without Foundation; anything else, and every violation, in full.
         if let accepted = quickCheck(body) { return .success(accepted) }
@@ -28,7 +40,7 @@ public enum FCMRequestRules {
         guard let root = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
             return .failure(RuleViolation("the body is not a JSON object"))
         }
-        if let unknown = root.keys.first(where: { !["message", "validate_only"].contains($0) }) {
+        if let unknown = root.keys.first(where: { !rootKeys.contains($0) }) {
             return .failure(RuleViolation("Invalid JSON payload received. Unknown name \"\(unknown)\""))
         }
         var validateOnly = false
@@ -39,8 +51,7 @@ public enum FCMRequestRules {
             validateOnly = value
         }
         guard let message = root["message"] as? [String: Any] else { return .failure(RuleViolation("message is required")) }
-        let known: Set<String> = ["name", "data", "notification", "android", "webpush", "apns", "fcm_options", "token", "topic", "condition"]
-        if let unknown = message.keys.first(where: { !known.contains($0) }) {
+        if let unknown = message.keys.first(where: { !messageKeys.contains($0) }) {
             return .failure(RuleViolation("Invalid JSON payload received. Unknown name \"\(unknown)\" at 'message'"))
         }
         let targets = ["token", "topic", "condition"].filter { message[$0] != nil }
@@ -54,20 +65,19 @@ public enum FCMRequestRules {
 
         if let android = message["android"] {
             guard let android = android as? [String: Any] else { return .failure(RuleViolation("message.android must be an object")) }
-            let allowed: Set<String> = ["collapse_key", "priority", "ttl", "restricted_package_name", "data", "notification", "fcm_options", "direct_boot_ok"]
-            if let unknown = android.keys.first(where: { !allowed.contains($0) }) {
+            if let unknown = android.keys.first(where: { !androidKeys.contains($0) }) {
                 return .failure(RuleViolation("Unknown name \"\(unknown)\" at 'message.android'"))
             }
             if let key = android["collapse_key"] {
                 guard let key = key as? String else { return .failure(RuleViolation("android.collapse_key must be a string")) }
                 collapseKey = key
             }
-            if let priority = android["priority"], !["normal", "high", "NORMAL", "HIGH"].contains(priority as? String ?? "") {
+            if let priority = android["priority"], !androidPriorities.contains(priority as? String ?? "") {
                 return .failure(RuleViolation("Invalid value at 'message.android.priority'"))
             }
             if let ttl = android["ttl"] {
-                guard let ttl = ttl as? String, let seconds = durationSeconds(ttl), seconds <= 2_419_200 else {
-                    return .failure(RuleViolation("Invalid value at 'message.android.ttl': a duration like \"3.5s\", at most 2419200s"))
+                guard let ttl = ttl as? String, let seconds = durationSeconds(ttl), seconds <= maxTTLSeconds else {
+                    return .failure(RuleViolation("Invalid value at 'message.android.ttl': a duration like \"3.5s\", at most \(Int(maxTTLSeconds))s"))
                 }
             }
             if let violation = stringMap(android["data"], at: "message.android.data", reservedKeysChecked: true) { return .failure(violation) }
@@ -79,13 +89,15 @@ public enum FCMRequestRules {
         }
         if let apns = message["apns"] {
             guard let apns = apns as? [String: Any] else { return .failure(RuleViolation("message.apns must be an object")) }
-            if let unknown = apns.keys.first(where: { !["headers", "payload", "fcm_options", "live_activity_token"].contains($0) }) {
+            if let unknown = apns.keys.first(where: { !apnsKeys.contains($0) }) {
                 return .failure(RuleViolation("Unknown name \"\(unknown)\" at 'message.apns'"))
             }
             if let violation = stringMap(apns["headers"], at: "message.apns.headers", reservedKeysChecked: false) { return .failure(violation) }
             let headers = apns["headers"] as? [String: String] ?? [:]
             if let id = headers["apns-collapse-id"] {
-                guard id.utf8.count <= 64 else { return .failure(RuleViolation("apns-collapse-id is longer than 64 bytes")) }
+                guard id.utf8.count <= maxAPNsCollapseIDBytes else {
+                    return .failure(RuleViolation("apns-collapse-id is longer than \(maxAPNsCollapseIDBytes) bytes"))
+                }
                 collapseKey = id
             }
             if let payload = apns["payload"] {
@@ -98,7 +110,7 @@ public enum FCMRequestRules {
         }
         if let webpush = message["webpush"] {
             guard let webpush = webpush as? [String: Any] else { return .failure(RuleViolation("message.webpush must be an object")) }
-            if let unknown = webpush.keys.first(where: { !["headers", "data", "notification", "fcm_options"].contains($0) }) {
+            if let unknown = webpush.keys.first(where: { !webpushKeys.contains($0) }) {
                 return .failure(RuleViolation("Unknown name \"\(unknown)\" at 'message.webpush'"))
             }
             if let violation = stringMap(webpush["headers"], at: "message.webpush.headers", reservedKeysChecked: false) { return .failure(violation) }
@@ -107,8 +119,8 @@ public enum FCMRequestRules {
                 guard let notification = notification as? [String: Any] else {
                     return .failure(RuleViolation("message.webpush.notification must be an object"))
                 }
-                if let actions = notification["actions"] as? [Any], actions.count > 2 {
-                    return .failure(RuleViolation("webpush.notification has \(actions.count) actions; Chrome shows 2"))
+                if let actions = notification["actions"] as? [Any], actions.count > maxWebPushActions {
+                    return .failure(RuleViolation("webpush.notification has \(actions.count) actions; Chrome shows \(maxWebPushActions)"))
                 }
                 if let tag = notification["tag"] as? String { collapseKey = tag }
             }
