@@ -3,9 +3,6 @@ import AsyncHTTPClient
 import DigestSQLite
 import DigestTesting
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
 import NIOCore
 import Synchronization
@@ -41,18 +38,9 @@ import Testing
     /// stopped server's port could be handed out again, and a connection to whatever took it would
     /// wait for an answer instead of being refused).
     static func withClosedPort<T>(_ body: (String) async throws -> T) async throws -> T {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(fd >= 0, "socket: errno \(errno)")
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        try #require(bound, "bind: errno \(errno)")
-        return try await body("127.0.0.1:\(UInt16(bigEndian: address.sin_port))")
+        let bound = try #require(BoundLoopbackPort(), "no loopback port to bind")
+        defer { withExtendedLifetime(bound) {} }  // the port stays taken until `body` returns
+        return try await body("127.0.0.1:\(bound.port)")
     }
 
     @Test func tokensAreFetchedCachedAndRefreshedBeforeExpiry() async throws {
