@@ -109,7 +109,7 @@ public final class PostgresRunLedger: RunLedger {
             WITH inserted AS (
                 INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at,
                                            window_end, quiet_until, expires_at, token_key, message_id, locale)
-                SELECT k, w, u, p, v, m::jsonb, r::jsonb, to_timestamp(a), to_timestamp(\(now)),
+                SELECT k, w, u, p, v, m::json, r::jsonb, to_timestamp(a), to_timestamp(\(now)),
                        to_timestamp(nullif(we, 0)), to_timestamp(nullif(qu, 0)), to_timestamp(nullif(ex, 0)), tk, mi, nullif(lo, '')
                 FROM unnest(\(keys)::text[], \(weeks)::text[], \(users)::text[], \(platforms)::text[], \(variants)::text[],
                             \(bodies)::text[], \(reports)::text[], \(due)::int8[], \(windowEnds)::int8[], \(quietUntils)::int8[],

@@ -235,6 +235,14 @@ enum PostgresSchema {
         DROP INDEX digest_outbox_token;
         ALTER TABLE digest_outbox ADD CONSTRAINT digest_outbox_token EXCLUDE USING hash (token_key WITH =)
         """,
+        // 11: the outbox keeps the bytes that were encoded and budgeted: `message` becomes `json`, which
+        // stores its text as given (checked, not re-encoded), so a consumer's `message::text` is what
+        // the run wrote, byte for byte as on SQLite; the `#>>` paths prune and the dead-token lookup read
+        // work on `json` too. Existing rows keep jsonb's rendering of their message. The change rewrites
+        // the table and its indexes under an ACCESS EXCLUSIVE lock (docs/005: how long, what senders see).
+        """
+        ALTER TABLE digest_outbox ALTER COLUMN message TYPE json USING message::json
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

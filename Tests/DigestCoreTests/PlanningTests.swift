@@ -221,40 +221,36 @@ struct BudgetTests {
         #expect(plan.body.utf16.count < 1024, "Android body is \(plan.body.utf16.count) UTF-16 units")
     }
 
-    /// Android's count has the top-level data twice (`data` and again in `android.data`): each byte
-    /// of the link costs two. An Image plan whose Android bytes are exactly FCM's 4,096 is sent as it
-    /// is; one more byte of link (two counted) and the planner shortens the body.
-    @Test func androidAtFCMsLimitCountsTheRepeatedKeys() throws {
+    /// Android's count is its section, which carries each key once: each byte of the link costs one.
+    /// An Image plan whose Android bytes are exactly FCM's 4,096 is sent as it is; one more byte of
+    /// link and the planner shortens the body.
+    @Test func androidAtFCMsLimitCountsEachKeyOnce() throws {
         let limit = VariantPlanner.Configuration.ceiling(for: .android)
         #expect(limit == 4096)
-        func plan(linkPadding: Int, title: String) throws -> NotificationPlan {
-            var digest = PlanFixture.digest(picks: 1, titles: [title])
+        func plan(linkPadding: Int) throws -> NotificationPlan {
+            var digest = PlanFixture.digest(picks: 1, titles: ["Swift 6 migration guide: strict concurrency for server applications"])
             var top = digest.picks[0]
             top.url += "?" + String(repeating: "x", count: linkPadding)
             digest = WeeklyDigest(reader: digest.reader, window: digest.window, stats: digest.stats, picks: [top])
             return try PlanFixture.plan(digest, image: .ready(PlanFixture.renditions), budget: limit, platforms: [.android])
         }
-        // The title appears once in Android's section: one more character evens the gap to the limit.
-        var title = "Swift 6 migration guide: strict concurrency for server applications"
-        let first = try #require(try plan(linkPadding: 0, title: title).bytes[.android])
-        if (limit - first) % 2 == 1 { title += "!" }
-        let base = try #require(try plan(linkPadding: 0, title: title).bytes[.android])
-        #expect(try plan(linkPadding: 10, title: title).bytes[.android] == base + 20)
-        let padding = (limit - base) / 2
+        let base = try #require(try plan(linkPadding: 0).bytes[.android])
+        #expect(try plan(linkPadding: 10).bytes[.android] == base + 10)
 
-        let atLimit = try plan(linkPadding: padding, title: title)
+        let atLimit = try plan(linkPadding: limit - base)
         #expect(atLimit.variant == .image)
         #expect(atLimit.bytes == [.android: limit])
         #expect(atLimit.rules.isEmpty, "\(atLimit.rules)")
-        #expect(atLimit.body == "Top pick: \(title)")
         let body = FCMEncoder().message(for: atLimit, device: Device(token: "t", platform: .android))
         let message = try #require((try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?["message"] as? [String: Any])
-        let data = try #require(message["data"] as? [String: String])
+        #expect(message["data"] == nil)
         let androidData = try #require((message["android"] as? [String: Any])?["data"] as? [String: String])
-        #expect(data["deep_link"] == atLimit.topPickURL && androidData["deep_link"] == atLimit.topPickURL)
-        #expect(data["digest_id"] == androidData["digest_id"])
+        #expect(androidData["deep_link"] == atLimit.topPickURL)
+        // What is counted is the section as sent.
+        let section = try JSONSerialization.data(withJSONObject: try #require(message["android"]), options: [.withoutEscapingSlashes])
+        #expect(String(decoding: body, as: UTF8.self).utf8.count > limit && section.count == limit)
 
-        let over = try plan(linkPadding: padding + 1, title: title)
+        let over = try plan(linkPadding: limit - base + 1)
         #expect(over.variant == .image)
         #expect(over.rules == ["budget.body:60", "body.truncated:60"])
         #expect(try #require(over.bytes[.android]) <= limit)
@@ -282,17 +278,17 @@ struct GoldenMessageTests {
             deliverAt: 1795420800, topPickURL: "https://news.example/a1")
     }
 
-    /// The whole request body per variant and platform, byte for byte. Android's `android.data` starts
-    /// with the top-level `data`'s keys (it replaces `data` on Android); an Image message opens the
-    /// top pick, the others the weekly page.
+    /// The whole request body per variant and platform, byte for byte. An Android message has no
+    /// top-level `data`: its `android.data` starts with the keys iOS and web messages carry there; an
+    /// Image message opens the top pick, the others the weekly page.
     static let golden: [String: String] = [
-        "BigText-android": #"{"message":{"token":"tok-android","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47","title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros","type":"BigText","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}},"fcm_options":{"analytics_label":"digest-2026-W47-BigText"}}}"#,
+        "BigText-android": #"{"message":{"token":"tok-android","android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47","title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros","type":"BigText","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}},"fcm_options":{"analytics_label":"digest-2026-W47-BigText"}}}"#,
         "BigText-ios": #"{"message":{"token":"tok-ios","data":{"message_id":"3552dd109f95dc151113148a7e73a006","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest","mutable-content":1}}},"fcm_options":{"analytics_label":"digest-2026-W47-BigText"}}}"#,
         "BigText-web": #"{"message":{"token":"tok-web","data":{"message_id":"ba21beba75510cb741043a94f9e7124e","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"2 days active\n• Actors\n• Macros","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://digest.example/weekly/2026-W47"}},"fcm_options":{"analytics_label":"digest-2026-W47-BigText"}}}"#,
-        "Image-android": #"{"message":{"token":"tok-android","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://news.example/a1","title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","type":"Image","imageUrl":"https://cdn.example/att/abc.jpg","iconUrl":"https://cdn.example/att/def.png","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}},"fcm_options":{"analytics_label":"digest-2026-W47-Image"}}}"#,
+        "Image-android": #"{"message":{"token":"tok-android","android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://news.example/a1","title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","type":"Image","imageUrl":"https://cdn.example/att/abc.jpg","iconUrl":"https://cdn.example/att/def.png","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}},"fcm_options":{"analytics_label":"digest-2026-W47-Image"}}}"#,
         "Image-ios": #"{"message":{"token":"tok-ios","data":{"message_id":"3552dd109f95dc151113148a7e73a006","digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest","mutable-content":1},"imageUrl":"https://cdn.example/att/abc.jpg"},"fcm_options":{"image":"https://cdn.example/att/abc.jpg"}},"fcm_options":{"analytics_label":"digest-2026-W47-Image"}}}"#,
         "Image-web": #"{"message":{"token":"tok-web","data":{"message_id":"ba21beba75510cb741043a94f9e7124e","digest_id":"2026-W47:u1","deep_link":"https://news.example/a1"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"Top pick: Swift 6 \"strict\" concurrency","icon":"https://cdn.example/att/def.png","image":"https://cdn.example/att/abc.jpg","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://news.example/a1"}},"fcm_options":{"analytics_label":"digest-2026-W47-Image"}}}"#,
-        "Default-android": #"{"message":{"token":"tok-android","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47","title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors","type":"Default","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}},"fcm_options":{"analytics_label":"digest-2026-W47-Default"}}}"#,
+        "Default-android": #"{"message":{"token":"tok-android","android":{"collapse_key":"digest-2026-W47","ttl":"604800s","priority":"normal","data":{"message_id":"33d4848d10fcde4bae516a85e49de560","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47","title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors","type":"Default","actions":"[{\"id\":\"open\",\"title\":\"Read\"},{\"id\":\"later\",\"title\":\"Later\"},{\"id\":\"share\",\"title\":\"Share\"}]"}},"fcm_options":{"analytics_label":"digest-2026-W47-Default"}}}"#,
         "Default-ios": #"{"message":{"token":"tok-ios","data":{"message_id":"3552dd109f95dc151113148a7e73a006","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"apns":{"headers":{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1796025600","apns-collapse-id":"digest-2026-W47"},"payload":{"aps":{"alert":{"title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors"},"category":"WEEKLY_DIGEST","thread-id":"weekly-digest","mutable-content":1}}},"fcm_options":{"analytics_label":"digest-2026-W47-Default"}}}"#,
         "Default-web": #"{"message":{"token":"tok-web","data":{"message_id":"ba21beba75510cb741043a94f9e7124e","digest_id":"2026-W47:u1","deep_link":"https://digest.example/weekly/2026-W47"},"webpush":{"headers":{"TTL":"604800","Urgency":"normal"},"notification":{"title":"Your week: 3 articles, 24 min","body":"You read 3 articles in 24 min. Next up: Actors","actions":[{"action":"open","title":"Read"},{"action":"later","title":"Later"}],"tag":"digest-2026-W47"},"fcm_options":{"link":"https://digest.example/weekly/2026-W47"}},"fcm_options":{"analytics_label":"digest-2026-W47-Default"}}}"#,
     ]
@@ -313,20 +309,27 @@ struct GoldenMessageTests {
         #expect(Self.message(variant, platform) == expected)
     }
 
-    /// A platform's budget counts the top-level data and its section (iOS: the APNs payload), on the
-    /// exact bytes of the request; Android's section carries the data's keys a second time.
+    /// A platform's budget counts what its request carries, on the exact bytes: iOS and web the
+    /// top-level data and the section (iOS: the APNs payload), Android its section alone (no top-level
+    /// data; `android.data` holds every key once).
     @Test(arguments: Variant.allCases)
-    func budgetsCountDataAndSection(variant: Variant) throws {
+    func budgetsCountWhatIsSent(variant: Variant) throws {
         let encoder = FCMEncoder()
         let plan = Self.plan(variant)
         func part(_ platform: Platform, _ key: String) throws -> Int {
             let body = Self.message(variant, platform)
             // The golden bodies end with the section, the message's `fcm_options` (for FCM, not the
-            // device: no budget counts it) and `}}`; data runs from `"data":` to the section.
-            let data = try #require(body.range(of: #""data":"#)?.upperBound)
+            // device: no budget counts it) and `}}`; data, when there is one, runs from `"data":` to
+            // the section.
             let section = try #require(body.range(of: #","\#(key)":"#))
             let end = try #require(body.range(of: #","fcm_options":{"analytics_label":"#)?.lowerBound)
-            let dataBytes = body[data..<section.lowerBound].utf8.count
+            var dataBytes = 0
+            if platform != .android {
+                let data = try #require(body.range(of: #""data":"#)?.upperBound)
+                dataBytes = body[data..<section.lowerBound].utf8.count
+            } else {
+                #expect(body.hasPrefix(#"{"message":{"token":"tok-android","android":{"#), "no top-level data on Android")
+            }
             var sectionText = body[section.upperBound..<end]
             if platform == .ios {
                 let payload = try #require(sectionText.range(of: #""payload":"#)?.upperBound)
@@ -342,20 +345,19 @@ struct GoldenMessageTests {
             #expect(encoder.budgetBytes(for: plan, platform: platform) == counted[platform], "\(platform)")
         }
         #expect(encoder.encode(plan, platforms: Set(Platform.allCases)).bytes == counted)
-        // Android pays for the repeated keys: `"message_id":…,"digest_id":…,"deep_link":…,` again in
-        // `android.data`, 127 bytes with the weekly link (data 128), 112 with the top pick's (data 113);
-        // `message_id` is 48 of them (`"message_id":"<32 hex>",`). Every APNs payload has
-        // `,"mutable-content":1` (20 bytes), not only the Image one's.
+        // iOS and web count the top-level data, 128 bytes with the weekly link, 113 with the top
+        // pick's; Android's section holds the same keys once, in `android.data`. Every APNs payload
+        // has `,"mutable-content":1` (20 bytes), not only the Image one's.
         let figures: [Variant: [Platform: Int]] = [
-            .bigText: [.android: 128 + 439, .ios: 128 + 181, .web: 128 + 319],
-            .image: [.android: 113 + 514, .ios: 113 + 229, .web: 113 + 390],
-            .defaultText: [.android: 128 + 448, .ios: 128 + 190, .web: 128 + 328],
+            .bigText: [.android: 439, .ios: 128 + 181, .web: 128 + 319],
+            .image: [.android: 514, .ios: 113 + 229, .web: 113 + 390],
+            .defaultText: [.android: 448, .ios: 128 + 190, .web: 128 + 328],
         ]
         #expect(counted == figures[variant])
     }
 
     /// The keys an app reads on each platform: Android gets `android.data` only, which holds every
-    /// key of the top-level `data`; iOS gets the top-level `data` beside `aps` in the APNs payload;
+    /// key (the message has no top-level `data`); iOS gets the top-level `data` beside `aps` in the APNs payload;
     /// the web gets `data` and opens `fcm_options.link`, the same URL as `deep_link`.
     @Test(arguments: Variant.allCases)
     func keysThatReachTheApp(variant: Variant) throws {
@@ -370,7 +372,7 @@ struct GoldenMessageTests {
 
         let android = try Self.object(variant, .android)
         let shared = sharedData(.android)
-        #expect(try #require(android["data"] as? [String: String]) == shared)
+        #expect(android["data"] == nil, "FCM would hand an Android app android.data instead")
         let androidData = try #require((android["android"] as? [String: Any])?["data"] as? [String: String])
         #expect(Set(androidData.keys) == Set(shared.keys).union(["title", "body", "type", "actions"]).union(image ? ["imageUrl", "iconUrl"] : []))
         for (key, value) in shared { #expect(androidData[key] == value, "android.data.\(key)") }

@@ -1,4 +1,5 @@
 import DigestCore
+import DigestSQLite
 import DigestStore
 import DigestTesting
 import Foundation
@@ -92,6 +93,58 @@ import Testing
         // A rerun enqueues nothing.
         let rerun = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(rerun.status == 0 && rerun.stdout.contains("0 enqueued"), "\(rerun.stdout)")
+    }
+
+    /// A store from before migration 11 (`message` still `jsonb`, a message in it): `digest migrate`
+    /// makes the column `json`, the earlier row keeps its message (in jsonb's rendering), and the rows
+    /// a run enqueues afterwards hold the bytes the encoder wrote and budgeted: for the same data, the
+    /// same bytes as SQLite's outbox. Each store places a reader's messages in its own batches or
+    /// chunks, so the 18 hex digits of each `message_id` that say where (``withoutIDPositions(_:)``)
+    /// are the only bytes allowed to differ.
+    @Test func afterTheMigrationTheOutboxKeepsTheEncodedBytesAsSQLiteDoes() throws {
+        let cluster = try PostgresCluster.shared()
+        let files = ["users", "articles", "reads"].map { Self.fixtures.appendingPathComponent("\($0).jsonl").path }
+        let url = try database(with: files, on: cluster)
+        // Back to version 10, as a store migrated by the previous release, with a message enqueued then.
+        let earlier = #"{"message":{"token":"t-before","data":{"b":"2","a":"1"}}}"#
+        try cluster.sql(
+            """
+            ALTER TABLE digest_outbox ALTER COLUMN message TYPE jsonb USING message::jsonb;
+            UPDATE digest_schema SET version = 10;
+            INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at)
+                VALUES ('2026-W45:u-before:t', '2026-W45', 'u-before', 'android', 'Default', '\(earlier)', '{}', now());
+            """, url: url)
+        let migrated = try DigestBinary.run(["migrate", "--db", url])
+        #expect(migrated.status == 0 && migrated.stdout.contains("schema upgraded from version 10 to 11"), "\(migrated.stdout)\(migrated.stderr)")
+        let type = "SELECT data_type FROM information_schema.columns WHERE table_name = 'digest_outbox' AND column_name = 'message'"
+        #expect(try cluster.sql(type, url: url) == "json")
+        #expect(
+            try cluster.sql("SELECT message::text FROM digest_outbox WHERE user_id = 'u-before'", url: url)
+                == #"{"message": {"data": {"a": "1", "b": "2"}, "token": "t-before"}}"#)
+
+        let dir = try TemporaryDirectory()
+        let sqlite = dir.path("digest.sqlite")
+        #expect(try DigestBinary.run(["import", "--db", sqlite] + files).status == 0)
+        for db in [sqlite, url] {
+            let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
+            #expect(run.status == 0 && run.stdout.contains("messages: 5 built, 5 enqueued"), "\(run.stdout)\(run.stderr)")
+        }
+        var expected: [String: String] = [:]
+        let rows = try SQLiteConnection(path: sqlite).statement("SELECT dedupe_key, message FROM digest_outbox")
+        while try rows.step() { expected[rows.string(0)] = rows.string(1) }
+        var actual: [String: String] = [:]
+        let lines = try cluster.sql("SELECT dedupe_key, message::text FROM digest_outbox WHERE week = '2026-W46'", url: url)
+        for line in lines.split(separator: "\n") {
+            let bar = try #require(line.firstIndex(of: "|"), "\(line)")  // a dedupe key holds no "|"
+            actual[String(line[..<bar])] = String(line[line.index(after: bar)...])
+        }
+        #expect(expected.count == 5 && Set(actual.keys) == Set(expected.keys))
+        for (key, message) in expected {
+            #expect(actual[key].map(withoutIDPositions) == withoutIDPositions(message), "row \(key)")
+            #expect(actual[key]?.utf8.count == message.utf8.count, "row \(key)")
+        }
+        // What is compared is the encoder's compact JSON, not a rendering of it.
+        #expect(expected.values.allSatisfy { $0.hasPrefix(#"{"message":{"token":""#) && !$0.contains("\": ") })
     }
 
     /// An adopter's own tables, shaped their way, behind the four views: nothing imported into

@@ -1,15 +1,16 @@
 import Foundation  // URLComponents: whether a top pick's URL is one a notification may open
 
-/// Encodes FCM HTTP v1 request bodies (`{"message":{…}}`), one per device token, with the top-level
-/// `data` and only the section of the token's platform. Keys are written in a fixed order, so the same
-/// plan always gives the same bytes.
+/// Encodes FCM HTTP v1 request bodies (`{"message":{…}}`), one per device token, with only the section
+/// of the token's platform. Keys are written in a fixed order, so the same plan always gives the same
+/// bytes.
 ///
-/// The top-level `data` (`message_id`, `digest_id`, `deep_link`) is written again at the start of
-/// `android.data`: FCM hands an Android app `android.data` instead of the top-level `data` when both
-/// are present (AndroidConfig.data). iOS apps get the top-level `data` as custom keys beside `aps` in
-/// the APNs payload, web apps as the push's data. `message_id` (``OutboxMessage/messageID(dedupeKey:)``)
-/// is the one per-device key: the shared parts are encoded with a placeholder of its fixed length
-/// (so the budget counts the real bytes) and each device's message gets its own id in place.
+/// The keys every app reads (`message_id`, `digest_id`, `deep_link`) are written once, where the
+/// token's platform takes them from: at the start of `android.data` on Android (FCM hands an Android
+/// app `android.data` instead of the top-level `data`, so an Android message has no top-level
+/// `data`), in the top-level `data` on iOS (custom keys beside `aps` in the APNs payload) and on the
+/// web (the push's data). `message_id` (``OutboxMessage/messageID(dedupeKey:)``) is the one per-device
+/// key: the shared parts are encoded with a placeholder of its fixed length (so the budget counts the
+/// real bytes) and each device's message gets its own id in place.
 public struct FCMEncoder: Sendable {
     /// Delivery settings shared by every message of a run.
     public struct Configuration: Sendable, Hashable {
@@ -67,18 +68,20 @@ public struct FCMEncoder: Sendable {
         let label = analyticsLabel(encoded.plan)
         return zip(devices, messageIDs).map { device, messageID in
             let id = Array(messageID.utf8)
-            let section = encoded.section(device.platform, encoder: self)
+            let (section, sectionIDOffset) = encoded.section(device.platform, encoder: self)
             var writer = JSONWriter(capacity: encoded.data.count + section.count + device.token.utf8.count + 128)
             writer.beginObject()
             writer.key("message")
             writer.beginObject()
             writer.field("token", device.token)
-            writer.key("data")
-            writer.raw(Self.filling(encoded.data, at: encoded.dataIDOffset, with: id))
-            writer.key(Self.sectionKey(device.platform))
-            if device.platform == .android, let offset = encoded.androidIDOffset {
+            if let offset = sectionIDOffset {
+                // Android: the section's data holds every key, and the message no top-level data.
+                writer.key(Self.sectionKey(device.platform))
                 writer.raw(Self.filling(section, at: offset, with: id))
             } else {
+                writer.key("data")
+                writer.raw(Self.filling(encoded.data, at: encoded.dataIDOffset, with: id))
+                writer.key(Self.sectionKey(device.platform))
                 writer.raw(section)
             }
             writer.key("fcm_options")
@@ -91,8 +94,8 @@ public struct FCMEncoder: Sendable {
         }
     }
 
-    /// The parts of `plan`'s messages shared by its devices: the top-level data and the section of
-    /// each of `platforms`, with the bytes each platform's budget counts.
+    /// The parts of `plan`'s messages shared by its devices: the top-level data (iOS and web) and the
+    /// section of each of `platforms`, with the bytes each platform's budget counts.
     public func encode(_ plan: NotificationPlan, platforms: Set<Platform>) -> EncodedPlan {
         let link = link(plan)
         let (data, offset) = topLevelData(plan, link: link)
@@ -112,9 +115,10 @@ public struct FCMEncoder: Sendable {
         }
     }
 
-    /// The bytes a platform's budget counts: the top-level data plus the platform's section (for iOS,
-    /// the APNs payload, which is what APNs limits). Android's section repeats the top-level data in
-    /// `android.data`, so Android's count has those keys twice, as the request carries them.
+    /// The bytes a platform's budget counts, what its request carries: for Android the `android`
+    /// section alone (its `data` holds every key; there is no top-level `data`), for iOS the top-level
+    /// data plus the APNs payload (what APNs limits), for the web the top-level data plus the
+    /// `webpush` section.
     public func budgetBytes(for plan: NotificationPlan, platform: Platform) -> Int {
         encode(plan, platforms: [platform]).bytes[platform]!
     }
@@ -157,7 +161,8 @@ public struct FCMEncoder: Sendable {
         return parts.scheme == "https" && !(parts.host ?? "").isEmpty
     }
 
-    /// The top-level `data` with the `message_id` placeholder, and where the placeholder starts.
+    /// The top-level `data` (iOS and web) with the `message_id` placeholder, and where the placeholder
+    /// starts.
     func topLevelData(_ plan: NotificationPlan, link: String) -> (data: [UInt8], idOffset: Int) {
         var writer = JSONWriter(capacity: 128 + link.utf8.count)
         writer.beginObject()
@@ -166,9 +171,9 @@ public struct FCMEncoder: Sendable {
         return (writer.bytes, offset)
     }
 
-    /// The keys every app reads from the message's data, wherever its platform takes them from: the
-    /// top-level `data`, and again the start of `android.data`, which replaces it on Android. Returns
-    /// where the `message_id` placeholder's characters start in the writer's bytes.
+    /// The keys every app reads from the message's data, where its platform takes them from: the
+    /// top-level `data` (iOS, web) or the start of `android.data` (Android). Returns where the
+    /// `message_id` placeholder's characters start in the writer's bytes.
     private func writeSharedData(_ writer: inout JSONWriter, _ plan: NotificationPlan, link: String) -> Int {
         writer.key("message_id")
         let offset = writer.bytes.count + 1  // after the opening quote; hex needs no escaping
@@ -289,16 +294,16 @@ public struct FCMEncoder: Sendable {
 public struct EncodedPlan: Sendable {
     /// The plan the parts were encoded from.
     public internal(set) var plan: NotificationPlan
-    /// The top-level data, with the `message_id` placeholder at `dataIDOffset`.
+    /// The top-level data (iOS and web; an Android message has none), with the `message_id`
+    /// placeholder at `dataIDOffset`.
     let data: [UInt8]
     let dataIDOffset: Int
-    /// Where the placeholder starts in the Android section, once that is encoded.
-    private(set) var androidIDOffset: Int?
     /// What the message opens (``FCMEncoder/link(_:)``), in `data` and the sections alike.
     let link: String
-    /// Each platform's section once encoded, in `Platform.allCases` order.
-    private var sections: [[UInt8]?] = Array(repeating: nil, count: Platform.allCases.count)
-    /// The bytes each encoded platform's budget counts (for iOS, the APNs payload).
+    /// Each platform's section once encoded, in `Platform.allCases` order, with where the
+    /// `message_id` placeholder starts in it when the section carries the keys (Android).
+    private var sections: [(bytes: [UInt8], idOffset: Int?)?] = Array(repeating: nil, count: Platform.allCases.count)
+    /// The bytes each encoded platform's budget counts (``FCMEncoder/budgetBytes(for:platform:)``).
     public private(set) var bytes: [Platform: Int] = [:]
 
     init(plan: NotificationPlan, data: [UInt8], dataIDOffset: Int, link: String) {
@@ -308,26 +313,28 @@ public struct EncodedPlan: Sendable {
         self.link = link
     }
 
-    /// The platform's section, encoded now if it was not yet.
-    mutating func section(_ platform: Platform, encoder: FCMEncoder) -> [UInt8] {
+    /// The platform's section, encoded now if it was not yet, and where its `message_id`
+    /// placeholder starts when the section itself carries the keys (Android; `nil` when the message's
+    /// top-level data does).
+    mutating func section(_ platform: Platform, encoder: FCMEncoder) -> (bytes: [UInt8], idOffset: Int?) {
         let slot = Platform.allCases.firstIndex(of: platform)!
         if let section = sections[slot] { return section }
         let section: [UInt8]
-        let counted: Int  // what the platform's budget counts of it (for iOS, the APNs payload)
+        var idOffset: Int?
         switch platform {
         case .android:
-            let offset: Int
-            (section, offset) = encoder.androidSection(plan, link: link)
-            androidIDOffset = offset
-            counted = section.count
+            // The whole message's keys are in the section: no top-level data is sent.
+            (section, idOffset) = encoder.androidSection(plan, link: link)
+            bytes[platform] = section.count
         case .ios:
-            (section, counted) = encoder.apnsSection(plan)
+            let payload: Int  // APNs limits the payload, not the headers around it
+            (section, payload) = encoder.apnsSection(plan)
+            bytes[platform] = data.count + payload
         case .web:
             section = encoder.webpushSection(plan, link: link)
-            counted = section.count
+            bytes[platform] = data.count + section.count
         }
-        sections[slot] = section
-        bytes[platform] = data.count + counted
-        return section
+        sections[slot] = (section, idOffset)
+        return (section, idOffset)
     }
 }
