@@ -2,10 +2,15 @@
 SWIFT ?= swift
 DEMO_OUT ?= demo-out
 
-.PHONY: setup build demo demo-send test bench bench-postgres bench-rolling bench-send bench-collect clean
+.PHONY: setup setup-tests build demo demo-send test bench bench-postgres bench-rolling bench-send bench-collect clean
 
+## What building and the demo need (system packages, as root when missing).
 setup:
 	@scripts/setup.sh
+
+## That, and what only the tests and benchmarks use (PostgreSQL, Chromium).
+setup-tests:
+	@scripts/setup.sh --tests
 
 build: setup
 	$(SWIFT) build
@@ -19,12 +24,12 @@ demo-send: build
 	DEMO_OUT=$(DEMO_OUT) scripts/demo-send.sh
 
 ## Builds once (debug) and runs every test.
-test: setup
+test: setup-tests
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
 ## Benchmarks (release build; not part of CI). Results go to BENCHMARKS.md.
-bench: setup
+bench: setup-tests
 	scripts/bench.sh
 	scripts/bench-images.sh
 	scripts/bench-previews.sh
@@ -34,22 +39,22 @@ bench: setup
 
 ## The weekly run on PostgreSQL (1M users, one and two workers) against COPY; installs PostgreSQL when
 ## missing, throwaway cluster; "## Weekly run on PostgreSQL" in BENCHMARKS.md.
-bench-postgres: setup
+bench-postgres: setup-tests
 	scripts/bench-postgres.sh
 
 ## Rolling runs (issue 14) against the week's run, SQLite (1M users) and PostgreSQL (200k users): one rolling
 ## run over every zone, then the next hourly run that finds nothing to do; "## Rolling runs (issue 14)" in BENCHMARKS.md.
-bench-rolling: setup
+bench-rolling: setup-tests
 	scripts/bench-rolling.sh
 
 ## Event collector benchmark: digest collect on SQLite and PostgreSQL, 8 clients, 200 events a request;
 ## "## Event collector" in BENCHMARKS.md (also a step of make bench).
-bench-collect: setup
+bench-collect: setup-tests
 	scripts/bench-collect.sh
 
 ## Delivery benchmark: digest send vs wrk against the fake FCM server on loopback ("## Delivery" in BENCHMARKS.md),
 ## then at FCM's latency against the Firebase Admin Python SDK ("## Delivery at FCM's latency").
-bench-send: setup
+bench-send: setup-tests
 	scripts/bench-send.sh
 	scripts/bench-send-latency.sh
 
