@@ -113,8 +113,8 @@ public struct DigestBinary: Sendable {
         let process = makeProcess(arguments)
         let out = directory.appendingPathComponent("\(name).out").path
         let err = directory.appendingPathComponent("\(name).err").path
-        FileManager.default.createFile(atPath: out, contents: nil)
-        FileManager.default.createFile(atPath: err, contents: nil)
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
         try process.run()

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Synchronization
 
 /// A throwaway PostgreSQL cluster for tests: `initdb` in a temporary directory, a free loopback
@@ -139,8 +139,8 @@ public final class PostgresCluster: Sendable {
     static func shell(_ arguments: [String]) throws(PostgresClusterError) -> String {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("digest-shell-\(UUID().uuidString)")
         let outPath = base.path + ".out", errPath = base.path + ".err"
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         defer {
             try? FileManager.default.removeItem(atPath: outPath)
             try? FileManager.default.removeItem(atPath: errPath)

@@ -1,4 +1,4 @@
-public import DigestCore
+import DigestCore
 import DigestStore
 
 /// A batch of users with the reads their digests need.

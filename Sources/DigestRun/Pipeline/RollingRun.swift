@@ -1,5 +1,5 @@
 public import DigestCore
-public import DigestStore
+import DigestStore
 import Foundation
 import Synchronization
 

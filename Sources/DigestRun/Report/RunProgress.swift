@@ -1,5 +1,5 @@
 public import DigestCore
-public import DigestStore
+import DigestStore
 
 /// Where a run stands, after each committed batch.
 public struct RunProgress: Sendable {

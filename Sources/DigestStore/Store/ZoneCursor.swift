@@ -1,4 +1,4 @@
-public import DigestCore
+import DigestCore
 
 /// How far a rolling run went through the users of one time zone for a week: users whose sequence
 /// number (`seq`: it grows when a user is added, moves zone or gains a device) is at most `seq` are
