@@ -177,4 +177,35 @@ import Testing
         #expect(many?.devices.map(\.token) == dated + Array(byteOrder.dropFirst().filter { !dated.contains($0) }.prefix(18)))
         #expect(many?.devicesOverLimit == 4 && many?.deadTokens == 1)
     }
+
+    /// The import keeps a reader listed with more than 20 devices, with all of them, counts them
+    /// apart from skipped lines, and `--strict` goes on.
+    @Test(arguments: Backend.allCases) func theImportKeepsAReaderWithMoreThanTwentyDevicesAndCountsThem(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        func line(_ id: String, _ tokens: [String]) -> String {
+            let devices = tokens.map { #"{"token":"\#($0)","platform":"android"}"# }.joined(separator: ",")
+            return #"{"id":"\#(id)","devices":[\#(devices)]}"#
+        }
+        let users = try store.directory.write("users.jsonl", lines: [
+            line("u-23", (0..<23).map { "a\($0)" }),
+            line("u-20", (0..<20).map { "b\($0)" }),
+            // 21 entries, 20 distinct tokens: within the limit.
+            line("u-dup", (0..<20).map { "c\($0)" } + ["c0"]),
+            // Over the limit, then listed again within it: the later line stands.
+            line("u-again", (0..<21).map { "d\($0)" }),
+            line("u-again", ["d0"]),
+            line("u-22", (0..<22).map { "e\($0)" }),
+        ])
+        let summary = try await store.withImporter { base in
+            var importer = base
+            importer.strict = true
+            return try await importer.importFile(users, as: .users)
+        }
+        #expect(summary.devicesOverLimit == 2, "u-23 and u-22")
+        #expect(summary.skipped == ["duplicate_id": 1] && summary.written == 5)
+        let table = backend == .sqlite ? "devices d JOIN users u ON u.pk = d.user_pk" : "digest_import_devices d JOIN digest_import_users u ON u.id = d.user_id"
+        #expect(try store.sql("SELECT u.id, count(*) FROM \(table) GROUP BY u.id ORDER BY u.id") == "u-20|20\nu-22|22\nu-23|23\nu-again|1\nu-dup|20")
+        let read = try await store.withReader { try await $0.user(id: "u-23") }?.reader
+        #expect(read?.devices.map(\.token) == (3..<23).reversed().map { "a\($0)" } && read?.devicesOverLimit == 3)
+    }
 }
