@@ -16,6 +16,8 @@ public actor PostgresHistoryReader: HistoryReader {
     private var articlesHaveLanguage: Bool?
     /// Whether `digest_devices` has a `registered_at` column (an adopter's view may not): asked once.
     private var devicesHaveRegistration: Bool?
+    /// Whether `digest_devices` has a `list_position` column (an adopter's view may not): asked once.
+    private var devicesHaveListPosition: Bool?
     /// Rolling runs: batches are a zone's users, whose ids are not consecutive, so their reads,
     /// earlier reads and picks are asked by the list of ids instead of by the range first…last.
     var byList = false
@@ -103,9 +105,12 @@ public actor PostgresHistoryReader: HistoryReader {
     }
 
     /// Users from rows of (id, locale, time zone, opted out) in id byte order, keyed by position,
-    /// with their devices (one query: by the range of their ids, or by their list under ``byList``);
-    /// a device whose token FCM called unregistered, and that was not registered again since, is
-    /// counted in ``Reader/deadTokens`` instead.
+    /// with their devices (one query: by the range of their ids, or by their list under ``byList``).
+    /// A device whose token FCM called unregistered, and that was not registered again since, is
+    /// counted in ``Reader/deadTokens``; of the live ones, the query ranks each user's in
+    /// ``DeviceSelection`` order and returns the first ``DeviceSelection/limit`` (a window over the
+    /// batch's rows, so a user listed with any number of devices in an adopter's view costs no more
+    /// rows), with the counts of the dead and of the live ones beside them.
     func withDevices(_ rows: [PostgresRow]) async throws -> [StoredReader] {
         var users: [StoredReader] = []
         users.reserveCapacity(rows.count)
@@ -119,39 +124,59 @@ public actor PostgresHistoryReader: HistoryReader {
         guard !users.isEmpty else { return [] }
         var binds = PostgresBindings()
         let condition = usersCondition(users, &binds, column: "d.user_id")
-        let registered = try await registeredColumn()
+        binds.append(Platform.allCases.map(\.rawValue))
+        let platforms = binds.count
+        let (registered, listPosition) = try await deviceOrderColumns()
+        let order = DeviceSelection.orderSQL(registeredAt: "registered_at", listPosition: "list_position", token: "token COLLATE \"C\"")
+        // Rows of other platforms are not devices of the reader: they take no place and count as nothing.
         let devices = PostgresQuery(
             unsafeSQL: """
-                SELECT d.user_id, d.token, d.platform, extract(epoch FROM \(registered))::int8,
-                       EXISTS (SELECT 1 FROM digest_dead_tokens x
-                               WHERE x.token = d.token AND (\(registered) IS NULL OR \(registered) <= x.died_at))
-                FROM digest_devices d
-                WHERE \(condition)
-                ORDER BY d.user_id COLLATE "C", d.token
+                SELECT user_id, token, platform, extract(epoch FROM registered_at)::int8, dead, dead_count, live_count
+                FROM (SELECT *, row_number() OVER (PARTITION BY user_id COLLATE "C" ORDER BY dead, \(order)) AS place,
+                             count(*) FILTER (WHERE dead) OVER mine AS dead_count,
+                             count(*) FILTER (WHERE NOT dead) OVER mine AS live_count
+                      FROM (SELECT d.user_id, d.token, d.platform, \(registered) AS registered_at, \(listPosition) AS list_position,
+                                   EXISTS (SELECT 1 FROM digest_dead_tokens x
+                                           WHERE x.token = d.token AND (\(registered) IS NULL OR \(registered) <= x.died_at)) AS dead
+                            FROM digest_devices d
+                            WHERE \(condition) AND d.platform = ANY($\(platforms)::text[])) d
+                      WINDOW mine AS (PARTITION BY user_id COLLATE "C")) ranked
+                WHERE place <= \(DeviceSelection.limit)
+                ORDER BY user_id COLLATE "C", place
                 """,
             binds: binds)
         var index = 0
+        var counted = -1
         for row in try await session.rows(devices) {
-            let (owner, token, platformName, registeredAt, dead) = try row.decode((String, String, String, Int64?, Bool).self)
+            let (owner, token, platformName, registeredAt, dead, deadCount, liveCount) =
+                try row.decode((String, String, String, Int64?, Bool, Int, Int).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
-            guard index < users.count, users[index].reader.id == owner, let platform = Platform(rawValue: platformName)
-            else { continue }
-            if dead {
-                users[index].reader.deadTokens += 1
-            } else {
-                users[index].reader.devices.append(Device(token: token, platform: platform, registeredAt: registeredAt))
+            guard index < users.count, users[index].reader.id == owner else { continue }
+            if counted != index {
+                counted = index
+                users[index].reader.deadTokens = deadCount
+                users[index].reader.devicesOverLimit = max(0, liveCount - DeviceSelection.limit)
             }
+            guard !dead, let platform = Platform(rawValue: platformName) else { continue }
+            users[index].reader.admit(Device(token: token, platform: platform, registeredAt: registeredAt))
         }
         return users
     }
 
-    /// `d.registered_at`, or `NULL::timestamptz` when the `digest_devices` view has no such column
-    /// (an adopter's view from before it was part of the contract): read as never registered again.
-    private func registeredColumn() async throws -> String {
+    /// `d.registered_at` and `d.list_position`, each `NULL` (of its type) when the `digest_devices`
+    /// view has no such column (an adopter's view from before it was part of the contract): read as
+    /// never registered again, and as listed in byte order of token.
+    private func deviceOrderColumns() async throws -> (registered: String, listPosition: String) {
         if devicesHaveRegistration == nil {
             devicesHaveRegistration = try await session.relation("digest_devices", hasColumn: "registered_at")
         }
-        return devicesHaveRegistration == true ? "d.registered_at" : "NULL::timestamptz"
+        if devicesHaveListPosition == nil {
+            devicesHaveListPosition = try await session.relation("digest_devices", hasColumn: "list_position")
+        }
+        return (
+            devicesHaveRegistration == true ? "d.registered_at" : "NULL::timestamptz",
+            devicesHaveListPosition == true ? "d.list_position" : "NULL::int8"
+        )
     }
 
     /// A condition on `column` for `(after, through]` in byte order, with its binds.

@@ -243,6 +243,15 @@ enum PostgresSchema {
         """
         ALTER TABLE digest_outbox ALTER COLUMN message TYPE json USING message::json
         """,
+        // 12: a device's place in its reader's `devices` list (`list_position`, 0 first; NULL on rows from
+        // before, until an import lists them again), which orders undated devices when a reader has more
+        // than a run sends to (`DeviceSelection`); the view gains it while it is ours (an adopter's view
+        // without it reads as listed in byte order of token). A column without a default: a catalog
+        // change, no rewrite. (Numbered after the outbox's migration 11, `message` as `json`.)
+        """
+        ALTER TABLE digest_import_devices ADD COLUMN list_position integer;
+        DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_devices' AND schemaname = current_schema() AND definition LIKE '%digest_import_devices%') THEN CREATE OR REPLACE VIEW digest_devices AS SELECT user_id, token, platform, registered_at, list_position FROM digest_import_devices; END IF; END $$
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

@@ -34,14 +34,15 @@ final class SQLiteHistoryQueries {
         }
         guard let first = users.first, let last = users.last else { return [] }
         let devices = try connection.statement(
-            "SELECT \(Self.deviceColumns) FROM devices d WHERE d.user_pk >= ? AND d.user_pk <= ? ORDER BY d.user_pk, d.token")
+            "SELECT \(Self.deviceColumns) FROM devices d WHERE d.user_pk >= ? AND d.user_pk <= ? ORDER BY d.user_pk, \(Self.deviceOrder)")
         devices.bind(first.key, at: 1)
         devices.bind(last.key, at: 2)
         try Self.attachDevices(devices, to: &users)
         return users
     }
 
-    /// Hands the rows of `devices` (``deviceColumns``, in owner order) to `users` (in key order).
+    /// Hands the rows of `devices` (``deviceColumns``, in owner order, then ``deviceOrder``) to `users`
+    /// (in key order).
     static func attachDevices(_ devices: SQLiteStatement, to users: inout [StoredReader]) throws {
         var index = 0
         while try devices.step() {
@@ -59,14 +60,19 @@ final class SQLiteHistoryQueries {
         EXISTS (SELECT 1 FROM digest_dead_tokens x WHERE x.token = d.token AND (d.registered_at IS NULL OR d.registered_at <= x.died_at))
         """
 
-    /// Adds the device of a ``deviceColumns`` row to `reader`, or counts it among its dead tokens.
+    /// A reader's device rows in ``DeviceSelection`` order, after the owner.
+    static let deviceOrder = DeviceSelection.orderSQL(registeredAt: "d.registered_at", listPosition: "d.list_position", token: "d.token")
+
+    /// Adds the device of a ``deviceColumns`` row (met in ``deviceOrder``) to `reader`: counted among
+    /// its dead tokens, or admitted while it has fewer than ``DeviceSelection/limit`` devices, else
+    /// counted over the limit.
     static func addDevice(_ row: SQLiteStatement, to reader: inout Reader) {
         guard let platform = Platform(rawValue: row.string(2)) else { return }
         if row.int(4) != 0 {
             reader.deadTokens += 1
             return
         }
-        reader.devices.append(Device(token: row.string(1), platform: platform, registeredAt: row.isNull(3) ? nil : row.int64(3)))
+        reader.admit(Device(token: row.string(1), platform: platform, registeredAt: row.isNull(3) ? nil : row.int64(3)))
     }
 
     /// One statement for the batch: the users' keys as a JSON array (`json_each`), each looked up on
@@ -317,7 +323,7 @@ final class SQLiteHistoryQueries {
         let devices = try connection.statement(
             """
             SELECT \(Self.deviceColumns) FROM devices d WHERE d.user_pk IN (SELECT value FROM json_each(?1))
-            ORDER BY d.user_pk, d.token
+            ORDER BY d.user_pk, \(Self.deviceOrder)
             """)
         devices.bindText(keys.bytes, at: 1)
         try Self.attachDevices(devices, to: &users)
@@ -384,7 +390,7 @@ final class SQLiteHistoryQueries {
         while try statement.step() {
             users.append(Self.storedReader(statement))
         }
-        let devices = try connection.statement("SELECT \(Self.deviceColumns) FROM devices d WHERE d.user_pk = ? ORDER BY d.token")
+        let devices = try connection.statement("SELECT \(Self.deviceColumns) FROM devices d WHERE d.user_pk = ? ORDER BY \(Self.deviceOrder)")
         for index in users.indices {
             devices.reset()
             devices.bind(users[index].key, at: 1)

@@ -81,16 +81,21 @@ final class SQLiteImportQueries {
         let leave = try connection.statement("DELETE FROM devices WHERE user_pk = ?2 AND token = ?1 RETURNING user_pk")
         let take = try connection.statement("DELETE FROM devices WHERE token = ?1 AND user_pk <> ?2 RETURNING user_pk")
         let owner = try connection.statement("SELECT id FROM users WHERE pk = ?")
+        // A device's place in the list (`list_position`) orders the undated ones when the reader has more
+        // devices than a run sends to (`DeviceSelection`).
         let insert = try connection.statement(
-            "INSERT INTO devices (user_pk, token, platform, registered_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (user_pk, token) DO NOTHING")
+            """
+            INSERT INTO devices (user_pk, token, platform, registered_at, list_position) VALUES (?1, ?2, ?3, ?4, ?5)
+            ON CONFLICT (user_pk, token) DO NOTHING
+            """)
         let existing = try connection.statement("SELECT registered_at FROM devices WHERE user_pk = ?1 AND token = ?2")
         let update = try connection.statement(
             """
-            UPDATE devices SET platform = ?3, registered_at = ?4
-            WHERE user_pk = ?1 AND token = ?2 AND (platform IS NOT ?3 OR registered_at IS NOT ?4)
+            UPDATE devices SET platform = ?3, registered_at = ?4, list_position = ?5
+            WHERE user_pk = ?1 AND token = ?2 AND (platform IS NOT ?3 OR registered_at IS NOT ?4 OR list_position IS NOT ?5)
             """)
         var gainedDevice = false
-        for device in user.devices {
+        for (position, device) in user.devices.enumerated() {
             ownedElsewhere.reset()
             ownedElsewhere.bind(device.token, at: 1)
             ownedElsewhere.bind(key, at: 2)
@@ -117,6 +122,7 @@ final class SQLiteImportQueries {
             insert.reset()
             insert.bind([key, device.token, device.platform.rawValue])
             insert.bind(device.registeredAt, at: 4)
+            insert.bind(position, at: 5)
             try insert.run()
             if connection.changes > 0 {
                 gainedDevice = true
@@ -130,6 +136,7 @@ final class SQLiteImportQueries {
             update.reset()
             update.bind([key, device.token, device.platform.rawValue])
             update.bind(device.registeredAt, at: 4)
+            update.bind(position, at: 5)
             try update.run()
             changed = changed || connection.changes > 0
             // A later registration counts as a new device: a token FCM called dead may be alive again.

@@ -225,6 +225,12 @@ enum SQLiteSchema {
         """
         DROP INDEX IF EXISTS digest_outbox_week_state;
         """,
+        // 12: a device's place in its reader's `devices` list (0 first; NULL on rows from before, until
+        // an import lists them again), which orders undated devices when a reader has more than a run
+        // sends to (`DeviceSelection`). No rewrite: a column without a default.
+        """
+        ALTER TABLE devices ADD COLUMN list_position INTEGER;
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

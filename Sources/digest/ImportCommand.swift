@@ -11,10 +11,11 @@ struct ImportCommand: AsyncParsableCommand {
             Files load users first, then articles, then reads. Titles and topics are cleaned (NFC, control \
             characters removed); a line that cannot be imported as it is (not UTF-8 or JSON, a field of the wrong \
             type, a number or date out of range, an id or token with a control character, over a limit: \
-            1 MiB a line, 256 bytes an id, 1,024 a token, 20 devices a user) is reported as \
-            file:line: reason: detail and skipped (or stops the import with --strict). Of lines with the same \
-            user or article id the last wins; the earlier ones are reported as duplicate_id. Re-importing the \
-            same files changes nothing. The rules: docs/008-import.md.
+            1 MiB a line, 256 bytes an id, 1,024 a token) is reported as file:line: reason: detail and \
+            skipped (or stops the import with --strict). Of lines with the same user or article id the last \
+            wins; the earlier ones are reported as duplicate_id. A user with more than 20 devices is imported \
+            with all of them and counted as devices_over_limit (a run sends to 20 of them; never stops \
+            --strict). Re-importing the same files changes nothing. The rules: docs/008-import.md.
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -77,6 +78,7 @@ enum Importing {
     static func line(_ summary: ImportFileSummary) -> String {
         let skipped = summary.skipped.values.reduce(0, +)
         let reasons = summary.skipped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        return "\(summary.file): \(summary.kind.rawValue): \(summary.lines) lines, \(summary.written) new or changed, \(summary.unchanged) unchanged, \(skipped) skipped\(skipped > 0 ? " (\(reasons))" : "")"
+        let overLimit = summary.devicesOverLimit > 0 ? ", devices_over_limit \(summary.devicesOverLimit)" : ""
+        return "\(summary.file): \(summary.kind.rawValue): \(summary.lines) lines, \(summary.written) new or changed, \(summary.unchanged) unchanged, \(skipped) skipped\(skipped > 0 ? " (\(reasons))" : "")\(overLimit)"
     }
 }

@@ -42,7 +42,6 @@ final class CheckingSink: HistoryImportSink {
                 check(id(user.id), "user id \(user.id.debugDescription)")
                 check(plain(user.locale) && user.locale.utf8.count <= ImportLimits.maxNameBytes, "locale \(user.locale.debugDescription)")
                 check(plain(user.timeZone) && user.timeZone.utf8.count <= ImportLimits.maxNameBytes, "time zone \(user.timeZone.debugDescription)")
-                check(user.devices.count <= ImportLimits.maxDevicesPerReader, "\(user.devices.count) devices")
                 check(Set(user.devices.map(\.token)).count == user.devices.count, "a token twice")
                 for device in user.devices {
                     check(

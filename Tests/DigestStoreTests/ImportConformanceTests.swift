@@ -43,7 +43,9 @@ import Testing
             for kind in ImportKind.allCases {
                 let summary = try await importer.importFile(fixtures.appendingPathComponent("\(kind.rawValue).jsonl").path, as: kind)
                 let skipped = summary.skipped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-                summaries.append("\(kind): \(summary.lines) lines, \(summary.written) written, \(summary.unchanged) unchanged, skipped: \(skipped)")
+                summaries.append(
+                    "\(kind): \(summary.lines) lines, \(summary.written) written, \(summary.unchanged) unchanged, skipped: \(skipped), "
+                        + "devices over limit: \(summary.devicesOverLimit)")
             }
             return summaries
         }
@@ -99,14 +101,16 @@ import Testing
         #expect(reasons == Set(ImportSkipReason.allCases), "reasons the corpus never gives: \(Set(ImportSkipReason.allCases).subtracting(reasons))")
         // Batches of 7 lines: an earlier line of a duplicate id in an earlier batch was written, then
         // replaced (u-dup on line 42, a-dup on line 28), so it counts as written and as duplicate_id.
+        // A reader with 21 devices goes in with all of them, counted apart from the skipped lines.
         #expect(outcome.summaries == [
-            "users: 51 lines, 14 written, 0 unchanged, skipped: bad_date 1, bad_id 4, bad_json 5, bad_locale 1, bad_platform 1, "
+            "users: 51 lines, 15 written, 0 unchanged, skipped: bad_date 1, bad_id 4, bad_json 5, bad_locale 1, bad_platform 1, "
                 + "bad_time_zone 2, bad_token 4, duplicate_id 2, line_too_long 1, lone_surrogate 2, missing_field 2, not_an_object 1, "
-                + "not_utf8 2, too_deep 2, too_many_devices 1, wrong_type 5",
+                + "not_utf8 2, too_deep 2, wrong_type 5, devices over limit: 1",
             "articles: 34 lines, 8 written, 0 unchanged, skipped: bad_date 6, bad_id 1, bad_json 1, bad_language 1, bad_number 5, "
-                + "bad_topics 1, bad_url 3, duplicate_id 1, line_too_long 1, lone_surrogate 1, missing_field 1, too_deep 1, wrong_type 4",
+                + "bad_topics 1, bad_url 3, duplicate_id 1, line_too_long 1, lone_surrogate 1, missing_field 1, too_deep 1, wrong_type 4, "
+                + "devices over limit: 0",
             "reads: 22 lines, 7 written, 1 unchanged, skipped: bad_date 2, bad_id 3, bad_number 3, lone_surrogate 1, too_deep 1, "
-                + "unknown_article 1, unknown_user 2, wrong_type 1",
+                + "unknown_article 1, unknown_user 2, wrong_type 1, devices over limit: 0",
         ])
     }
 
@@ -118,7 +122,11 @@ import Testing
         #expect(readers["u-crlf"]?.locale == "pl-PL" && readers["u-crlf"]?.devices.map(\.token) == ["tok-crlf"])
         #expect(readers["u-😀"]?.locale == "zh-Hans")
         #expect(readers["u-path"]?.locale == "../../etc/passwd", "stored as written; the run resolves it to en (LocaleResolutionTests)")
-        #expect(readers["u-20-devices"]?.devices.count == 20)
+        #expect(readers["u-20-devices"]?.devices.count == 20 && readers["u-20-devices"]?.devicesOverLimit == 0)
+        // 21 undated devices: the stores keep them all and read the 20 listed last (the first listed is
+        // the one left out).
+        #expect(readers["u-21-devices"]?.devices.map(\.token) == (1...20).map { "tok-21-\($0)" }.sorted())
+        #expect(readers["u-21-devices"]?.devicesOverLimit == 1)
         #expect(readers["u-token-1024"]?.devices.first?.token.utf8.count == ImportLimits.maxTokenBytes)
         #expect(readers[String(repeating: "u", count: ImportLimits.maxIDBytes)] != nil)
         // Swift compares strings by canonical equivalence: look at the bytes.
@@ -127,7 +135,7 @@ import Testing
         #expect(readers["u-dup"].map { ($0.locale, $0.devices) } ?? ("", []) == ("pl-PL", [Device(token: "tok-dup-3", platform: .ios)]))
         #expect(readers["u-deep-32"] != nil && readers["u-deep-33"] == nil)
         #expect(readers["u-unknown-fields"]?.optedOut == true && readers["u-last"] != nil)
-        #expect(readers.count == 13)
+        #expect(readers.count == 14)
 
         let articles = outcome.articles
         #expect(articles["a-nul"]?.title == "Null title")

@@ -23,6 +23,7 @@ public struct ComposedUser: Sendable {
     func count(into counters: inout RunCounters) {
         counters.users += 1
         if reader.deadTokens > 0 { counters.devicesSkipped["dead_token", default: 0] += reader.deadTokens }
+        if reader.devicesOverLimit > 0 { counters.devicesSkipped["over_limit", default: 0] += reader.devicesOverLimit }
         if timeZoneFellBack { counters.timeZoneFallbacks += 1 }
         if localeFellBack { counters.localeFallbacks += 1 }
         switch image {

@@ -24,7 +24,8 @@ public struct RunCounters: Codable, Sendable, Hashable {
     /// How often each text or budget rule fired (by ``PlanRule``'s names).
     public var rules: [String: Int] = [:]
     /// Devices left out, by reason: `dead_token` (FCM called the token unregistered and it was not
-    /// registered again since).
+    /// registered again since), `over_limit` (past a reader's first ``DeviceSelection/limit`` live
+    /// devices).
     public var devicesSkipped: [String: Int] = [:]
 
     public init() {}

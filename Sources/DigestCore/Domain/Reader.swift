@@ -8,11 +8,15 @@ public struct Reader: Sendable, Hashable {
     public var timeZone: String
     /// A user who opted out receives nothing.
     public var optedOut: Bool
-    /// The devices the user's notifications go to.
+    /// The devices the user's notifications go to: as the stores read them, at most
+    /// ``DeviceSelection/limit``, in ``DeviceSelection`` order.
     public var devices: [Device]
     /// Devices left out of ``devices`` because FCM called their token unregistered (and the app has
     /// not registered it again since): counted as `dead_token` in the run's report.
     public var deadTokens = 0
+    /// Live devices left out of ``devices`` because the reader has more than
+    /// ``DeviceSelection/limit``: counted as `over_limit` in the run's report.
+    public var devicesOverLimit = 0
 
     public init(id: String, locale: String, timeZone: String, optedOut: Bool, devices: [Device]) {
         self.id = id

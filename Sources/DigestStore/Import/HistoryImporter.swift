@@ -116,6 +116,10 @@ public struct ImportFileSummary: Sendable, Codable, Hashable {
     /// Lines skipped, by ``ImportSkipReason`` name (`bad_id`, `unknown_user`, …). A `duplicate_id`
     /// line may have been written before the later line of its id replaced it.
     public var skipped: [String: Int] = [:]
+    /// Users files: readers whose line (the last of their id) lists more than
+    /// ``DeviceSelection/limit`` distinct tokens (`devices_over_limit`). Imported with every device,
+    /// not skipped: a run sends to the limit of them (``DeviceSelection``).
+    public var devicesOverLimit = 0
 
     public init(file: String, kind: ImportKind) {
         self.file = file
@@ -151,7 +155,8 @@ public struct ImportError: Error, CustomStringConvertible {
 /// written first; a read of an unknown user or article stops it once its batch is written). Of lines
 /// giving the same user or article id, the last wins and each earlier one is reported as
 /// `duplicate_id` (under `strict` too, without stopping); to tell, the importer remembers each id of
-/// the file with its line.
+/// the file with its line. A reader listed with more devices than a run sends to is imported whole and
+/// counted (``ImportFileSummary/devicesOverLimit``), never skipped, under `strict` too.
 ///
 /// ```swift
 /// let summary = try await database.withImportSink { sink in
@@ -177,6 +182,8 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
         var pending = PendingBatch(kind: kind)
         // The line of each user or article id of the file whose record stands so far.
         var lineOfID: [String: Int] = [:]
+        // The readers whose standing line lists more devices than a run sends to.
+        var overLimit = Set<String>()
         var inBatch = 0
         while let line = try reader.next() {
             summary.lines += 1
@@ -189,6 +196,13 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
                             onProblem(ImportError(
                                 file: path, line: earlier, code: .duplicateID,
                                 reason: "\(kind.noun) \(ImportFieldRules.quote(id)) again on line \(summary.lines), which wins"))
+                        }
+                    }
+                    if case .user(let user) = record {
+                        if user.devices.count > DeviceSelection.limit {
+                            overLimit.insert(user.id)
+                        } else if !overLimit.isEmpty {
+                            overLimit.remove(user.id)
                         }
                     }
                     pending.append(record, line: summary.lines)
@@ -210,6 +224,7 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
             }
         }
         try await write(&pending, path, &summary)
+        summary.devicesOverLimit = overLimit.count
         return summary
     }
 

@@ -11,8 +11,6 @@ public enum ImportLimits {
     /// Bytes of a device token (`bad_token`). FCM tokens are a few hundred; PostgreSQL indexes a
     /// reader's tokens with its id, and an index entry must stay well under its 2,704-byte ceiling.
     public static let maxTokenBytes = 1_024
-    /// Distinct device tokens of one reader (`too_many_devices`).
-    public static let maxDevicesPerReader = 20
     /// UTF-8 bytes of a locale or a time zone name (`bad_locale`, `bad_time_zone`).
     public static let maxNameBytes = 64
     /// Topics of one article, after cleaning (`bad_topics`).

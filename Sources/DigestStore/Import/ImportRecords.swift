@@ -31,14 +31,11 @@ enum ImportRecords {
                         .badPlatform, "\(path): unknown platform \(ImportFieldRules.quote(platformName)) (android, ios or web)")
                 }
                 let registeredAt = try fields.optionalInstant("registeredAt")
-                // A token listed twice counts once, as first listed.
+                // A token listed twice counts once, as first listed. Every device is kept, however many
+                // (the line's length bounds them): a run picks the ones it sends to (`DeviceSelection`).
                 if seen.insert(token).inserted {
                     devices.append(Device(token: token, platform: platform, registeredAt: registeredAt))
                 }
-            }
-            guard devices.count <= ImportLimits.maxDevicesPerReader else {
-                throw LineProblem(
-                    .tooManyDevices, "\(devices.count) devices, over the limit of \(ImportLimits.maxDevicesPerReader)")
             }
             return Reader(id: id, locale: locale, timeZone: timeZone, optedOut: optedOut, devices: devices)
         }

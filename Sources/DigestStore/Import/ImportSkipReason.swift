@@ -31,8 +31,6 @@ public enum ImportSkipReason: String, Sendable, CaseIterable, Codable {
     case badToken = "bad_token"
     /// A device platform other than `android`, `ios` and `web`.
     case badPlatform = "bad_platform"
-    /// More distinct devices than ``ImportLimits/maxDevicesPerReader``.
-    case tooManyDevices = "too_many_devices"
     /// A locale with a control character or longer than ``ImportLimits/maxNameBytes``.
     case badLocale = "bad_locale"
     /// A time zone with a control character or longer than ``ImportLimits/maxNameBytes``.
