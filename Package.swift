@@ -301,7 +301,8 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestStoreTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestThreads", "DigestImages", "DigestTesting"],
+            dependencies: ["DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestThreads", "DigestImages", "DigestTesting",
+                           .product(name: "PostgresNIO", package: "postgres-nio")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

@@ -147,7 +147,10 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         }
         var configuration = PostgresConnection.Configuration(
             host: host, port: port, username: user, password: password, database: database, tls: tls)
-        configuration.options.additionalStartupParameters = [("application_name", applicationName)]
+        // jit off: the server would compile each of a run's statements with LLVM again at every call
+        // (their row estimates put them over jit_above_cost), which took more of its CPU than running
+        // them did (docs/005, "Server settings of digest's sessions").
+        configuration.options.additionalStartupParameters = [("application_name", applicationName), ("jit", "off")]
         configuration.options.connectTimeout = .seconds(10)
         return configuration
     }

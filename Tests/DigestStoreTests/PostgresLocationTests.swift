@@ -1,8 +1,10 @@
-import DigestPostgres
 import DigestStore
 import DigestTesting
 import Foundation
+import PostgresNIO
 import Testing
+
+@testable import DigestPostgres
 
 /// `--db postgres://…`: what it names, where the password comes from, and that it is never shown.
 @Suite struct PostgresLocationTests {
@@ -53,5 +55,18 @@ import Testing
     /// The password as the location holds it (not public: read through the mirror).
     static func password(_ location: PostgresLocation) -> String? {
         Mirror(reflecting: location).children.first { $0.label == "password" }?.value as? String
+    }
+
+    /// digest's sessions run with the server's JIT off: it compiled the run's statements anew at every
+    /// call, and that cost more CPU than executing them.
+    @Test func sessionsRunWithoutJIT() async throws {
+        let cluster = try PostgresCluster.shared()
+        let location = try PostgresLocation(url: try cluster.makeDatabase("jit"), environment: [:])
+        let setting = try await PostgresSession.with(location: location, reconnectWindow: .zero) { session in
+            try await session.rows("SHOW jit").first?.decode(String.self)
+        }
+        #expect(setting == "off")
+        // The server's own default, for any other client, is left as it is.
+        #expect(try cluster.sql("SHOW jit", database: "postgres") == "on")
     }
 }
