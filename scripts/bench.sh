@@ -13,6 +13,8 @@
 # BENCH_QUIET_CORES=0.3 and BENCH_QUIET_WAIT=120: before each timed step, wait (at most that many
 # seconds) until other processes use at most that many cores; what they used is recorded either way.
 # BENCH_COMMIT: what to call the code measured in the report (default: git's HEAD, noting changes).
+# BENCH_SKIP_BUILD=1: measure the release builds already in .build and Benchmarks/.build (another
+# checkout's digest-bench copied there, say, so that two commits' runs see the same generated rows).
 # BENCH_NICE=-10 (as root; 0 otherwise): the timed programs run at this priority (in a session of
 # their own), so that builds of others on a shared machine take less of the cores from them.
 set -euo pipefail
@@ -41,10 +43,15 @@ log() { printf 'bench: %s\n' "$*"; }
 . scripts/apt-lib.sh  # the scripts run from the package root
 [ -x /usr/bin/time ] || install_packages bench time
 
-log "building digest (release)"
-swift build -c release --product digest
-log "building digest-bench (release, Benchmarks/)"
-swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-bench
+if [ "${BENCH_SKIP_BUILD:-0}" = 1 ]; then
+  log "not building (BENCH_SKIP_BUILD=1): measuring $DIGEST and $BENCH as they are"
+  [ -x "$DIGEST" ] && [ -x "$BENCH" ] || { log "BENCH_SKIP_BUILD=1 needs $DIGEST and $BENCH"; exit 1; }
+else
+  log "building digest (release)"
+  swift build -c release --product digest
+  log "building digest-bench (release, Benchmarks/)"
+  swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-bench
+fi
 
 mkdir -p "$OUT"
 rm -rf "$OUT"/users-*
