@@ -75,6 +75,11 @@ public final class FakeFCMServer: Sendable {
         public var delivered = 0
         /// Deliveries beyond the first per token.
         public var duplicates = 0
+        /// Distinct messages delivered (200, not a dry run): a message is its request body
+        /// (``messageDeliveries``).
+        public var deliveredMessages = 0
+        /// Deliveries of a message beyond its first: the same body accepted again.
+        public var duplicateMessages = 0
         /// Dry-run requests accepted.
         public var validated = 0
         /// Access tokens issued.
@@ -98,10 +103,19 @@ public final class FakeFCMServer: Sendable {
         public var collapseKeys: [String?]
     }
 
+    /// One message's deliveries. A message is identified by its request body: a sender posts an
+    /// outbox row's `message` as it is, so sending it again repeats the same bytes, while two messages
+    /// to one token (two weeks' digests) differ.
+    public struct MessageDelivery: Sendable, Hashable {
+        public var token: String
+        public var count: Int
+    }
+
     private struct State {
         var faults: Faults
         var accessTokens: [String: Int64] = [:]
         var deliveries: [String: Delivery] = [:]
+        var messages: [SHA256Digest: MessageDelivery] = [:]
         var stats = Stats()
         var inFlight = 0
         /// The open HTTP/2 connections: each one's way to send GOAWAY.
@@ -222,6 +236,9 @@ public final class FakeFCMServer: Sendable {
 
     public var deliveries: [String: Delivery] { state.withLock { $0.deliveries } }
 
+    /// Every message delivered, with how many times.
+    public var messageDeliveries: [MessageDelivery] { state.withLock { Array($0.messages.values) } }
+
     /// `messages:send` requests received and not yet answered.
     public var inFlight: Int { state.withLock { $0.inFlight } }
 
@@ -320,6 +337,7 @@ public final class FakeFCMServer: Sendable {
         let roll = Double.random(in: 0..<1, using: &random)
         // The rules are pure: check them outside the lock, so both event loops parse at once.
         let checked = FCMRequestRules.check(body)
+        let message: SHA256Digest? = if case .success(let accepted) = checked, !accepted.validateOnly { SHA256.hash(data: body) } else { nil }
 
         return state.withLock { state -> Reply in
             state.stats.requests += 1
@@ -379,6 +397,11 @@ public final class FakeFCMServer: Sendable {
             delivery.collapseKeys.append(accepted.collapseKey)
             state.deliveries[accepted.token] = delivery
             if delivery.count == 1 { state.stats.delivered += 1 } else { state.stats.duplicates += 1 }
+            if let message {
+                let count = (state.messages[message]?.count ?? 0) + 1
+                state.messages[message] = MessageDelivery(token: accepted.token, count: count)
+                if count == 1 { state.stats.deliveredMessages += 1 } else { state.stats.duplicateMessages += 1 }
+            }
             let name = "projects/\(projectID)/messages/0:\(state.stats.requests)%\(keyID.prefix(8))"
             return answer(.answer(status: 200, headers: [("Content-Type", "application/json")], body: #"{"name":"\#(name)"}"#, delay: delay), "200")
         }
