@@ -17,7 +17,10 @@ import Synchronization
 /// connection driven at the frame level, ``FCMExchange``; else one client of ``connections``): FCM
 /// allows 100 concurrent streams a connection and answers in tens of milliseconds, so one connection
 /// carries at most about 100 / latency messages a second (1,250 at 80 ms) and the default quota of
-/// 10,000 a second needs about ten. Sends are paced to ``Configuration/ratePerMinute``.
+/// 10,000 a second needs about ten. Over HTTP/1.1 (a plain `http` endpoint, a server without `h2`) a
+/// connection carries one request at a time: one per lane. A request's deadline
+/// (``Configuration/requestTimeout``) counts from when it is written. Sends are paced to
+/// ``Configuration/ratePerMinute``.
 ///
 /// A `Service`: on graceful shutdown (SIGTERM in a `ServiceGroup`) it sends nothing new, lets the
 /// requests in flight finish and be settled, releases the leases it still holds, and returns.
@@ -34,7 +37,8 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         public var endpoint = "https://fcm.googleapis.com"
         /// Requests in flight at once, spread evenly over the connections: keep each connection's share
         /// at most the server's SETTINGS_MAX_CONCURRENT_STREAMS (FCM's: 100). The default, 12 connections
-        /// of 100, reaches FCM's default quota (10,000 a second) up to about 120 ms of latency.
+        /// of 100, reaches FCM's default quota (10,000 a second) up to about 120 ms of latency. Over
+        /// HTTP/1.1 each connection carries one request at a time, whatever this says.
         public var concurrency = 1_200
         /// At most this many requests in any minute (nil: no limit). The default is FCM's default quota
         /// for a project, 600,000 a minute; several senders of one project share it.
@@ -52,7 +56,8 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         public var maxAttempts = 12
         /// Pause between looks at an empty outbox.
         public var pollInterval: Duration = .seconds(1)
-        /// One request's deadline.
+        /// One request's deadline, from when it is written: waiting for a connection or a stream does
+        /// not count.
         public var requestTimeout: TimeAmount = .seconds(30)
         /// Over `https`, post on the sender's own HTTP/2 connections, one per client, driven at the
         /// frame level (no per-request stream channel or HTTP/1 codec); the clients then carry only
@@ -95,8 +100,14 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         self.logger = logger
         let url = "\(configuration.endpoint)/v1/projects/\(projectID)/messages:send"
         let connector = configuration.ownHTTP2Connections ? FCMConnector(url: url, caFile: configuration.caFile) : nil
-        self.exchanges = ([client] + connections).map { client in
-            connector.map { FCMExchange(client: client, url: url, connector: $0) } ?? FCMExchange(client: client, url: url)
+        let clients = [client] + connections
+        // Over HTTP/1.1 an exchange carries one request at a time for each lane on it.
+        let lanes = RequestLanes.count(
+            exchanges: clients.count, eventLoops: Array(client.eventLoopGroup.makeIterator()).count, concurrency: configuration.concurrency)
+        self.exchanges = clients.enumerated().map { index, client in
+            let http1 = RequestLanes.lanes(onExchange: index, of: clients.count, count: lanes)
+            return connector.map { FCMExchange(client: client, url: url, connector: $0, http1Connections: http1) }
+                ?? FCMExchange(client: client, url: url, http1Connections: http1)
         }
     }
 
@@ -215,7 +226,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     private func dispatch(_ session: SendSession<Database.Consumer>) async throws -> SenderError? {
         let configuration = self.configuration
         let batchSize = configuration.leaseBatch ?? max(16, configuration.concurrency * 2)
-        let open = configuration.validateOnly ? configuration.concurrency : 2 * configuration.concurrency
+        let openPerRequest = configuration.validateOnly ? 1 : 2
         let clock = ContinuousClock()
         let stop = session.stop
         var buffer: [LeasedMessage] = []
@@ -228,7 +239,8 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         // Each message's task runs on an event loop of the client, and its request is pinned to that
         // loop: the request's start, its answer and the task waiting for it share one thread.
         var lanes = RequestLanes(
-            exchanges: exchanges, eventLoops: Array(client.eventLoopGroup.makeIterator()), concurrency: configuration.concurrency, open: open)
+            exchanges: exchanges, eventLoops: Array(client.eventLoopGroup.makeIterator()), concurrency: configuration.concurrency,
+            openPerRequest: openPerRequest)
 
         return try await withThrowingTaskGroup(of: Int.self) { requests in
             while session.fatal.value == nil && !stop.isRequested {
