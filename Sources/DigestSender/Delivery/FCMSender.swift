@@ -68,8 +68,9 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         /// clients the same).
         public var caFile: String?
         public var retry = RetryPolicy()
-        /// The sender's clock in Unix seconds: what is due, leases, retries, holds and expiry all
-        /// follow it (tests set a fixed instant).
+        /// The sender's clock in Unix seconds: what is due, leases, retry times (`Retry-After` dates
+        /// included), holds and expiry all follow it (tests set a fixed instant). Nothing else in the
+        /// sender reads the calendar; waits within a run (pacing, the quota hold) use a monotonic clock.
         public var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
         /// The lease owner written to the outbox: host and process by default.
         public var owner = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
@@ -380,7 +381,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             if finalAttempt && !validateOnly { metrics.dead(code) } else { metrics.retried(code) }
             logger.debug("retry", metadata: ["digest.message_id": "\(message.id)", "digest.error": "\(code)", "digest.after": "\(after)"])
             if validateOnly { return nil }
-            let at = Int64((Date().timeIntervalSince1970 + after.seconds).rounded(.up))
+            let at = configuration.clock() + Int64(after.seconds.rounded(.up))
             return .retry(id: message.id, at: at, error: "\(code): \(detail)")
         case .dead(let code, let detail, let unregistered):
             summary.value.withLock { summary in
@@ -421,12 +422,16 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             let verdict: FCMVerdict
             do {
                 let answer = try await exchange.post(body, token: token, on: eventLoop, timeout: configuration.requestTimeout)
-                if answer.status == 429, let after = answer.retryAfter.flatMap({ FCMResponse.parseRetryAfter($0, now: Date()) }) {
+                // The sender's clock reads whole seconds, as HTTP dates do: a Retry-After date that is
+                // the longest wait comes back as the retry time exactly (``record(_:for:summary:)``
+                // adds the delay to the same clock), and a quota hold lasts at most a second longer.
+                let now = Date(timeIntervalSince1970: TimeInterval(configuration.clock()))
+                if answer.status == 429, let after = answer.retryAfter.flatMap({ FCMResponse.parseRetryAfter($0, now: now) }) {
                     if quotaHold.extend(by: configuration.retry.scaled(after)) { metrics.quotaHolds.increment() }
                 }
                 verdict = FCMResponse.verdict(
                     status: answer.status, retryAfter: answer.retryAfter, body: Array(buffer: answer.body),
-                    attempt: message.attempts, policy: configuration.retry, now: Date(), random: &random)
+                    attempt: message.attempts, policy: configuration.retry, now: now, random: &random)
             } catch where FCMExchange.wasRefused(error) && refusals < Self.maxRefusals {
                 refusals += 1
                 metrics.refused.increment()

@@ -30,6 +30,8 @@ public final class FakeFCMServer: Sendable {
         /// Share answered 503 `UNAVAILABLE` with `Retry-After: retryAfterSeconds`.
         public var unavailableRate = 0.0
         public var retryAfterSeconds = 1
+        /// Send that `Retry-After` as an HTTP date (the server's now plus `retryAfterSeconds`).
+        public var retryAfterAsDate = false
         /// Share answered 500 `INTERNAL` (no `Retry-After`).
         public var internalRate = 0.0
         /// Share whose connection is closed without an answer, before anything is delivered.
@@ -364,8 +366,9 @@ public final class FakeFCMServer: Sendable {
             if roll < faults.dropRate { return answer(.drop(delay: delay), "drop") }
             var threshold = faults.dropRate + faults.unavailableRate
             if roll < threshold {
+                let retryAfter = faults.retryAfterAsDate ? Self.httpDate(now + Int64(faults.retryAfterSeconds)) : String(faults.retryAfterSeconds)
                 return answer(Self.error(503, status: "UNAVAILABLE", fcm: "UNAVAILABLE", message: "The service is currently unavailable.",
-                                         extraHeaders: [("Retry-After", String(faults.retryAfterSeconds))], delay: delay), "503")
+                                         extraHeaders: [("Retry-After", retryAfter)], delay: delay), "503")
             }
             threshold += faults.internalRate
             if roll < threshold {
@@ -418,6 +421,15 @@ public final class FakeFCMServer: Sendable {
         let quoted = String(decoding: try! JSONSerialization.data(withJSONObject: [message], options: [.withoutEscapingSlashes]), as: UTF8.self).dropFirst().dropLast()
         let body = #"{"error":{"code":\#(code),"message":\#(quoted),"status":"\#(status)"\#(details)}}"#
         return .answer(status: code, headers: [("Content-Type", "application/json")] + extraHeaders, body: body, delay: delay)
+    }
+
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for Unix second `seconds`.
+    static func httpDate(_ seconds: Int64) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
     }
 
     static func oauthError(_ error: String, _ description: String) -> Reply {
