@@ -71,8 +71,8 @@ package final class FCMExchange: Sendable {
         self.turns = ConnectionTurns(limit: http1Connections)
     }
 
-    /// Whether the endpoint is known to speak HTTP/1.1 only before any request: a connection then
-    /// carries one request at a time.
+    /// Whether requests go through the client over HTTP/1.1: the endpoint is plain `http`, or its
+    /// server did not choose `h2`. A connection then carries one request at a time.
     package var isHTTP1: Bool { plainHTTP || noHTTP2.load(ordering: .relaxed) }
 
     /// Posts `body` with `token` on `eventLoop`; throws when no answer came (refused, dropped, timed

@@ -62,7 +62,8 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         /// Over `https`, post on the sender's own HTTP/2 connections, one per client, driven at the
         /// frame level (no per-request stream channel or HTTP/1 codec); the clients then carry only
         /// what such a connection cannot (a server that does not choose `h2`). False: every request
-        /// through the clients.
+        /// through the clients, which choose the protocol themselves: over `https` the sender then
+        /// cannot tell HTTP/1.1 from HTTP/2 and does not hold each connection to one request.
         public var ownHTTP2Connections = true
         /// A PEM file of extra trusted CA certificates for the sender's own connections (give the
         /// clients the same).
