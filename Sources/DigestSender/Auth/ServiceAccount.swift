@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A Google service-account key file (the JSON downloaded from the Cloud console).
 ///

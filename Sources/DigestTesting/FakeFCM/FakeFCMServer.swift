@@ -159,9 +159,12 @@ public final class FakeFCMServer: Sendable {
             configuration.applicationProtocols = tls.applicationProtocols
             return try NIOSSLContext(configuration: configuration)
         }
-        var connection = NIOHTTP2Handler.ConnectionConfiguration()
-        connection.initialSettings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
-            + [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
+        let connection = {
+            var connection = NIOHTTP2Handler.ConnectionConfiguration()
+            connection.initialSettings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
+                + [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
+            return connection
+        }()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 1024)
