@@ -206,7 +206,7 @@ if [[ " $PARTS " == *" send "* ]]; then
       cp "$OUT/outbox-fresh.sqlite" "$OUT/outbox.sqlite"
       log "send: round $round, $build ($MESSAGES messages)"
       timed send "$build" "$round" "$MESSAGES" "$(dir_of "$build")/.build/release/digest" send --db "$OUT/outbox.sqlite" \
-        --credentials "$OUT/sa.json" --endpoint "http://127.0.0.1:$(cat "$OUT/port")" --concurrency 64 --drain
+        --credentials "$OUT/sa.json" --endpoint "http://127.0.0.1:$(cat "$OUT/port")" --concurrency 64 --connections 64 --drain
     done
   done
   kill -TERM "$SERVER"; wait "$SERVER" || true

@@ -96,7 +96,7 @@ for run in $(seq 1 "$RUNS"); do
     start_server "send-$run"
     START=$(date +%s.%N)
     /usr/bin/time -f "%U %S" -o "$OUT/send-$run.cpu" "$BIN/digest" send --db "$OUT/demo/digest.sqlite" --credentials "$OUT/sa.json" \
-        --endpoint "http://127.0.0.1:$PORT" --concurrency 64 --rate 0 --drain > "$OUT/send-$run.txt"
+        --endpoint "http://127.0.0.1:$PORT" --concurrency 64 --connections 64 --rate 0 --drain > "$OUT/send-$run.txt"
     END=$(date +%s.%N)
     SERVER_CPUS+=("$(awk '{print ($14 + $15) / 100}' "/proc/$SERVER/stat")")
     LOADS+=("$(cut -d' ' -f1 /proc/loadavg)")
@@ -160,7 +160,7 @@ checked against the v1 rules) receives the demo's weekly run for $USERS users ($
 |---|---|
 | reference: \`wrk -t2 -c64\` posting prepared requests (no database, no OAuth), $DURATION | $REFERENCE requests/s (runs: ${REFERENCES[*]}) |
 | ceiling: async-http-client alone (\`digest-fcm-load\`, the sender's client and request path, 64 in flight, the same prepared requests), $DURATION after each wrk run | $AHC_RATE requests/s (runs: ${AHC_RATES[*]}; ratio $AHC_RATIO), $AHC_US CPU-µs a request (runs: ${AHC_US[*]}), fake server $AHC_SERVER_US µs a request; load averages: ${AHC_LOADS[*]} |
-| \`digest send --concurrency 64 --rate 0 --drain\`: lease from SQLite, OAuth, POST, settle | $RATE messages/s (runs: ${RATES[*]}; $(python3 -c "print(f'{$ELAPSED:.1f}')") s, wall time including start-up) |
+| \`digest send --concurrency 64 --connections 64 --rate 0 --drain\` (64 HTTP/1.1 connections): lease from SQLite, OAuth, POST, settle | $RATE messages/s (runs: ${RATES[*]}; $(python3 -c "print(f'{$ELAPSED:.1f}')") s, wall time including start-up) |
 | the same over HTTPS (HTTP/2: $H2_STATS of the requests came as HTTP/2 streams), one run | $H2_RATE messages/s |
 | ratio (HTTP/1.1 sender / reference) | $RATIO (per round: ${ROUND_RATIOS[*]}; issue 6's target of 0.5 is retired: the sender's target is now FCM's quota at FCM's latency, next section) |
 | CPU time of a sender run | \`digest send\` $SEND_CPU s ($US_A_MESSAGE µs a message), fake server $SERVER_CPU s ($SERVER_US µs a message; $WRK_SERVER_US µs a request under wrk) |

@@ -65,7 +65,8 @@ struct FCMLoadCommand: AsyncParsableCommand {
 
     /// The sender's path: FCMExchange, each worker preferring one event loop and pinning its requests there.
     private func exchange(client: HTTPClient, url: String, bodies: [ByteBuffer], until deadline: ContinuousClock.Instant) async throws -> (Int, Int) {
-        let exchange = FCMExchange(client: client, url: url)
+        // A worker a connection: over HTTP/1.1 each carries one request at a time.
+        let exchange = FCMExchange(client: client, url: url, http1Connections: concurrency)
         let executors = client.eventLoopGroup.makeIterator().map { EventLoopExecutor($0) }
         let token = self.token
         return try await withThrowingTaskGroup(of: (Int, Int).self) { group in

@@ -58,10 +58,10 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "FCM's base URL.")
     var endpoint = "https://fcm.googleapis.com"
 
-    @Option(help: "Requests in flight at once, spread over --connections (the default reaches FCM's default quota up to about 120 ms of latency).")
+    @Option(help: "Requests in flight at once, spread over --connections (the default reaches FCM's default quota up to about 120 ms of latency; over HTTP/1.1 at most --connections).")
     var concurrency = 1_200
 
-    @Option(help: "HTTP/2 connections to FCM (default: one per 100 of --concurrency; FCM allows 100 streams a connection).")
+    @Option(help: "Connections to FCM (default: one per 100 of --concurrency; FCM allows 100 HTTP/2 streams a connection; over HTTP/1.1 each carries one request at a time).")
     var connections: Int?
 
     @Option(help: "At most this many requests in any minute: FCM's default quota of a project; split it between senders of one project (0: unpaced).")
@@ -137,7 +137,7 @@ struct SendCommand: AsyncParsableCommand {
             registry = prometheus
         }
 
-        // Each client's share of the requests (its HTTP/1.1 connections when the endpoint speaks no HTTP/2).
+        // Each client's share of the requests (over HTTP/1.1 the sender uses one of its connections at a time).
         let clientConfiguration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + connectionCount - 1) / connectionCount, caFile: caFile)
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops)
         // One client a connection (a lane): over https the sender opens its own HTTP/2 connection for

@@ -25,7 +25,7 @@ import Testing
         let server = try await FakeFCMServer.start(faults: SendBinaryTests.chaosFaults())
         let credentials = dir.path("sa.json")
         try server.writeServiceAccount(to: credentials)
-        let options = ["--drain", "--concurrency", String(concurrency), "--lease-seconds", "3", "--max-attempts", "40"]
+        let options = ["--drain", "--concurrency", String(concurrency), "--connections", String(concurrency), "--lease-seconds", "3", "--max-attempts", "40"]
 
         let first = try SendBinaryTests.SendProcess(
             db: url, credentials: credentials, endpoint: server.url, owner: "first", dir: dir, extra: options)

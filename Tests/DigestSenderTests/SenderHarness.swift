@@ -6,6 +6,7 @@ import DigestTesting
 import Foundation
 import Logging
 import NIOCore
+import NIOPosix
 import NIOSSL
 
 /// A sender in the test process against a fake server, with time shrunk so retries take milliseconds.
@@ -16,29 +17,57 @@ enum SenderHarness {
         return try ServiceAccount(contentsOf: path)
     }
 
+    /// The clients a sender posts through.
+    enum Transport {
+        /// One client on the shared event loops, 16 HTTP/1.1 connections at most.
+        case test
+        /// As `digest send` makes them with its defaults: `connections` clients (one per 100 of the
+        /// default concurrency) on one event loop, each with its share of the concurrency.
+        case digestSend(connections: Int = (FCMSender<SQLiteDatabase>.Configuration().concurrency + 99) / 100)
+    }
+
     static func withSender<T>(
-        db: String, server: FakeFCMServer, dir: TemporaryDirectory, trusting caFile: String? = nil,
+        db: String, server: FakeFCMServer, dir: TemporaryDirectory, trusting caFile: String? = nil, transport: Transport = .test,
         configure: (inout FCMSender<SQLiteDatabase>.Configuration) -> Void = { _ in },
         _ body: (FCMSender<SQLiteDatabase>, AccessTokenProvider) async throws -> T
     ) async throws -> T {
-        try await withSender(database: SQLiteDatabase.sqlite(path: db), server: server, dir: dir, trusting: caFile, configure: configure, body)
+        try await withSender(
+            database: SQLiteDatabase.sqlite(path: db), server: server, dir: dir, trusting: caFile, transport: transport, configure: configure, body)
     }
 
     /// As above, on any store.
     static func withSender<Database: DigestDatabase, T>(
-        database: Database, server: FakeFCMServer, dir: TemporaryDirectory, trusting caFile: String? = nil,
+        database: Database, server: FakeFCMServer, dir: TemporaryDirectory, trusting caFile: String? = nil, transport: Transport = .test,
         configure: (inout FCMSender<Database>.Configuration) -> Void = { _ in },
         _ body: (FCMSender<Database>, AccessTokenProvider) async throws -> T
     ) async throws -> T {
         let account = try account(server, in: dir)
-        var clientConfiguration = HTTPClient.Configuration()
-        clientConfiguration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
-        if let caFile {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.additionalTrustRoots = [.file(caFile)]
-            clientConfiguration.tlsConfiguration = tls
+        let client: HTTPClient
+        var connections: [HTTPClient] = []
+        var loops: MultiThreadedEventLoopGroup?
+        switch transport {
+        case .test:
+            var clientConfiguration = HTTPClient.Configuration()
+            clientConfiguration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+            if let caFile {
+                var tls = TLSConfiguration.makeClientConfiguration()
+                tls.additionalTrustRoots = [.file(caFile)]
+                clientConfiguration.tlsConfiguration = tls
+            }
+            client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+        case .digestSend(let count):
+            let concurrency = FCMSender<Database>.Configuration().concurrency
+            let clientConfiguration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + count - 1) / count, caFile: caFile)
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: HTTPClient.Configuration.fcmSenderEventLoops)
+            loops = group
+            client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: clientConfiguration)
+            connections = (1..<count).map { _ in HTTPClient(eventLoopGroupProvider: .shared(group), configuration: clientConfiguration) }
         }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
+        func shutDown() async {
+            try? await client.shutdown()
+            for connection in connections { try? await connection.shutdown() }
+            try? await loops?.shutdownGracefully()
+        }
         var configuration = FCMSender<Database>.Configuration()
         configuration.endpoint = server.url
         configuration.concurrency = 16
@@ -47,18 +76,19 @@ enum SenderHarness {
         configuration.pollInterval = .milliseconds(50)
         configuration.owner = "test-\(UUID().uuidString.prefix(8))"
         configuration.caFile = caFile
+        if case .digestSend = transport { configuration.concurrency = FCMSender<Database>.Configuration().concurrency }
         configure(&configuration)
         var logger = Logger(label: "test.sender")
         logger.logLevel = .warning
         do {
             let tokens = try AccessTokenProvider(account: account, client: client, logger: logger)
-            let sender = FCMSender(database: database, account: account, client: client, tokens: tokens,
+            let sender = FCMSender(database: database, account: account, client: client, connections: connections, tokens: tokens,
                                    configuration: configuration, logger: logger)
             let result = try await body(sender, tokens)
-            try await client.shutdown()
+            await shutDown()
             return result
         } catch {
-            try? await client.shutdown()
+            await shutDown()
             throw error
         }
     }

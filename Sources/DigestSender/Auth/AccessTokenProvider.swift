@@ -24,8 +24,9 @@ public actor AccessTokenProvider {
         public var retryPause: Duration = .milliseconds(500)
         /// One request's deadline.
         public var timeout: TimeAmount = .seconds(15)
-        /// The local clock (Unix seconds) that decides when a token needs refreshing; a JWT assertion
-        /// is always stamped with the real time. Tests move it.
+        /// The local clock (Unix seconds) that decides when a token needs refreshing. Tests move it; a
+        /// service account's JWT assertion is stamped by its source's clock
+        /// (``ServiceAccountTokenSource``, the machine's unless given), which the token endpoint checks.
         public var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
         public init() {}
     }

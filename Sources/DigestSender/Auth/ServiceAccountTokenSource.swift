@@ -14,12 +14,16 @@ public struct ServiceAccountTokenSource: AccessTokenSource {
     public let account: ServiceAccount
     private let signer: JWTSigner
     private let client: HTTPClient
+    private let clock: @Sendable () -> Int64
 
-    /// Checks the key now: a key that does not parse throws here, not at the first refresh.
-    public init(account: ServiceAccount, client: HTTPClient) throws(SenderError) {
+    /// Checks the key now: a key that does not parse throws here, not at the first refresh. `clock`
+    /// (Unix seconds; nil: the machine's) stamps each assertion's issue time, which the token endpoint
+    /// checks against its own.
+    public init(account: ServiceAccount, client: HTTPClient, clock: (@Sendable () -> Int64)? = nil) throws(SenderError) {
         self.account = account
         self.signer = try JWTSigner(account: account)
         self.client = client
+        self.clock = clock ?? { Int64(Date().timeIntervalSince1970) }
     }
 
     public var principal: String { "the service account \(account.clientEmail)" }
@@ -31,7 +35,7 @@ public struct ServiceAccountTokenSource: AccessTokenSource {
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         let assertion: String
         do {
-            assertion = try signer.assertion(issuedAt: Int64(Date().timeIntervalSince1970))
+            assertion = try signer.assertion(issuedAt: clock())
         } catch {
             throw SenderError(.credentials, "cannot sign the token request with the service account's key: \(error)", context: account.clientEmail)
         }

@@ -13,6 +13,11 @@ import Synchronization
 /// request from then on goes through `client`. Through the client, per message it only copies a
 /// prepared request and sets the body: the URL is parsed once, the headers are built once per access
 /// token, and the answer is collected on the event loop that owns the connection.
+///
+/// Over HTTP/1.1 (a plain `http` endpoint, or a server that does not choose `h2`) a connection carries
+/// one request at a time: at most `http1Connections` requests go to the client at once, the others
+/// wait here (``ConnectionTurns``) instead of in the client's pool behind connections being opened.
+/// Either way a request's deadline counts from when it is written, not from when it was queued.
 package final class FCMExchange: Sendable {
     /// What came back.
     package struct Answer: Sendable {
@@ -38,26 +43,40 @@ package final class FCMExchange: Sendable {
     /// Set once the server answered TLS without `h2`: the client carries every request.
     private let noHTTP2 = Atomic<Bool>(false)
     private let requestIDs = Atomic<UInt64>(0)
+    /// A plain `http` endpoint: HTTP/1.1 only (no h2 without TLS).
+    private let plainHTTP: Bool
+    /// Requests at once through the client while it speaks HTTP/1.1.
+    private let turns: ConnectionTurns
 
-    /// Every request through `client`.
-    package init(client: HTTPClient, url: String) {
+    /// Every request through `client`; over HTTP/1.1 at most `http1Connections` at once.
+    package init(client: HTTPClient, url: String, http1Connections: Int = 1) {
         self.client = client
         self.url = url
         self.lane = nil
         self.laneLoop = nil
+        self.plainHTTP = url.lowercased().hasPrefix("http://")
+        self.turns = ConnectionTurns(limit: http1Connections)
     }
 
     /// Requests over its own HTTP/2 connection made by `connector` on an event loop of `client`,
-    /// which carries them only if the server does not speak HTTP/2.
-    package init(client: HTTPClient, url: String, connector: FCMConnector) {
+    /// which carries them only if the server does not speak HTTP/2 (then at most `http1Connections`
+    /// at once).
+    package init(client: HTTPClient, url: String, connector: FCMConnector, http1Connections: Int = 1) {
         self.client = client
         self.url = url
         let loop = client.eventLoopGroup.next()
         self.laneLoop = loop
         self.lane = NIOLoopBoundBox.makeBoxSendingValue(FCMConnectionLane(connector: connector, loop: loop), eventLoop: loop)
+        self.plainHTTP = false
+        self.turns = ConnectionTurns(limit: http1Connections)
     }
 
-    /// Posts `body` with `token` on `eventLoop`; throws when no answer came (refused, dropped, timed out).
+    /// Whether requests go through the client over HTTP/1.1: the endpoint is plain `http`, or its
+    /// server did not choose `h2`. A connection then carries one request at a time.
+    package var isHTTP1: Bool { plainHTTP || noHTTP2.load(ordering: .relaxed) }
+
+    /// Posts `body` with `token` on `eventLoop`; throws when no answer came (refused, dropped, timed
+    /// out `timeout` after the request was written).
     package func post(_ body: ByteBuffer, token: String, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> Answer {
         if let lane, let laneLoop, !noHTTP2.load(ordering: .relaxed) {
             do {
@@ -68,9 +87,15 @@ package final class FCMExchange: Sendable {
         }
         var request = try request(token: token)
         request.body = .byteBuffer(body)
+        // Over HTTP/1.1 wait for a connection's turn here, where no deadline runs.
+        let turn = isHTTP1
+        if turn { try await turns.take() }
+        defer { if turn { turns.give() } }
+        // No deadline for the client: one that starts now would count the wait for a connection to
+        // open. A request not yet written is bounded by the pool's connect timeout; once written, the
+        // collector fails it `timeout` later.
         let task = client.execute(
-            request: request, delegate: AnswerCollector(), eventLoop: .delegate(on: eventLoop),
-            deadline: .now() + timeout, logger: nil)
+            request: request, delegate: AnswerCollector(timeout: timeout), eventLoop: .delegate(on: eventLoop), logger: nil)
         return try await withTaskCancellationHandler {
             try await task.get()
         } onCancel: {
@@ -88,13 +113,12 @@ package final class FCMExchange: Sendable {
         _ body: ByteBuffer, token: String, lane: NIOLoopBoundBox<FCMConnectionLane>, on loop: any EventLoop, timeout: TimeAmount
     ) async throws -> Answer {
         let id = requestIDs.wrappingAdd(1, ordering: .relaxed).newValue
-        let deadline = NIODeadline.now() + timeout
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 if loop.inEventLoop {
-                    lane.value.start(id: id, body: body, token: token, deadline: deadline, continuation: continuation)
+                    lane.value.start(id: id, body: body, token: token, timeout: timeout, continuation: continuation)
                 } else {
-                    loop.execute { lane.value.start(id: id, body: body, token: token, deadline: deadline, continuation: continuation) }
+                    loop.execute { lane.value.start(id: id, body: body, token: token, timeout: timeout, continuation: continuation) }
                 }
             }
         } onCancel: {
@@ -152,8 +176,10 @@ final class FCMConnectionLane {
         self.loop = loop
     }
 
-    func start(id: UInt64, body: ByteBuffer, token: String, deadline: NIODeadline, continuation: UnsafeContinuation<FCMExchange.Answer, any Error>) {
-        let request = FCMHTTP2Connection.Request(id: id, headers: headers(token: token, length: body.readableBytes), body: body, deadline: deadline, continuation: continuation)
+    /// Starts a request on the connection, or queues it while one is opened (no deadline runs until
+    /// it is written: waiting here is bounded by the connect timeout).
+    func start(id: UInt64, body: ByteBuffer, token: String, timeout: TimeAmount, continuation: UnsafeContinuation<FCMExchange.Answer, any Error>) {
+        let request = FCMHTTP2Connection.Request(id: id, headers: headers(token: token, length: body.readableBytes), body: body, timeout: timeout, continuation: continuation)
         if let connection, connection.isAccepting { return connection.start(request) }
         connection = nil
         if connecting != nil {
@@ -161,7 +187,6 @@ final class FCMConnectionLane {
             return
         }
         connecting = [request]
-        let timeout = TimeAmount.nanoseconds(max(0, (deadline - .now()).nanoseconds))
         connector.connect(on: loop, requestTimeout: timeout).assumeIsolated().whenComplete { result in
             let waiting = self.connecting ?? []
             self.connecting = nil
@@ -207,12 +232,27 @@ final class FCMConnectionLane {
     }
 }
 
-/// Collects an answer on its event loop. The `Mutex` is never contended: AsyncHTTPClient calls a
-/// delegate on one event loop, one callback at a time.
+/// Collects an answer on its event loop, and fails the request `timeout` after its head was written.
+/// The `Mutex`es are never contended: AsyncHTTPClient calls a delegate on one event loop, one callback
+/// at a time.
 private final class AnswerCollector: HTTPClientResponseDelegate {
     typealias Response = FCMExchange.Answer
 
+    private let timeout: TimeAmount
     private let answer = Mutex(FCMExchange.Answer(status: 0, retryAfter: nil, body: ByteBuffer()))
+    private let deadline = Mutex<Scheduled<Void>?>(nil)
+
+    init(timeout: TimeAmount) { self.timeout = timeout }
+
+    /// Written: the deadline starts now (the time spent waiting for a connection does not count).
+    func didSendRequestHead(task: HTTPClient.Task<Response>, _ head: HTTPRequestHead) {
+        let scheduled = task.eventLoop.scheduleTask(in: timeout) { task.fail(reason: HTTPClientError.deadlineExceeded) }
+        deadline.withLock { $0 = scheduled }
+    }
+
+    func didReceiveError(task: HTTPClient.Task<Response>, _ error: any Error) {
+        deadline.withLock { $0?.cancel() }
+    }
 
     func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         answer.withLock {
@@ -232,6 +272,7 @@ private final class AnswerCollector: HTTPClientResponseDelegate {
     }
 
     func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response {
-        answer.withLock { $0 }
+        deadline.withLock { $0?.cancel() }
+        return answer.withLock { $0 }
     }
 }

@@ -9,7 +9,8 @@ import NIOHTTP2
 /// machine per request, as async-http-client's HTTP/2 connections have.
 ///
 /// Invariants: at most the server's SETTINGS_MAX_CONCURRENT_STREAMS streams are open (more requests
-/// wait here, in order); after a GOAWAY nothing new is opened, the streams past its last stream id
+/// wait here, in order, with no deadline running: a request's deadline counts from when its stream is
+/// written); after a GOAWAY nothing new is opened, the streams past its last stream id
 /// and the requests still waiting fail as refused (``FCMExchange/wasRefused(_:)``: re-sent at once
 /// on a new connection); a connection lost fails its open streams as not refused (they may have been
 /// delivered). Every caller is completed exactly once. Confined to its channel's event loop.
@@ -17,17 +18,20 @@ final class FCMHTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    /// A request waiting for a stream or for its answer.
+    /// A request waiting for a stream or for its answer; it fails if no answer came `timeout` after
+    /// it was written.
     struct Request {
         let id: UInt64
         let headers: HPACKHeaders
         let body: ByteBuffer
-        let deadline: NIODeadline
+        let timeout: TimeAmount
         let continuation: UnsafeContinuation<FCMExchange.Answer, any Error>
     }
 
     private struct Stream {
         var request: Request
+        /// When it was written plus its timeout.
+        let deadline: NIODeadline
         var answer = FCMExchange.Answer(status: 0, retryAfter: nil, body: ByteBuffer())
     }
 
@@ -88,7 +92,7 @@ final class FCMHTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
         guard let context else { return request.continuation.resume(throwing: Self.refused(0)) }
         let streamID = nextStreamID
         nextStreamID += 2
-        open[streamID] = Stream(request: request)
+        open[streamID] = Stream(request: request, deadline: .now() + request.timeout)
         let id = HTTP2StreamID(streamID)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: request.headers)))), promise: nil)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))), promise: nil)
@@ -267,14 +271,11 @@ final class FCMHTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    /// Fails the requests past their deadline.
+    /// Fails the streams past their deadline (the requests still waiting for a stream have none yet).
     private func failExpired() {
         let now = NIODeadline.now()
-        for (streamID, stream) in open where stream.request.deadline <= now {
+        for (streamID, stream) in open where stream.deadline <= now {
             fail(streamID, HTTPClientError.deadlineExceeded, reset: .cancel)
-        }
-        while let first = waiting.first, first.deadline <= now {
-            waiting.removeFirst().continuation.resume(throwing: HTTPClientError.deadlineExceeded)
         }
     }
 

@@ -17,7 +17,10 @@ import Synchronization
 /// connection driven at the frame level, ``FCMExchange``; else one client of ``connections``): FCM
 /// allows 100 concurrent streams a connection and answers in tens of milliseconds, so one connection
 /// carries at most about 100 / latency messages a second (1,250 at 80 ms) and the default quota of
-/// 10,000 a second needs about ten. Sends are paced to ``Configuration/ratePerMinute``.
+/// 10,000 a second needs about ten. Over HTTP/1.1 (a plain `http` endpoint, a server without `h2`) a
+/// connection carries one request at a time: one per lane. A request's deadline
+/// (``Configuration/requestTimeout``) counts from when it is written. Sends are paced to
+/// ``Configuration/ratePerMinute``.
 ///
 /// A `Service`: on graceful shutdown (SIGTERM in a `ServiceGroup`) it sends nothing new, lets the
 /// requests in flight finish and be settled, releases the leases it still holds, and returns.
@@ -34,7 +37,8 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         public var endpoint = "https://fcm.googleapis.com"
         /// Requests in flight at once, spread evenly over the connections: keep each connection's share
         /// at most the server's SETTINGS_MAX_CONCURRENT_STREAMS (FCM's: 100). The default, 12 connections
-        /// of 100, reaches FCM's default quota (10,000 a second) up to about 120 ms of latency.
+        /// of 100, reaches FCM's default quota (10,000 a second) up to about 120 ms of latency. Over
+        /// HTTP/1.1 each connection carries one request at a time, whatever this says.
         public var concurrency = 1_200
         /// At most this many requests in any minute (nil: no limit). The default is FCM's default quota
         /// for a project, 600,000 a minute; several senders of one project share it.
@@ -52,19 +56,22 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         public var maxAttempts = 12
         /// Pause between looks at an empty outbox.
         public var pollInterval: Duration = .seconds(1)
-        /// One request's deadline.
+        /// One request's deadline, from when it is written: waiting for a connection or a stream does
+        /// not count.
         public var requestTimeout: TimeAmount = .seconds(30)
         /// Over `https`, post on the sender's own HTTP/2 connections, one per client, driven at the
         /// frame level (no per-request stream channel or HTTP/1 codec); the clients then carry only
         /// what such a connection cannot (a server that does not choose `h2`). False: every request
-        /// through the clients.
+        /// through the clients, which choose the protocol themselves: over `https` the sender then
+        /// cannot tell HTTP/1.1 from HTTP/2 and does not hold each connection to one request.
         public var ownHTTP2Connections = true
         /// A PEM file of extra trusted CA certificates for the sender's own connections (give the
         /// clients the same).
         public var caFile: String?
         public var retry = RetryPolicy()
-        /// The sender's clock in Unix seconds: what is due, leases, retries, holds and expiry all
-        /// follow it (tests set a fixed instant).
+        /// The sender's clock in Unix seconds: what is due, leases, retry times (`Retry-After` dates
+        /// included), holds and expiry all follow it (tests set a fixed instant). Nothing else in the
+        /// sender reads the calendar; waits within a run (pacing, the quota hold) use a monotonic clock.
         public var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
         /// The lease owner written to the outbox: host and process by default.
         public var owner = "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
@@ -95,8 +102,14 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         self.logger = logger
         let url = "\(configuration.endpoint)/v1/projects/\(projectID)/messages:send"
         let connector = configuration.ownHTTP2Connections ? FCMConnector(url: url, caFile: configuration.caFile) : nil
-        self.exchanges = ([client] + connections).map { client in
-            connector.map { FCMExchange(client: client, url: url, connector: $0) } ?? FCMExchange(client: client, url: url)
+        let clients = [client] + connections
+        // Over HTTP/1.1 an exchange carries one request at a time for each lane on it.
+        let lanes = RequestLanes.count(
+            exchanges: clients.count, eventLoops: Array(client.eventLoopGroup.makeIterator()).count, concurrency: configuration.concurrency)
+        self.exchanges = clients.enumerated().map { index, client in
+            let http1 = RequestLanes.lanes(onExchange: index, of: clients.count, count: lanes)
+            return connector.map { FCMExchange(client: client, url: url, connector: $0, http1Connections: http1) }
+                ?? FCMExchange(client: client, url: url, http1Connections: http1)
         }
     }
 
@@ -215,7 +228,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     private func dispatch(_ session: SendSession<Database.Consumer>) async throws -> SenderError? {
         let configuration = self.configuration
         let batchSize = configuration.leaseBatch ?? max(16, configuration.concurrency * 2)
-        let open = configuration.validateOnly ? configuration.concurrency : 2 * configuration.concurrency
+        let openPerRequest = configuration.validateOnly ? 1 : 2
         let clock = ContinuousClock()
         let stop = session.stop
         var buffer: [LeasedMessage] = []
@@ -228,7 +241,8 @@ public struct FCMSender<Database: DigestDatabase>: Service {
         // Each message's task runs on an event loop of the client, and its request is pinned to that
         // loop: the request's start, its answer and the task waiting for it share one thread.
         var lanes = RequestLanes(
-            exchanges: exchanges, eventLoops: Array(client.eventLoopGroup.makeIterator()), concurrency: configuration.concurrency, open: open)
+            exchanges: exchanges, eventLoops: Array(client.eventLoopGroup.makeIterator()), concurrency: configuration.concurrency,
+            openPerRequest: openPerRequest)
 
         return try await withThrowingTaskGroup(of: Int.self) { requests in
             while session.fatal.value == nil && !stop.isRequested {
@@ -368,7 +382,7 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             if finalAttempt && !validateOnly { metrics.dead(code) } else { metrics.retried(code) }
             logger.debug("retry", metadata: ["digest.message_id": "\(message.id)", "digest.error": "\(code)", "digest.after": "\(after)"])
             if validateOnly { return nil }
-            let at = Int64((Date().timeIntervalSince1970 + after.seconds).rounded(.up))
+            let at = configuration.clock() + Int64(after.seconds.rounded(.up))
             return .retry(id: message.id, at: at, error: "\(code): \(detail)")
         case .dead(let code, let detail, let unregistered):
             summary.value.withLock { summary in
@@ -409,12 +423,16 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             let verdict: FCMVerdict
             do {
                 let answer = try await exchange.post(body, token: token, on: eventLoop, timeout: configuration.requestTimeout)
-                if answer.status == 429, let after = answer.retryAfter.flatMap({ FCMResponse.parseRetryAfter($0, now: Date()) }) {
+                // The sender's clock reads whole seconds, as HTTP dates do: a Retry-After date that is
+                // the longest wait comes back as the retry time exactly (``record(_:for:summary:)``
+                // adds the delay to the same clock), and a quota hold lasts at most a second longer.
+                let now = Date(timeIntervalSince1970: TimeInterval(configuration.clock()))
+                if answer.status == 429, let after = answer.retryAfter.flatMap({ FCMResponse.parseRetryAfter($0, now: now) }) {
                     if quotaHold.extend(by: configuration.retry.scaled(after)) { metrics.quotaHolds.increment() }
                 }
                 verdict = FCMResponse.verdict(
                     status: answer.status, retryAfter: answer.retryAfter, body: Array(buffer: answer.body),
-                    attempt: message.attempts, policy: configuration.retry, now: Date(), random: &random)
+                    attempt: message.attempts, policy: configuration.retry, now: now, random: &random)
             } catch where FCMExchange.wasRefused(error) && refusals < Self.maxRefusals {
                 refusals += 1
                 metrics.refused.increment()

@@ -13,7 +13,8 @@ extension HTTPClient.Configuration {
     /// The client configuration of `digest send`, shared with the `digest-fcm-load` driver so that the
     /// two measure the same client.
     ///
-    /// - `concurrency` HTTP/1.1 connections to the host (HTTP/2 when TLS offers it).
+    /// - At most `concurrency` HTTP/1.1 connections to the host (HTTP/2 when TLS offers it); the
+    ///   sender's ``FCMExchange`` hands the client no more requests at once than it may carry.
     /// - Each request has its own deadline (``FCMSender/Configuration/requestTimeout``), so no read
     ///   timeout: it would start, reset and cancel a timer on every request and answer.
     /// - FCM does not redirect (a redirect stops the sender: the endpoint is wrong) and no tracer is

@@ -30,6 +30,8 @@ public final class FakeFCMServer: Sendable {
         /// Share answered 503 `UNAVAILABLE` with `Retry-After: retryAfterSeconds`.
         public var unavailableRate = 0.0
         public var retryAfterSeconds = 1
+        /// Send that `Retry-After` as an HTTP date (the server's now plus `retryAfterSeconds`).
+        public var retryAfterAsDate = false
         /// Share answered 500 `INTERNAL` (no `Retry-After`).
         public var internalRate = 0.0
         /// Share whose connection is closed without an answer, before anything is delivered.
@@ -75,6 +77,11 @@ public final class FakeFCMServer: Sendable {
         public var delivered = 0
         /// Deliveries beyond the first per token.
         public var duplicates = 0
+        /// Distinct messages delivered (200, not a dry run): a message is its request body
+        /// (``messageDeliveries``).
+        public var deliveredMessages = 0
+        /// Deliveries of a message beyond its first: the same body accepted again.
+        public var duplicateMessages = 0
         /// Dry-run requests accepted.
         public var validated = 0
         /// Access tokens issued.
@@ -98,10 +105,19 @@ public final class FakeFCMServer: Sendable {
         public var collapseKeys: [String?]
     }
 
+    /// One message's deliveries. A message is identified by its request body: a sender posts an
+    /// outbox row's `message` as it is, so sending it again repeats the same bytes, while two messages
+    /// to one token (two weeks' digests) differ.
+    public struct MessageDelivery: Sendable, Hashable {
+        public var token: String
+        public var count: Int
+    }
+
     private struct State {
         var faults: Faults
         var accessTokens: [String: Int64] = [:]
         var deliveries: [String: Delivery] = [:]
+        var messages: [SHA256Digest: MessageDelivery] = [:]
         var stats = Stats()
         var inFlight = 0
         /// The open HTTP/2 connections: each one's way to send GOAWAY.
@@ -143,10 +159,12 @@ public final class FakeFCMServer: Sendable {
             configuration.applicationProtocols = tls.applicationProtocols
             return try NIOSSLContext(configuration: configuration)
         }
-        var settings = NIOHTTP2Handler.ConnectionConfiguration()
-        settings.initialSettings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
-            + [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
-        let connection = settings  // what every accepted connection's handler is given
+        let connection = {
+            var connection = NIOHTTP2Handler.ConnectionConfiguration()
+            connection.initialSettings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
+                + [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
+            return connection
+        }()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 1024)
@@ -222,6 +240,9 @@ public final class FakeFCMServer: Sendable {
     public var stats: Stats { state.withLock { $0.stats } }
 
     public var deliveries: [String: Delivery] { state.withLock { $0.deliveries } }
+
+    /// Every message delivered, with how many times.
+    public var messageDeliveries: [MessageDelivery] { state.withLock { Array($0.messages.values) } }
 
     /// `messages:send` requests received and not yet answered.
     public var inFlight: Int { state.withLock { $0.inFlight } }
@@ -321,6 +342,7 @@ public final class FakeFCMServer: Sendable {
         let roll = Double.random(in: 0..<1, using: &random)
         // The rules are pure: check them outside the lock, so both event loops parse at once.
         let checked = FCMRequestRules.check(body)
+        let message: SHA256Digest? = if case .success(let accepted) = checked, !accepted.validateOnly { SHA256.hash(data: body) } else { nil }
 
         return state.withLock { state -> Reply in
             state.stats.requests += 1
@@ -347,8 +369,9 @@ public final class FakeFCMServer: Sendable {
             if roll < faults.dropRate { return answer(.drop(delay: delay), "drop") }
             var threshold = faults.dropRate + faults.unavailableRate
             if roll < threshold {
+                let retryAfter = faults.retryAfterAsDate ? Self.httpDate(now + Int64(faults.retryAfterSeconds)) : String(faults.retryAfterSeconds)
                 return answer(Self.error(503, status: "UNAVAILABLE", fcm: "UNAVAILABLE", message: "The service is currently unavailable.",
-                                         extraHeaders: [("Retry-After", String(faults.retryAfterSeconds))], delay: delay), "503")
+                                         extraHeaders: [("Retry-After", retryAfter)], delay: delay), "503")
             }
             threshold += faults.internalRate
             if roll < threshold {
@@ -380,6 +403,11 @@ public final class FakeFCMServer: Sendable {
             delivery.collapseKeys.append(accepted.collapseKey)
             state.deliveries[accepted.token] = delivery
             if delivery.count == 1 { state.stats.delivered += 1 } else { state.stats.duplicates += 1 }
+            if let message {
+                let count = (state.messages[message]?.count ?? 0) + 1
+                state.messages[message] = MessageDelivery(token: accepted.token, count: count)
+                if count == 1 { state.stats.deliveredMessages += 1 } else { state.stats.duplicateMessages += 1 }
+            }
             let name = "projects/\(projectID)/messages/0:\(state.stats.requests)%\(keyID.prefix(8))"
             return answer(.answer(status: 200, headers: [("Content-Type", "application/json")], body: #"{"name":"\#(name)"}"#, delay: delay), "200")
         }
@@ -396,6 +424,15 @@ public final class FakeFCMServer: Sendable {
         let quoted = String(decoding: try! JSONSerialization.data(withJSONObject: [message], options: [.withoutEscapingSlashes]), as: UTF8.self).dropFirst().dropLast()
         let body = #"{"error":{"code":\#(code),"message":\#(quoted),"status":"\#(status)"\#(details)}}"#
         return .answer(status: code, headers: [("Content-Type", "application/json")] + extraHeaders, body: body, delay: delay)
+    }
+
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for Unix second `seconds`.
+    static func httpDate(_ seconds: Int64) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
     }
 
     static func oauthError(_ error: String, _ description: String) -> Reply {
