@@ -105,12 +105,14 @@ public actor PostgresHistoryReader: HistoryReader {
     }
 
     /// Users from rows of (id, locale, time zone, opted out) in id byte order, keyed by position,
-    /// with their devices (one query: by the range of their ids, or by their list under ``byList``).
-    /// A device whose token FCM called unregistered, and that was not registered again since, is
-    /// counted in ``Reader/deadTokens``; of the live ones, the query ranks each user's in
-    /// ``DeviceSelection`` order and returns the first ``DeviceSelection/limit`` (a window over the
-    /// batch's rows, so a user listed with any number of devices in an adopter's view costs no more
-    /// rows), with the counts of the dead and of the live ones beside them.
+    /// with their devices (one query: by the range of their ids, or by their list under ``byList``),
+    /// each user's rows in ``DeviceSelection`` order. A device whose token FCM called unregistered,
+    /// and that was not registered again since, is counted in ``Reader/deadTokens``; the live ones
+    /// are admitted in that order (``Reader/admit(_:)``): the first ``DeviceSelection/limit`` are the
+    /// reader's devices, the rest counted. A row of an unknown platform is no device: it takes no
+    /// place and counts as nothing. (Ranking in the query instead, with window functions, cost the
+    /// server four times this query's time for every user, to spare rows only for the rare reader
+    /// with more than 20 devices.)
     func withDevices(_ rows: [PostgresRow]) async throws -> [StoredReader] {
         var users: [StoredReader] = []
         users.reserveCapacity(rows.count)
@@ -124,41 +126,29 @@ public actor PostgresHistoryReader: HistoryReader {
         guard !users.isEmpty else { return [] }
         var binds = PostgresBindings()
         let condition = usersCondition(users, &binds, column: "d.user_id")
-        binds.append(Platform.allCases.map(\.rawValue))
-        let platforms = binds.count
         let (registered, listPosition) = try await deviceOrderColumns()
-        let order = DeviceSelection.orderSQL(registeredAt: "registered_at", listPosition: "list_position", token: "token COLLATE \"C\"")
-        // Rows of other platforms are not devices of the reader: they take no place and count as nothing.
+        let order = DeviceSelection.orderSQL(registeredAt: registered, listPosition: listPosition, token: "d.token COLLATE \"C\"")
         let devices = PostgresQuery(
             unsafeSQL: """
-                SELECT user_id, token, platform, extract(epoch FROM registered_at)::int8, dead, dead_count, live_count
-                FROM (SELECT *, row_number() OVER (PARTITION BY user_id COLLATE "C" ORDER BY dead, \(order)) AS place,
-                             count(*) FILTER (WHERE dead) OVER mine AS dead_count,
-                             count(*) FILTER (WHERE NOT dead) OVER mine AS live_count
-                      FROM (SELECT d.user_id, d.token, d.platform, \(registered) AS registered_at, \(listPosition) AS list_position,
-                                   EXISTS (SELECT 1 FROM digest_dead_tokens x
-                                           WHERE x.token = d.token AND (\(registered) IS NULL OR \(registered) <= x.died_at)) AS dead
-                            FROM digest_devices d
-                            WHERE \(condition) AND d.platform = ANY($\(platforms)::text[])) d
-                      WINDOW mine AS (PARTITION BY user_id COLLATE "C")) ranked
-                WHERE place <= \(DeviceSelection.limit)
-                ORDER BY user_id COLLATE "C", place
+                SELECT d.user_id, d.token, d.platform, extract(epoch FROM \(registered))::int8,
+                       EXISTS (SELECT 1 FROM digest_dead_tokens x
+                               WHERE x.token = d.token AND (\(registered) IS NULL OR \(registered) <= x.died_at))
+                FROM digest_devices d
+                WHERE \(condition)
+                ORDER BY d.user_id COLLATE "C", \(order)
                 """,
             binds: binds)
         var index = 0
-        var counted = -1
         for row in try await session.rows(devices) {
-            let (owner, token, platformName, registeredAt, dead, deadCount, liveCount) =
-                try row.decode((String, String, String, Int64?, Bool, Int, Int).self)
+            let (owner, token, platformName, registeredAt, dead) = try row.decode((String, String, String, Int64?, Bool).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
-            guard index < users.count, users[index].reader.id == owner else { continue }
-            if counted != index {
-                counted = index
-                users[index].reader.deadTokens = deadCount
-                users[index].reader.devicesOverLimit = max(0, liveCount - DeviceSelection.limit)
+            guard index < users.count, users[index].reader.id == owner, let platform = Platform(rawValue: platformName)
+            else { continue }
+            if dead {
+                users[index].reader.deadTokens += 1
+            } else {
+                users[index].reader.admit(Device(token: token, platform: platform, registeredAt: registeredAt))
             }
-            guard !dead, let platform = Platform(rawValue: platformName) else { continue }
-            users[index].reader.admit(Device(token: token, platform: platform, registeredAt: registeredAt))
         }
         return users
     }
@@ -301,11 +291,7 @@ public actor PostgresHistoryReader: HistoryReader {
     }
 
     /// The reads of `articles` by the chunk's users before `before`, in one query on the reads
-    /// index by article (`digest_import_reads_article`; an adopter's view needs one like it). The
-    /// article ids reach the server as an array the planner cannot look into (`ARRAY(SELECT
-    /// unnest($1))`, evaluated once when the statement starts): given the constant array, it would
-    /// estimate each of the pool's thousands of ids against the column's statistics at every call
-    /// (40 ms of planning a chunk for 20,000 ids, against 2 ms), for the same plan.
+    /// index by article (`digest_import_reads_article`; an adopter's view needs one like it).
     public func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [[String]] {
         guard !users.isEmpty, !articles.isEmpty else { return users.map { _ in [] } }
         var binds = PostgresBindings()
@@ -317,7 +303,7 @@ public actor PostgresHistoryReader: HistoryReader {
             PostgresQuery(
                 unsafeSQL: """
                     SELECT user_id, array_agg(article_id) FROM digest_reads
-                    WHERE article_id = ANY(ARRAY(SELECT unnest($1::text[]))) AND \(condition) AND read_at < to_timestamp($\(binds.count))
+                    WHERE article_id = ANY($1) AND \(condition) AND read_at < to_timestamp($\(binds.count))
                     GROUP BY user_id
                     """,
                 binds: binds))
