@@ -315,15 +315,7 @@ import Testing
         }
         let db = dir.path("outbox.sqlite")
         try OutboxFixture.fill(path: db, count: count)
-        var faults = FakeFCMServer.Faults()
-        faults.unavailableRate = 0.20
-        faults.retryAfterSeconds = 1
-        faults.quotaBurstEvery = 2
-        faults.quotaBurstLength = 0.1
-        faults.dropRate = 0.02
-        faults.unregisteredRate = 0.01
-        faults.minDelayMilliseconds = 20
-        faults.maxDelayMilliseconds = 40
+        let faults = FakeFCMServer.Faults.mixedFailures
         let server = try await FakeFCMServer.start(faults: faults, tls: tls)
         let connections = 12
         let summary = try await SenderHarness.withSender(

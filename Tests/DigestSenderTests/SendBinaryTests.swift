@@ -191,15 +191,7 @@ import Testing
     /// once than the 12 connections carry (one each over HTTP/1.1).
     @Test func overHTTP1TheDefaultsDeliverEveryMessageExactlyOnce() async throws {
         let count = 1_662
-        var faults = FakeFCMServer.Faults()
-        faults.unavailableRate = 0.20
-        faults.retryAfterSeconds = 1
-        faults.quotaBurstEvery = 2
-        faults.quotaBurstLength = 0.1
-        faults.dropRate = 0.02
-        faults.unregisteredRate = 0.01
-        faults.minDelayMilliseconds = 20
-        faults.maxDelayMilliseconds = 40
+        let faults = FakeFCMServer.Faults.mixedFailures
         let (dir, db, server, credentials) = try await Self.setUp(count: count, faults: faults)
         #expect(server.url.hasPrefix("http://"))
         let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "http1", dir: dir, extra: ["--drain"])

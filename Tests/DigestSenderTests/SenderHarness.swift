@@ -93,3 +93,20 @@ enum SenderHarness {
         }
     }
 }
+
+extension FakeFCMServer.Faults {
+    /// The mix the HTTP/1.1 exactly-once tests deliver through: 20% 503 with Retry-After, 429 bursts,
+    /// 2% dropped connections, 1% UNREGISTERED, answers after 20–40 ms.
+    static var mixedFailures: FakeFCMServer.Faults {
+        var faults = FakeFCMServer.Faults()
+        faults.unavailableRate = 0.20
+        faults.retryAfterSeconds = 1
+        faults.quotaBurstEvery = 2
+        faults.quotaBurstLength = 0.1
+        faults.dropRate = 0.02
+        faults.unregisteredRate = 0.01
+        faults.minDelayMilliseconds = 20
+        faults.maxDelayMilliseconds = 40
+        return faults
+    }
+}
