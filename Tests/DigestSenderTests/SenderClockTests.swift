@@ -8,19 +8,10 @@ import Testing
 
 /// Every time the sender writes or signs comes from its injected clock, not from the machine's.
 @Suite struct SenderClockTests {
-    /// A 503 with `Retry-After: 120` at a fixed instant T: the message is due again at T + 120 by the
-    /// sender's clock (with the machine's, it would be due two minutes from the real now).
-    @Test func aRetryIsDueByTheSendersClock() async throws {
-        let dir = try TemporaryDirectory()
-        let db = dir.path("outbox.sqlite")
-        try OutboxFixture.fill(path: db, count: 1)
-        var faults = FakeFCMServer.Faults()
-        faults.unavailableRate = 1
-        faults.retryAfterSeconds = 120
-        let server = try await FakeFCMServer.start(faults: faults)
-        let instant: Int64 = 1_795_000_000  // 2026-11-18
+    /// Runs a sender on `clock` until the outbox's one message has been tried once and is ready again.
+    static func tryOnce(db: String, server: FakeFCMServer, dir: TemporaryDirectory, clock: @escaping @Sendable () -> Int64) async throws {
         try await SenderHarness.withSender(db: db, server: server, dir: dir) { configuration in
-            configuration.clock = { instant }
+            configuration.clock = clock
             configuration.retry.timeScale = 1
             configuration.drain = false
         } _: { sender, _ in
@@ -32,6 +23,20 @@ import Testing
             stop.request()
             _ = try await sending.value
         }
+    }
+
+    /// A 503 with `Retry-After: 120` at a fixed instant T: the message is due again at T + 120 by the
+    /// sender's clock (with the machine's, it would be due two minutes from the real now).
+    @Test func aRetryIsDueByTheSendersClock() async throws {
+        let dir = try TemporaryDirectory()
+        let db = dir.path("outbox.sqlite")
+        try OutboxFixture.fill(path: db, count: 1)
+        var faults = FakeFCMServer.Faults()
+        faults.unavailableRate = 1
+        faults.retryAfterSeconds = 120
+        let server = try await FakeFCMServer.start(faults: faults)
+        let instant: Int64 = 1_795_000_000  // 2026-11-18
+        try await Self.tryOnce(db: db, server: server, dir: dir, clock: { instant })
         #expect(try OutboxFixture.scalar(path: db, "SELECT available_at FROM digest_outbox") == String(instant + 120))
         #expect(try OutboxFixture.scalar(path: db, "SELECT last_error FROM digest_outbox")?.hasPrefix("UNAVAILABLE: ") == true)
         try await server.shutdown()
@@ -51,19 +56,7 @@ import Testing
         faults.retryAfterAsDate = true
         let server = try await FakeFCMServer.start(faults: faults)
         let before = Int64(Date().timeIntervalSince1970)
-        try await SenderHarness.withSender(db: db, server: server, dir: dir) { configuration in
-            configuration.clock = { before - 3_600 }
-            configuration.retry.timeScale = 1
-            configuration.drain = false
-        } _: { sender, _ in
-            let stop = StopFlag()
-            let sending = Task { try await sender.send(stop: stop) }
-            try await SendBinaryTests.until(.seconds(30)) {
-                try OutboxFixture.scalar(path: db, "SELECT state || ' ' || attempts FROM digest_outbox") == "ready 1"
-            }
-            stop.request()
-            _ = try await sending.value
-        }
+        try await Self.tryOnce(db: db, server: server, dir: dir, clock: { before - 3_600 })
         let after = Int64(Date().timeIntervalSince1970)
         let due = Int64(try OutboxFixture.scalar(path: db, "SELECT available_at FROM digest_outbox") ?? "") ?? 0
         #expect((before + 120...after + 120).contains(due), "due \(due - before) s after the start")
