@@ -94,12 +94,10 @@ public struct FCMEncoder: Sendable {
         }
     }
 
-    /// The parts of `plan`'s messages shared by its devices: the top-level data (iOS and web) and the
-    /// section of each of `platforms`, with the bytes each platform's budget counts.
+    /// The parts of `plan`'s messages shared by its devices: the section of each of `platforms` (and,
+    /// for iOS and web, the top-level data), with the bytes each platform's budget counts.
     public func encode(_ plan: NotificationPlan, platforms: Set<Platform>) -> EncodedPlan {
-        let link = link(plan)
-        let (data, offset) = topLevelData(plan, link: link)
-        var encoded = EncodedPlan(plan: plan, data: data, dataIDOffset: offset, link: link)
+        var encoded = EncodedPlan(plan: plan, link: link(plan))
         for platform in Platform.allCases where platforms.contains(platform) {
             _ = encoded.section(platform, encoder: self)
         }
@@ -294,10 +292,10 @@ public struct FCMEncoder: Sendable {
 public struct EncodedPlan: Sendable {
     /// The plan the parts were encoded from.
     public internal(set) var plan: NotificationPlan
-    /// The top-level data (iOS and web; an Android message has none), with the `message_id`
-    /// placeholder at `dataIDOffset`.
-    let data: [UInt8]
-    let dataIDOffset: Int
+    /// The top-level data, with the `message_id` placeholder at `dataIDOffset`: encoded with the
+    /// first iOS or web section (an Android message has none, so an Android-only plan never makes it).
+    private(set) var data: [UInt8] = []
+    private(set) var dataIDOffset = 0
     /// What the message opens (``FCMEncoder/link(_:)``), in `data` and the sections alike.
     let link: String
     /// Each platform's section once encoded, in `Platform.allCases` order, with where the
@@ -306,10 +304,8 @@ public struct EncodedPlan: Sendable {
     /// The bytes each encoded platform's budget counts (``FCMEncoder/budgetBytes(for:platform:)``).
     public private(set) var bytes: [Platform: Int] = [:]
 
-    init(plan: NotificationPlan, data: [UInt8], dataIDOffset: Int, link: String) {
+    init(plan: NotificationPlan, link: String) {
         self.plan = plan
-        self.data = data
-        self.dataIDOffset = dataIDOffset
         self.link = link
     }
 
@@ -321,6 +317,7 @@ public struct EncodedPlan: Sendable {
         if let section = sections[slot] { return section }
         let section: [UInt8]
         var idOffset: Int?
+        if platform != .android && data.isEmpty { (data, dataIDOffset) = encoder.topLevelData(plan, link: link) }
         switch platform {
         case .android:
             // The whole message's keys are in the section: no top-level data is sent.
