@@ -98,7 +98,7 @@ let package = Package(
         .target(
             name: "DigestImages",
             dependencies: [
-                "DigestCore", "DigestImageCodecs",
+                "DigestCore", "DigestImageCodecs", "DigestThreads",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -118,7 +118,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // A thread of its own that owns a resource (a SQLite connection, a Pango renderer) and runs
-        // blocking jobs on it for async callers: the one place outside NIO that makes threads.
+        // blocking jobs on it for async callers: the one place outside NIO that makes threads; and the
+        // one waiting line (AsyncSemaphore, ResourcePool) for whatever is borrowed or limited.
         .target(
             name: "DigestThreads",
             swiftSettings: swiftSettings
@@ -176,7 +177,7 @@ let package = Package(
         .target(
             name: "DigestSender",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestNIO",
+                "DigestCore", "DigestStore", "DigestNIO", "DigestThreads",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

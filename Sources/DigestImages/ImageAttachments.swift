@@ -1,5 +1,6 @@
 public import DigestCore
 public import DigestImageCodecs
+import DigestThreads
 public import Foundation
 public import Logging
 import Crypto
@@ -60,8 +61,8 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
     private let logger: Logger
     private var outcomes: [String: Task<ImageOutcome, Never>] = [:]
     private var counts: [String: Int] = [:]
-    private var downloadSlots: Int
-    private var waitingForSlot: [CheckedContinuation<Void, Never>] = []
+    /// Downloads in flight at most (`maxConcurrentDownloads`); the others wait their turn.
+    private let downloadSlots: AsyncSemaphore
 
     private init(configuration: Configuration, renderPool: NIOThreadPool, logger: Logger) throws(ImageError) {
         self.configuration = configuration
@@ -73,7 +74,7 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
         self.downloader = ImageDownloader(configuration: configuration.downloader)
         self.renderPool = renderPool
         self.logger = logger
-        self.downloadSlots = max(1, configuration.maxConcurrentDownloads)
+        self.downloadSlots = AsyncSemaphore(permits: max(1, configuration.maxConcurrentDownloads))
     }
 
     /// Runs `body` with a provider and shuts its threads down afterwards.
@@ -149,10 +150,17 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
         let failure: ImageError
         var conclusive = true
         do {
-            let download = try await withDownloadSlot { () async throws(ImageError) -> ImageDownloader.Download in
+            // A task cancelled while it waits for a slot throws CancellationError: not conclusive.
+            try await downloadSlots.wait()
+            let download: ImageDownloader.Download
+            do {
                 counts["downloads", default: 0] += 1
-                return try await downloader.fetch(url)
+                download = try await downloader.fetch(url)
+            } catch {
+                downloadSlots.signal()
+                throw error
             }
+            downloadSlots.signal()
             let sniffed = ImageKind(sniffing: download.bytes)
             if let declared = download.contentType, let actual = sniffed.mimeType, declared != actual,
                 !(declared == "image/jpg" && actual == "image/jpeg")
@@ -273,19 +281,4 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
         return "image/jpeg"
     }
 
-    private func withDownloadSlot<T: Sendable>(_ body: () async throws(ImageError) -> T) async throws(ImageError) -> T {
-        if downloadSlots > 0 {
-            downloadSlots -= 1
-        } else {
-            await withCheckedContinuation { waitingForSlot.append($0) }
-        }
-        defer {
-            if waitingForSlot.isEmpty {
-                downloadSlots += 1
-            } else {
-                waitingForSlot.removeFirst().resume()
-            }
-        }
-        return try await body()
-    }
 }

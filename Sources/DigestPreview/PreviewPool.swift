@@ -1,10 +1,10 @@
 public import DigestCore
 import DigestThreads
-import Synchronization
 
 /// A small fixed pool of threads, each with its own ``PreviewRenderer``: Pango keeps a font map per
 /// thread and a renderer is not thread-safe, so previews render only on these threads and the
-/// concurrency pool's few threads are never held by Pango work.
+/// concurrency pool's few threads are never held by Pango work. A render borrows a free thread, or
+/// waits its turn (a cancelled request leaves the line).
 ///
 /// ```swift
 /// let pool = PreviewPool(threads: 2, configuration: .init())
@@ -13,15 +13,21 @@ import Synchronization
 /// ```
 public final class PreviewPool: Sendable {
     /// Each thread's renderer is made on it and never leaves it.
-    private let workers: [DedicatedThread<PreviewRenderer>]
-    private let next = Atomic<Int>(0)
+    private let workers: ResourcePool<DedicatedThread<PreviewRenderer>>
     public let configuration: PreviewRenderer.Configuration
 
-    public init(threads: Int = 2, configuration: PreviewRenderer.Configuration = .init()) {
+    /// Starts `threads` threads, each making its renderer (and, with `warmUp`, rendering every surface
+    /// once at that scale, so fonts are loaded before the first request).
+    public init(threads: Int = 2, configuration: PreviewRenderer.Configuration = .init(), warmUp scale: Int? = nil) {
         self.configuration = configuration
-        workers = (0..<max(1, threads)).map { index in
-            DedicatedThread(name: "digest-preview-\(index)") { PreviewRenderer(configuration: configuration) }
-        }
+        workers = ResourcePool(
+            (0..<max(1, threads)).map { index in
+                DedicatedThread(name: "preview-\(index)") {
+                    let renderer = PreviewRenderer(configuration: configuration)
+                    if let scale { renderer.warmUp(scale: scale) }
+                    return renderer
+                }
+            })
     }
 
     deinit { shutdown() }
@@ -30,9 +36,8 @@ public final class PreviewPool: Sendable {
     public func withRenderer<T: Sendable>(
         _ body: @escaping @Sendable (PreviewRenderer) throws -> T
     ) async throws -> T {
-        let index = next.wrappingAdd(1, ordering: .relaxed).oldValue % workers.count
         do {
-            return try await workers[index].run(body)
+            return try await workers.withResource { try await $0.run(body) }
         } catch let error as DedicatedThreadError {
             throw PreviewError(.io, "the preview pool is shut down (\(error))")
         }
@@ -50,6 +55,6 @@ public final class PreviewPool: Sendable {
 
     /// Lets the threads finish their queued work and exit.
     public func shutdown() {
-        for worker in workers { worker.close() }
+        for worker in workers.resources { worker.close() }
     }
 }

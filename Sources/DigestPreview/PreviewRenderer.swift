@@ -61,6 +61,19 @@ public final class PreviewRenderer {
         pango_cairo_context_set_resolution(context, 96)
     }
 
+    /// Renders every surface once with text in each script the templates write (Latin with Polish
+    /// letters, Cyrillic, Han, emoji), so the faces are found and their files opened when the thread
+    /// starts, not while an editor waits for a page.
+    public func warmUp(scale: Int = 3) {
+        let text = "Zażółć gęślą jaźń — Съешь же ещё 你好世界 📚"
+        for platform in Platform.allCases {
+            for state in PreviewState.allCases {
+                let content = NotificationContent(platform: platform, title: text, body: text, style: .bigText, actions: [text])
+                _ = try? render(content, state: state, scale: scale)
+            }
+        }
+    }
+
     deinit {
         cpc_object_unref(UnsafeMutableRawPointer(context))
         cpc_object_unref(UnsafeMutableRawPointer(fontMap))

@@ -69,6 +69,18 @@ public final class SQLiteConnection {
         for statement in statements.values { statement.reset() }
     }
 
+    /// Ends what a job left open on a connection the store lends again: statements stepped but not
+    /// reset (each holds its read snapshot, which would show the next borrower old rows and keep a
+    /// checkpoint from passing it) and a transaction not committed (rolled back).
+    func endLeftovers() {
+        var statement = sqlite3_next_stmt(handle, nil)
+        while let current = statement {
+            if sqlite3_stmt_busy(current) != 0 { sqlite3_reset(current) }
+            statement = sqlite3_next_stmt(handle, current)
+        }
+        if sqlite3_get_autocommit(handle) == 0 { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
+    }
+
     /// Checkpoints the whole WAL and restarts it from its beginning, waiting (up to the busy
     /// timeout) for readers of other connections to finish their statements.
     public func restartWAL() throws(SQLiteError) {

@@ -2,21 +2,60 @@ public import DigestCore
 public import DigestStore
 import DigestThreads
 import Foundation
+import Synchronization
 
 /// The embedded store: one SQLite file (WAL mode) holding history, outbox and run bookkeeping.
 ///
-/// A value naming the file: each reader, ledger, consumer or import sink it opens has a connection
-/// of its own on a thread of its own (``DedicatedThread``), for as long as its scope lasts; one-off
-/// questions (stats, a user's rows) open a connection on a short-lived thread.
-public struct SQLiteDatabase: DigestDatabase {
+/// A store opens its connections once, at its first call, and keeps them until ``close()`` (or until
+/// it is released): one writer and `readers` readers (default 2), each on a thread of its own, that
+/// every call borrows (``SQLitePool``). Opening creates a new file's schema, or migrates an older
+/// one, and checks it once. A call waiting for a connection that is lent ends with
+/// `CancellationError` when its task is cancelled.
+public final class SQLiteDatabase: DigestDatabase {
     public let path: String
+    /// Reader connections kept open beside the writer.
+    public let readers: Int
+    private let pool = Mutex<Task<SQLitePool, any Error>?>(nil)
 
-    public init(path: String) {
+    /// The readers when none are asked for: one per core of a small machine; the run reads on one,
+    /// the previews and the operator's views on the others.
+    public static let defaultReaders = 2
+
+    public init(path: String, readers: Int = SQLiteDatabase.defaultReaders) {
         self.path = path
+        self.readers = max(1, readers)
     }
 
-    /// Opens a connection, creating and migrating the schema on first use of a new file. Blocks: call
-    /// it on a thread of its own.
+    deinit {
+        // The pool's threads stop once their jobs are done, and close their connections there.
+        pool.withLock { $0?.cancel() }
+    }
+
+    /// The open pool, opened by the first call (a failed opening is tried again by the next call).
+    func opened() async throws -> SQLitePool {
+        let (path, readers) = (path, readers)
+        let task = pool.withLock { pool in
+            if let pool { return pool }
+            let task = Task { try await SQLitePool.open(path: path, readers: readers) }
+            pool = task
+            return task
+        }
+        do {
+            return try await task.value
+        } catch {
+            pool.withLock { if $0 == task { $0 = nil } }
+            throw error
+        }
+    }
+
+    /// Closes the connections, once the calls already given are done; a later call opens them again.
+    public func close() async {
+        guard let task = pool.withLock({ pool in defer { pool = nil }; return pool }) else { return }
+        if let opened = try? await task.value { await opened.shutdown() }
+    }
+
+    /// Opens a connection of the caller's own, outside the store's pool, creating and migrating the
+    /// schema of a new file. Blocks: for tools and tests that work on the file directly.
     public func connect() throws -> SQLiteConnection {
         let connection = try SQLiteConnection(path: path)
         let version = try SQLiteSchema.version(connectionAfterEnsuringTable: connection)
@@ -24,51 +63,38 @@ public struct SQLiteDatabase: DigestDatabase {
         return connection
     }
 
-    /// Runs `body` with a new connection on a short-lived thread of its own.
+    /// Runs `body` on the store's writer connection, between the other writes.
     public func withConnection<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
-        let database = self
-        return try await DedicatedThread.run(name: "digest-sqlite") { try body(try database.connect()) }
+        try await opened().write { try body($0.connection) }
+    }
+
+    /// Runs `body` on one of the store's reader connections.
+    func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await opened().read(body)
     }
 
     public func migrate() async throws -> (from: Int, to: Int) {
-        let path = self.path
-        return try await DedicatedThread.run(name: "digest-sqlite-migrate") {
-            try SQLiteSchema.migrate(SQLiteConnection(path: path))
-        }
+        try await opened().migrate()
     }
 
+    /// A reader connection is this reader's until `body` returns (shared with the readers and
+    /// questions nested in its task), its article caches with it.
     public func withHistoryReader<T>(_ body: (SQLiteHistoryReader) async throws -> T) async throws -> T {
-        try await scoped("digest-sqlite-reader", SQLiteHistoryQueries.init(connection:)) { try await body(SQLiteHistoryReader(thread: $0)) }
+        let pool = try await opened()
+        let scope = pool.newScope()
+        return try await pool.withReader(scope: scope) { try await body(SQLiteHistoryReader(thread: $0, scope: scope)) }
     }
 
     public func withLedger<T>(_ body: (SQLiteRunLedger) async throws -> T) async throws -> T {
-        try await scoped("digest-sqlite-writer", SQLiteLedgerQueries.init(connection:)) { try await body(SQLiteRunLedger(thread: $0)) }
+        try await SQLiteWriterScope.with(pool: opened(), make: SQLiteLedgerQueries.init(connection:)) { try await body(SQLiteRunLedger(scope: $0)) }
     }
 
     public func withOutboxConsumer<T>(_ body: (SQLiteOutboxConsumer) async throws -> T) async throws -> T {
-        try await scoped("digest-sqlite-outbox", SQLiteOutboxQueries.init(connection:)) { try await body(SQLiteOutboxConsumer(thread: $0)) }
+        try await SQLiteWriterScope.with(pool: opened(), make: SQLiteOutboxQueries.init(connection:)) { try await body(SQLiteOutboxConsumer(scope: $0)) }
     }
 
     public func withImportSink<T>(_ body: (SQLiteImportSink) async throws -> T) async throws -> T {
-        try await scoped("digest-sqlite-import", SQLiteImportQueries.init(connection:)) { try await body(SQLiteImportSink(thread: $0)) }
-    }
-
-    /// A thread holding `make`'s value over a new connection for `body`, shut down afterwards.
-    private func scoped<Queries, T>(
-        _ name: String, _ make: @escaping @Sendable (SQLiteConnection) -> Queries,
-        _ body: (DedicatedThread<Queries>) async throws -> T
-    ) async throws -> T {
-        let database = self
-        let thread = try await DedicatedThread(opening: name) { make(try database.connect()) }
-        let value: T
-        do {
-            value = try await body(thread)
-        } catch {
-            await thread.shutdown()
-            throw error
-        }
-        await thread.shutdown()
-        return value
+        try await SQLiteWriterScope.with(pool: opened(), make: SQLiteImportQueries.init(connection:)) { try await body(SQLiteImportSink(scope: $0)) }
     }
 
     public func acquireRunLock() async throws -> RunLock? {
@@ -79,7 +105,7 @@ public struct SQLiteDatabase: DigestDatabase {
 
     /// Every zone's users (one pass over the index on zone), with the week's cursor and count.
     public func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress] {
-        let rows: [(String, Int, Int)] = try await withConnection { connection in
+        let rows: [(String, Int, Int)] = try await read { connection in
             let statement = try connection.statement(
                 """
                 SELECT u.time_zone, coalesce(z.users, 0), sum(u.seq > coalesce(z.cursor, 0))
@@ -101,7 +127,7 @@ public struct SQLiteDatabase: DigestDatabase {
     }
 
     public func runStatus(week: ISOWeek?) async throws -> [RunStatus] {
-        try await withConnection { connection in
+        try await read { connection in
             let statement = try connection.statement(
                 """
                 SELECT week, state, started_at, counters FROM digest_runs WHERE (?1 IS NULL OR week = ?1)
@@ -121,7 +147,7 @@ public struct SQLiteDatabase: DigestDatabase {
     }
 
     public func outboxStats(now: Int64) async throws -> OutboxStats {
-        try await withConnection { connection in
+        try await read { connection in
             var stats = OutboxStats()
             let groups: [(String, WritableKeyPath<OutboxStats, [String: Int]>)] = [
                 ("state", \.byState), ("platform", \.byPlatform), ("variant", \.byVariant), ("week", \.byWeek),
@@ -141,7 +167,7 @@ public struct SQLiteDatabase: DigestDatabase {
     }
 
     public func peek(limit: Int, state: String?) async throws -> [OutboxRow] {
-        try await withConnection { connection in
+        try await read { connection in
             let statement = try connection.statement(
                 """
                 SELECT \(Self.rowColumns) FROM digest_outbox WHERE (?1 IS NULL OR state = ?1) ORDER BY id LIMIT ?2
@@ -153,7 +179,7 @@ public struct SQLiteDatabase: DigestDatabase {
     }
 
     public func outboxRows(week: String, userID: String) async throws -> [OutboxRow] {
-        try await withConnection { connection in
+        try await read { connection in
             // The dedupe key starts with `<week>:<user id>:`, so its unique index finds the rows.
             let statement = try connection.statement(
                 """
@@ -177,7 +203,7 @@ public struct SQLiteDatabase: DigestDatabase {
     }
 
     public func outboxWeeks(userID: String) async throws -> [String] {
-        try await withConnection { connection in
+        try await read { connection in
             let statement = try connection.statement(
                 "SELECT DISTINCT week FROM digest_outbox WHERE user_id = ? ORDER BY week DESC LIMIT 60")
             statement.bind(userID, at: 1)

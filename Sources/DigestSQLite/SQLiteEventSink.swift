@@ -1,18 +1,17 @@
 public import DigestStore
-import DigestThreads
 
-/// ``EventSink`` on SQLite: every request's events are written on one thread, where the sink's
-/// connection lives, each request in one transaction (SQLite has one writer; requests queue for it).
+/// ``EventSink`` on SQLite: every request's events are written on the store's writer connection, each
+/// request in one transaction (SQLite has one writer; requests queue for it).
 public final class SQLiteEventSink: EventSink {
-    let thread: DedicatedThread<SQLiteEventQueries>
+    let pool: SQLitePool
 
-    init(thread: DedicatedThread<SQLiteEventQueries>) {
-        self.thread = thread
+    init(pool: SQLitePool) {
+        self.pool = pool
     }
 
     public func record(_ events: [IndexedEvent], now: Int64) async throws -> EventBatchResult {
         guard !events.isEmpty else { return EventBatchResult() }
-        return try await thread.run { try $0.record(events, now: now) }
+        return try await pool.write { try SQLiteEventQueries(connection: $0.connection).record(events, now: now) }
     }
 }
 
@@ -102,26 +101,15 @@ struct SQLiteEventQueries {
 
 extension SQLiteDatabase {
     public func withEventSink<T>(_ body: (SQLiteEventSink) async throws -> T) async throws -> T {
-        let database = self
-        let thread = try await DedicatedThread(opening: "digest-sqlite-events") {
-            let connection = try database.connect()
-            // Events land at random places of digest_events' key: a larger page cache keeps its
-            // inner pages and the outbox's id index (migration 10) in memory (64 MiB; the default is 2 MiB).
-            try connection.execute("PRAGMA cache_size = -65536")
-            return SQLiteEventQueries(connection: connection)
-        }
-        let value: T
-        do {
-            value = try await body(SQLiteEventSink(thread: thread))
-        } catch {
-            await thread.shutdown()
-            throw error
-        }
-        await thread.shutdown()
-        return value
+        let pool = try await opened()
+        // Events land at random places of digest_events' key: a larger page cache keeps its inner
+        // pages and the outbox's id index (migration 10) in memory (64 MiB; the default is 2 MiB). The
+        // writer keeps it once set.
+        try await pool.write { try $0.connection.execute("PRAGMA cache_size = -65536") }
+        return try await body(SQLiteEventSink(pool: pool))
     }
 
     public func eventCounts(week: String) async throws -> [EventCounts] {
-        try await withConnection { try SQLiteEventQueries(connection: $0).counts(week: week) }
+        try await read { try SQLiteEventQueries(connection: $0).counts(week: week) }
     }
 }

@@ -1,16 +1,16 @@
 public import DigestStore
-import DigestThreads
 
-/// ``HistoryImportSink`` on SQLite: each batch is one transaction, written on the sink's own thread
-/// where its connection lives; re-importing the same records changes nothing.
+/// ``HistoryImportSink`` on SQLite: each batch is one transaction on the store's writer connection
+/// (whose thread keeps the import's key caches for the scope); re-importing the same records changes
+/// nothing.
 public final class SQLiteImportSink: HistoryImportSink {
-    let thread: DedicatedThread<SQLiteImportQueries>
+    let scope: SQLiteWriterScope<SQLiteImportQueries>
 
-    init(thread: DedicatedThread<SQLiteImportQueries>) {
-        self.thread = thread
+    init(scope: SQLiteWriterScope<SQLiteImportQueries>) {
+        self.scope = scope
     }
 
     public func write(_ batch: ImportBatch) async throws -> ImportBatchResult {
-        try await thread.run { try $0.write(batch) }
+        try await scope.run { try $0.write(batch) }
     }
 }

@@ -1,37 +1,36 @@
 public import DigestStore
-import DigestThreads
 
 /// ``OutboxConsumer`` on SQLite: every operation is one `BEGIN IMMEDIATE` transaction, so concurrent
-/// senders on one file take turns as writers and never lease the same message twice. Calls run one
-/// at a time, in order, on the consumer's own thread, where its connection lives.
+/// senders on one file take turns as writers and never lease the same message twice. In a process,
+/// calls run one at a time, in the order they came, on the store's writer connection.
 public final class SQLiteOutboxConsumer: OutboxConsumer {
-    let thread: DedicatedThread<SQLiteOutboxQueries>
+    let scope: SQLiteWriterScope<SQLiteOutboxQueries>
 
-    init(thread: DedicatedThread<SQLiteOutboxQueries>) {
-        self.thread = thread
+    init(scope: SQLiteWriterScope<SQLiteOutboxQueries>) {
+        self.scope = scope
     }
 
     public func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) async throws -> [LeasedMessage] {
-        try await thread.run { try $0.lease(owner: owner, limit: limit, now: now, leaseSeconds: leaseSeconds, maxAttempts: maxAttempts) }
+        try await scope.run { try $0.lease(owner: owner, limit: limit, now: now, leaseSeconds: leaseSeconds, maxAttempts: maxAttempts) }
     }
 
     public func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) async throws -> Int {
-        try await thread.run { try $0.settle(settlements, owner: owner, now: now, maxAttempts: maxAttempts) }
+        try await scope.run { try $0.settle(settlements, owner: owner, now: now, maxAttempts: maxAttempts) }
     }
 
     public func extendLeases(ids: [Int64], owner: String, until: Int64) async throws -> Set<Int64> {
-        try await thread.run { try $0.extendLeases(ids: ids, owner: owner, until: until) }
+        try await scope.run { try $0.extendLeases(ids: ids, owner: owner, until: until) }
     }
 
     public func requeueDead(reasonPrefix: String?, week: String?, now: Int64) async throws -> Int {
-        try await thread.run { try $0.requeueDead(reasonPrefix: reasonPrefix, week: week, now: now) }
+        try await scope.run { try $0.requeueDead(reasonPrefix: reasonPrefix, week: week, now: now) }
     }
 
     public func peekDue(afterID: Int64, limit: Int, now: Int64) async throws -> [LeasedMessage] {
-        try await thread.run { try $0.peekDue(afterID: afterID, limit: limit, now: now) }
+        try await scope.run { try $0.peekDue(afterID: afterID, limit: limit, now: now) }
     }
 
     public func backlog(now: Int64) async throws -> OutboxBacklog {
-        try await thread.run { try $0.backlog(now: now) }
+        try await scope.run { try $0.backlog(now: now) }
     }
 }

@@ -6,29 +6,41 @@ extension SQLiteDatabase {
     /// (a run's or a sender's writes wait one batch at most), the write-ahead log restarted after each
     /// batch so that it holds one batch at most; with `dryRun` only counts.
     public func prune(_ retention: OutboxRetention, now: Int64) async throws -> OutboxPruneResult {
-        try await withConnection { connection in
-            let queries = SQLiteRetentionQueries(connection: connection)
-            let cutoff = retention.cutoff(now: now)
-            let week = retention.firstKeptPicksWeek(now: now).description
-            if retention.dryRun {
+        let cutoff = retention.cutoff(now: now)
+        let week = retention.firstKeptPicksWeek(now: now).description
+        if retention.dryRun {
+            return try await read { connection in
+                let queries = SQLiteRetentionQueries(connection: connection)
                 return OutboxPruneResult(messages: try queries.countMessages(before: cutoff), picks: try queries.countPicks(before: week))
             }
-            var result = OutboxPruneResult()
-            while true {
-                let gone = try connection.transaction { try queries.deleteMessages(before: cutoff, limit: retention.batchSize) }
-                result.messages.merge(gone) { $0 + $1 }
+        }
+        // One writer job a batch: the process's other writes (a sender's settlements) take turns with them.
+        var result = OutboxPruneResult()
+        while true {
+            let gone = try await withConnection { connection in
+                let gone = try connection.transaction { try SQLiteRetentionQueries(connection: connection).deleteMessages(before: cutoff, limit: retention.batchSize) }
                 try? connection.restartWAL()
-                if gone.values.reduce(0, +) < retention.batchSize { break }
+                return gone
             }
-            var after = (user: "", week: "")
-            while true {
-                let (count, last) = try connection.transaction { try queries.deletePicks(before: week, after: after, limit: retention.batchSize) }
-                result.picks += count
+            result.messages.merge(gone) { $0 + $1 }
+            if gone.values.reduce(0, +) < retention.batchSize { break }
+        }
+        var after = (user: "", week: "")
+        while true {
+            let start = after
+            let (count, last) = try await withConnection { connection in
+                let deleted = try connection.transaction {
+                    try SQLiteRetentionQueries(connection: connection).deletePicks(before: week, after: start, limit: retention.batchSize)
+                }
                 try? connection.restartWAL()
-                guard let last, count == retention.batchSize else { break }
-                after = last
+                return (deleted.0, deleted.1.map { [$0.user, $0.week] })
             }
-            // Departed tokens key messages only while a week that could still meet both readers is walked.
+            result.picks += count
+            guard let last, count == retention.batchSize else { break }
+            after = (user: last[0], week: last[1])
+        }
+        // Departed tokens key messages only while a week that could still meet both readers is walked.
+        try await withConnection { connection in
             let departures = try connection.statement(
                 """
                 DELETE FROM digest_departed_tokens WHERE left_at < ?1
@@ -36,12 +48,12 @@ extension SQLiteDatabase {
                 """)
             departures.bind(cutoff, at: 1)
             try connection.transaction { try departures.run() }
-            return result
         }
+        return result
     }
 
     public func liveImageURLs(now: Int64) async throws -> Set<String> {
-        try await withConnection { connection in
+        try await read { connection in
             let statement = try connection.statement(SQLiteRetentionQueries.SQL.liveImageURLs)
             statement.bind(now, at: 1)
             var urls = Set<String>()

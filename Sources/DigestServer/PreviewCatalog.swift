@@ -4,12 +4,12 @@ public import DigestPreview
 public import DigestStore
 public import Foundation
 
-/// What the preview pages ask for, answered from the store, the templates (re-read on every
-/// request, so an edit shows on reload) and the renderer (PNGs cached by message hash).
+/// What the preview pages ask for, answered from the store, the templates (read again when a file of
+/// theirs changed, so an edit shows on reload) and the renderer (PNGs cached by message hash).
 public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
     /// How the pages plan and render.
     public struct Configuration: Sendable {
-        /// The Templates/ directory, read again for every preview.
+        /// The Templates/ directory, read again for a preview when a file of it changed.
         public var templatesDirectory: URL
         /// The run configuration a preview composes with for a week (templates aside).
         public var planning: @Sendable (ISOWeek) -> BatchComposer.Configuration
@@ -32,6 +32,7 @@ public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
     public let configuration: Configuration
     let pool: PreviewPool
     let cache: PNGCache
+    let templates: TemplateReloader
     let now: @Sendable () -> Date
 
     public init(
@@ -42,6 +43,7 @@ public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         self.configuration = configuration
         self.pool = pool
         cache = PNGCache(limit: cacheEntries)
+        templates = TemplateReloader(directory: configuration.templatesDirectory)
         self.now = now
     }
 
@@ -69,10 +71,9 @@ public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
 
     /// Every surface of the user's messages for `week`; `nil` for an unknown user.
     func preview(userID: String, week: ISOWeek, source: UserMessages.Source?) async throws -> PreviewPage? {
-        // A new catalog per request: template edits show on the next reload.
-        let templates = try TemplateCatalog(directory: configuration.templatesDirectory)
+        // Template edits show on the next reload.
         let composer = SingleUserComposer(
-            database: database, templates: templates, attachments: configuration.attachments,
+            database: database, templates: try templates.catalog(), attachments: configuration.attachments,
             configuration: configuration.planning(week))
         // Without a source: the outbox's message when it holds the reader's, else composed now.
         guard let messages = try await composer.messages(userID: userID, source: source, now: now()) else {

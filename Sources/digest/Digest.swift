@@ -88,6 +88,15 @@ struct DatabaseOptions: ParsableArguments {
             """, valueName: "db"))
     var dbOption: String?
 
+    @Option(
+        name: .customLong("db-connections"),
+        help: ArgumentHelp(
+            """
+            Connections the store keeps open for the command's life: SQLite readers beside its one writer \
+            (default \(SQLiteDatabase.defaultReaders)), or the PostgreSQL pool.
+            """, valueName: "n"))
+    var connections: Int?
+
     /// `--db`, else `DIGEST_DB`.
     var db: String { dbOption ?? ProcessInfo.processInfo.environment["DIGEST_DB"] ?? "" }
 
@@ -95,6 +104,7 @@ struct DatabaseOptions: ParsableArguments {
 
     func validate() throws {
         guard !db.isEmpty else { throw ValidationError("--db is required (or set DIGEST_DB): a SQLite file path or a postgres:// URL") }
+        if let connections, !(1...256).contains(connections) { throw ValidationError("--db-connections must be between 1 and 256") }
         if isPostgres {
             do { _ = try PostgresLocation(url: db) } catch { throw ValidationError("--db: \(error)") }
         }
@@ -103,14 +113,16 @@ struct DatabaseOptions: ParsableArguments {
     /// The store `--db` names; PostgreSQL runs take part in the week's shared run with `run`.
     /// `existing`: a SQLite file must be there already (commands that only read it).
     func open(run: PostgresRunCoordination.Settings = .init(), existing: Bool = false) throws -> any DigestDatabase {
-        try Self.open(db, run: run, existing: existing)
+        try Self.open(db, run: run, existing: existing, connections: connections)
     }
 
     /// The store at `db`: a `postgres://` URL or a SQLite file path.
-    static func open(_ db: String, run: PostgresRunCoordination.Settings = .init(), existing: Bool = false) throws -> any DigestDatabase {
+    static func open(
+        _ db: String, run: PostgresRunCoordination.Settings = .init(), existing: Bool = false, connections: Int? = nil
+    ) throws -> any DigestDatabase {
         if PostgresLocation.isURL(db) { return try PostgresDatabase.postgres(url: db, run: run) }
         if existing && !FileManager.default.fileExists(atPath: db) { throw CommandError("\(db): no such database") }
-        return SQLiteDatabase.sqlite(path: db)
+        return SQLiteDatabase(path: db, readers: connections ?? SQLiteDatabase.defaultReaders)
     }
 
     /// `--db` for messages: the URL without any password.

@@ -7,6 +7,8 @@ import DigestServer
 import DigestStore
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,8 +17,8 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             Listens on 127.0.0.1 unless --host says otherwise; any other address needs a bearer token \
             (--token or DIGEST_SERVE_TOKEN), sent as `Authorization: Bearer TOKEN` or opened as \
-            http://HOST:PORT/?token=TOKEN. Templates are read again on every request, so an edit shows \
-            on reload; PNGs are cached by message hash.
+            http://HOST:PORT/?token=TOKEN. Templates are read again when a file of theirs changed, so an \
+            edit shows on reload; PNGs are cached by message hash.
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -35,6 +37,9 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Tasks run on NIO's event loops instead of libdispatch's pool, which starts a worker thread
+        // whenever a job arrives while its workers are busy: a burst of requests starts no thread.
+        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         let token = self.token ?? ProcessInfo.processInfo.environment["DIGEST_SERVE_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         let serverConfiguration = PreviewServer<SQLiteDatabase>.Configuration(host: host, port: port, bearerToken: token)
         guard serverConfiguration.isLoopback || token != nil else {
@@ -58,7 +63,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         catalogConfiguration.byteBudget = plan.byteBudget
         catalogConfiguration.scale = scale
-        let pool = PreviewPool(threads: renderThreads, configuration: pictures.configuration(allowFileURLs: false))
+        let pool = PreviewPool(threads: renderThreads, configuration: pictures.configuration(allowFileURLs: false), warmUp: scale)
         defer { pool.shutdown() }
         let host = self.host
         try await pictures.withProvider { attachments in

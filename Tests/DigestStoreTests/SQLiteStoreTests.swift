@@ -130,6 +130,85 @@ import Testing
         #expect(try await database.withLedger { try await $0.begin(week: week, now: 100) }.cursor == 0)
     }
 
+    /// The connections of this process to `path`: its file descriptors on the database file.
+    static func connections(to path: String) throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter { fd in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")) == path
+        }.count
+    }
+
+    /// A store opens its writer and readers once; calls at once borrow them (and wait their turn) and
+    /// open nothing more; closing closes them all, and a later call opens them again.
+    @Test func callsBorrowTheConnectionsTheStoreOpenedOnce() async throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path("store.sqlite")
+        let database = SQLiteDatabase(path: path, readers: 3)
+        #expect(try Self.connections(to: path) == 0)
+        _ = try await database.migrate()
+        #expect(try Self.connections(to: path) == 4)
+        let week = try ISOWeek(parsing: "2026-W46")
+        let most = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<20 {
+                group.addTask {
+                    switch index % 4 {
+                    case 0: _ = try await database.outboxStats(now: 0)
+                    case 1: _ = try await database.peek(limit: 5, state: nil)
+                    case 2: _ = try await database.withHistoryReader { try await $0.users(idPrefix: "u", limit: 5) }
+                    default:
+                        _ = try await database.withLedger { ledger in
+                            _ = try await ledger.begin(week: week, now: 100)
+                            return try await ledger.commit(week: week, through: Int64(index), messages: [message("k\(index)")], counters: RunCounters(), now: 100)
+                        }
+                    }
+                    return try Self.connections(to: path)
+                }
+            }
+            return try await group.reduce(0) { max($0, $1) }
+        }
+        #expect(most == 4)
+        #expect(try await database.outboxStats(now: 0).total == 5)
+        await database.close()
+        #expect(try Self.connections(to: path) == 0)
+        #expect(try await database.outboxStats(now: 0).total == 5)
+        #expect(try Self.connections(to: path) == 4)
+    }
+
+    /// With one reader connection, questions and readers opened inside a reader's scope (in its task)
+    /// use the connection the scope holds instead of waiting for a second one.
+    @Test(.timeLimit(.minutes(1))) func questionsInsideAReadersScopeUseItsConnection() async throws {
+        let dir = try TemporaryDirectory()
+        let database = SQLiteDatabase(path: dir.path("store.sqlite"), readers: 1)
+        let week = try ISOWeek(parsing: "2026-W46")
+        _ = try await database.withLedger { ledger in
+            _ = try await ledger.begin(week: week, now: 100)
+            return try await ledger.commit(week: week, through: 1, messages: [message("k1")], counters: RunCounters(), now: 100)
+        }
+        let (total, users) = try await database.withHistoryReader { outer in
+            let users = try await database.withHistoryReader { try await $0.users(idPrefix: "u", limit: 5) }
+            _ = try await outer.users(idPrefix: "u", limit: 5)
+            return (try await database.outboxStats(now: 0).total, users.count)
+        }
+        #expect(total == 1 && users == 0)
+    }
+
+    /// A statement a call left stepped does not hold a reader's snapshot: the next call on that reader
+    /// sees what was written since.
+    @Test func aReaderSeesWhatWasWrittenAfterItsLastCall() async throws {
+        let dir = try TemporaryDirectory()
+        let database = SQLiteDatabase(path: dir.path("store.sqlite"), readers: 1)
+        let week = try ISOWeek(parsing: "2026-W46")
+        for round in 1...3 {
+            _ = try await database.withLedger { ledger in
+                _ = try await ledger.begin(week: week, now: 100)
+                return try await ledger.commit(week: week, through: Int64(round), messages: [message("k\(round)")], counters: RunCounters(), now: 100)
+            }
+            // `due` is stepped once and left busy: without the reset on return, the counts by state of the
+            // next call would run in the snapshot it holds and miss this round's message.
+            let stats = try await database.outboxStats(now: 2_000_000_000)
+            #expect(stats.total == round && stats.due == round)
+        }
+    }
+
     @Test func migrationsAreRecordedAndRepeatable() async throws {
         let dir = try TemporaryDirectory()
         let database = SQLiteDatabase.sqlite(path: dir.path("store.sqlite"))

@@ -2,6 +2,7 @@ public import AsyncHTTPClient
 import CoreMetrics
 import DigestNIO
 public import DigestStore
+import DigestThreads
 import Foundation
 public import Logging
 public import NIOCore
@@ -335,12 +336,13 @@ public struct FCMSender<Database: DigestDatabase>: Service {
     /// One message: waits for a request slot, sends (unless stopping, or its lease was lost), and
     /// returns once its outcome is written.
     private func handle(
-        _ message: LeasedMessage, via exchange: FCMExchange, on eventLoop: any EventLoop, gate: AsyncGate, session: SendSession<Database.Consumer>
+        _ message: LeasedMessage, via exchange: FCMExchange, on eventLoop: any EventLoop, gate: AsyncSemaphore, session: SendSession<Database.Consumer>
     ) async throws {
         let validateOnly = configuration.validateOnly
-        await gate.enter()
-        if session.stop.isRequested || session.fatal.value != nil || Task.isCancelled {
-            gate.leave()
+        // A task cancelled while it waits holds no permit and releases its message.
+        let entered = (try? await gate.wait()) != nil
+        if !entered || session.stop.isRequested || session.fatal.value != nil || Task.isCancelled {
+            if entered { gate.signal() }
             guard !validateOnly else { return }
             session.summary.value.withLock { $0.released += 1 }
             metrics.released.increment()
@@ -348,11 +350,11 @@ public struct FCMSender<Database: DigestDatabase>: Service {
             return
         }
         if !validateOnly && session.book.forgetIfLost(message.id) {
-            gate.leave()
+            gate.signal()
             return
         }
         let verdict = await deliver(message, via: exchange, on: eventLoop, quotaHold: session.quotaHold)
-        gate.leave()
+        gate.signal()
         if case .stop(let code, let errorCode, let detail) = verdict {
             session.fatal.set(Self.stopError(code, errorCode: errorCode, detail: detail, projectID: projectID, principal: tokens.principal))
             if !validateOnly { try await session.settlements.submit(.release(id: message.id)) }
@@ -539,14 +541,15 @@ struct SendSession<Consumer: OutboxConsumer>: Sendable {
     let fatal = FatalBox()
     let quotaHold = QuotaHold()
     /// One store operation and the book's update that mirrors it at a time.
-    private let storeOrder = AsyncGate(limit: 1)
+    private let storeOrder = AsyncSemaphore(permits: 1)
 
     /// Runs a store operation that changes leases together with the ``LeaseBook`` update that mirrors
     /// it, with no other such pair in between: the book follows the store's order (a message the
     /// writer releases and the dispatcher leases again is booked as settled, then as leased).
     func inStoreOrder<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        await storeOrder.enter()
-        defer { storeOrder.leave() }
+        // Not cancellable: the outcomes of requests already made are written even while stopping.
+        await storeOrder.waitIgnoringCancellation()
+        defer { storeOrder.signal() }
         return try await body()
     }
 }

@@ -1,4 +1,5 @@
 import DigestNIO
+import DigestThreads
 import NIOCore
 
 /// The sender's connections as lanes: each lane is one exchange (over https its own HTTP/2
@@ -21,7 +22,7 @@ struct RequestLanes {
         let executor: EventLoopExecutor
         let exchange: FCMExchange
         /// This lane's share of the requests in flight: at most the server's streams a connection.
-        let gate: AsyncGate
+        let gate: AsyncSemaphore
         /// Messages this lane may have started and not finished (requests and answers not yet written).
         let open: Int
         var running = 0
@@ -41,7 +42,7 @@ struct RequestLanes {
             let requests = exchange.isHTTP1 ? 1 : concurrency / count + (index < concurrency % count ? 1 : 0)
             return Lane(
                 executor: EventLoopExecutor(eventLoops[index % eventLoops.count]), exchange: exchange,
-                gate: AsyncGate(limit: requests), open: requests * openPerRequest)
+                gate: AsyncSemaphore(permits: requests), open: requests * openPerRequest)
         }
     }
 

@@ -5,9 +5,10 @@ public import DigestCore
 ///
 /// Every call is async and never blocks the caller's thread: SQLite (`DigestSQLite`) runs its
 /// synchronous statements on threads of its own, where its connections live; PostgreSQL
-/// (`DigestPostgres`) talks to the server through PostgresNIO's async API. Long-lived parts (a
-/// reader, a ledger, a consumer, an import sink) come scoped: they are opened for `body` and
-/// closed when it returns or throws.
+/// (`DigestPostgres`) talks to the server through PostgresNIO's async API. A store opens its
+/// connections once and every call borrows one (``close()`` ends them). Long-lived parts (a reader,
+/// a ledger, a consumer, an import sink) come scoped: they hold what they need for `body` and give it
+/// back when it returns or throws.
 ///
 /// ```swift
 /// let totals = try await database.withLedger { ledger in
@@ -64,6 +65,8 @@ public protocol DigestDatabase: Sendable {
     /// dead whose `expires_at` is after `now` (a device may still fetch the picture, a requeue may
     /// still send it). Distinct, so as many as the images of a few weeks' top picks.
     func liveImageURLs(now: Int64) async throws -> Set<String>
+    /// Closes the store's connections and stops their threads, once the calls already given are done.
+    func close() async
     /// Whether `digest run` without a week walks users zone by zone (rolling runs).
     var supportsRollingRuns: Bool { get }
     /// Rolling runs: per zone, the week's users digested and still waiting.
@@ -71,6 +74,9 @@ public protocol DigestDatabase: Sendable {
 }
 
 extension DigestDatabase {
+    /// Closes what the store keeps open (its connections and their threads) once the calls already
+    /// given are done. A store that holds nothing between calls does nothing.
+    public func close() async {}
     public var supportsRollingRuns: Bool { false }
     public func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress] { [] }
 }
