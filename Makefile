@@ -43,7 +43,7 @@ bench-postgres: setup-tests
 	scripts/bench-postgres.sh
 
 ## Rolling runs (issue 14) against the week's run, SQLite (1M users) and PostgreSQL (200k users): one rolling
-## run over every zone, then the next hourly run that finds nothing to do; "## Rolling runs (issue 14)" in BENCHMARKS.md.
+## run over every zone, then the next hourly run that finds nothing to do; "## Rolling runs" in BENCHMARKS.md.
 bench-rolling: setup-tests
 	scripts/bench-rolling.sh
 
@@ -52,7 +52,7 @@ bench-rolling: setup-tests
 bench-collect: setup-tests
 	scripts/bench-collect.sh
 
-## Delivery benchmark: digest send vs wrk against the fake FCM server on loopback ("## Delivery" in BENCHMARKS.md),
+## Delivery benchmark: digest send vs wrk against the fake FCM server on loopback ("## Delivery on loopback" in BENCHMARKS.md),
 ## then at FCM's latency against the Firebase Admin Python SDK ("## Delivery at FCM's latency").
 bench-send: setup-tests
 	scripts/bench-send.sh

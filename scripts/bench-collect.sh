@@ -3,7 +3,7 @@
 # with 8 clients posting 200 events a request (wrk, 8 connections), on SQLite and on PostgreSQL, every
 # event new (distinct message, type and action). Same-run reference: the same server and requests
 # whose events all fail the body check (an unknown type: parsed, refused, the store never asked), so
-# the difference is what the store costs. Writes the "## Event collector" section of BENCHMARKS.md
+# the difference is what the store costs. Writes the "## Event collector" section of BENCHMARKS.md (bench-collect markers)
 # with the medians of RUNS runs (default 3) and the CPU time per event of the collector (and of the
 # PostgreSQL server).
 # Usage: scripts/bench-collect.sh [messages]   (default 100000 outbox messages to name)
@@ -174,34 +174,21 @@ PG_ROWS=$("${PSQL[@]}" -At -c "SELECT count(*) FROM digest_events")
 
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-SECTION="$(cat <<MD
+python3 scripts/bench-section.py bench-collect 'scripts/bench-collect.sh (a step of make bench)' <<MD
 ## Event collector
-
-\`scripts/bench-collect.sh\` (a step of \`make bench\`), commit $COMMIT, $(nproc) cores shared (load average $LOAD at
-the end), release build, loopback: \`digest collect\` fed by wrk with 8 connections (2 threads), each
-request 200 events, every event new (a distinct message, type and action; $MESSAGES sent messages in the
-outbox to name), ${DURATION} a run, medians of $RUNS runs. Reference, same run: the same server and
-requests with every event's type unknown (parsed and refused by index; the store is never asked).
 
 | store | events/s recorded | collector CPU-µs an event | reference events/s (no store) | reference CPU-µs an event |
 |---|---|---|---|---|
 | SQLite (one writer thread, one transaction a request) | ${SQ[0]} (runs: ${SQ[4]}) | ${SQ[1]} | ${SQ[2]} (runs: ${SQ[5]}) | ${SQ[3]} |
 | PostgreSQL (4 connections in turn, one transaction a request; server ${PG[6]} CPU-µs an event) | ${PG[0]} (runs: ${PG[4]}) | ${PG[1]} | ${PG[2]} (runs: ${PG[5]}) | ${PG[3]} |
 
-Rows in \`digest_events\` afterwards: SQLite $SQ_ROWS, PostgreSQL $PG_ROWS (every event posted was new, so
-each accepted one is a row).
+- Reference: the same server and requests with every event's type unknown (parsed and refused by index; the store is
+  never asked), in the same run: the difference is what the store costs.
+- Command: \`scripts/bench-collect.sh [messages]\` (a step of \`make bench\`, alone \`make bench-collect\`; default
+  100,000 sent messages in the outbox to name, here $MESSAGES; knobs \`RUNS=$RUNS\`, \`WRK_DURATION=$DURATION\`):
+  \`digest collect\` fed by wrk with 8 connections (2 threads), each request 200 events, every event new; medians of
+  $RUNS runs of $DURATION. Rows in \`digest_events\` afterwards: SQLite $SQ_ROWS, PostgreSQL $PG_ROWS.
+- Machine: $(python3 scripts/bench-section.py --machine); load average $LOAD at the end; loopback, release build.
+  Measured $(date -u +%Y-%m-%d) at $COMMIT.
 MD
-)"
-python3 - "$SECTION" <<'PY'
-import re, sys, pathlib
-path = pathlib.Path("BENCHMARKS.md")
-section = sys.argv[1].rstrip() + "\n"
-text = path.read_text() if path.exists() else "# Benchmarks\n"
-pattern = re.compile(r"^## Event collector\n.*?(?=^## |^<!-- |\Z)", re.S | re.M)
-if pattern.search(text):
-    text = pattern.sub(lambda m: section + "\n", text).rstrip() + "\n"
-else:
-    text = text.rstrip() + "\n\n" + section
-path.write_text(text)
-PY
 log "BENCHMARKS.md: ## Event collector updated"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench-postgres` (and the last step of `make bench`): the weekly run on PostgreSQL, one worker
-# and two, against its physical reference, written to BENCHMARKS.md between bench-postgres markers.
+# and two, against its physical reference, written to BENCHMARKS.md between bench-postgres markers (scripts/bench-section.py).
 #
 # 1. Installs PostgreSQL (Debian package `postgresql`) when no initdb is found, and `time`.
 # 2. Builds `digest` (release) and measures a copy of it.
@@ -255,63 +255,51 @@ column -t -s $'\t' "$RESULTS" >&2 || cat "$RESULTS" >&2
 [ "$REPORT" = none ] && exit 0
 log "writing $REPORT"
 PG_VERSION=$("$PGBIN/postgres" --version | awk '{ print $3 }')
-SECTION="$OUT/section.md"
-{
-  echo "<!-- bench-postgres:begin: written by scripts/bench-postgres.sh (make bench-postgres; last step of make bench); edit outside these markers -->"
-  echo "## Weekly run on PostgreSQL"
-  echo
-  echo "Produced by \`scripts/bench-postgres.sh\`, measured on $STARTED_AT, at commit $COMMIT."
-  echo
-  echo "Machine: $(nproc) cores (nproc), $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1), $(free -g | awk '/^Mem:/ { print $2 }') GiB RAM, Linux $(uname -r), PostgreSQL $PG_VERSION (Debian package, throwaway cluster on the same machine, 127.0.0.1), $(swift --version 2>/dev/null | head -n1), release build. The server and the workers share the 2 cores."
-  echo
-  echo "Data (\`scripts/postgres-bench-data.sql\`, generated in the server in ${GEN_SECONDS} s, not timed): $(commas "$N_USERS") users ($(commas "$N_OPTED") opted out, $(commas "$N_NODEV") without devices), $(commas "$N_DEVICES") devices with 169-character tokens, $(commas "$N_ARTICLES") articles in four languages published over the $((WEEKS * 7)) days before the week's end, $(commas "$N_READS") reads over $WEEK and the $((WEEKS - 1)) weeks before, and in the outbox $(commas "$N_PREVIOUS") sent digests of the $DIGESTS previous weeks (one per user with devices who is not opted out, and week; five picks each); database $(commas "$DB_MB") MB. Shaped like the demo data set: locales of Templates/ plus 1% fr-FR, 13 time zones plus 0.5% unknown, 1–3 devices on android/ios/web, readers reading mostly their locale's language (one in four also a second), a user in ten reading only in the weeks before $WEEK."
-  echo
-  echo "Server settings: \`initdb -A trust --no-sync -E UTF8 --locale=C.UTF-8\`; shared_buffers=1GB, max_wal_size=8GB, checkpoint_timeout=30min, maintenance_work_mem=1GB, pg_stat_statements loaded; fsync, synchronous_commit, full_page_writes and wal_level at their defaults (on, on, on, replica) for the runs and the reference alike. A CHECKPOINT before each timed step, none inside one."
-  echo
-  echo "Method, per run: \`DELETE FROM digest_runs WHERE week = '$WEEK'\` (its chunks cascade; the week's digest_zone_runs and digest_picks rows go too), \`TRUNCATE digest_outbox\`, the previous weeks' digests put back as generated (from a copy made after generating), \`VACUUM (ANALYZE) digest_outbox\`, CHECKPOINT; then N workers started together, each"
-  echo
-  echo '```'
-  echo "/usr/bin/time -v digest run --db 'postgres://postgres@127.0.0.1:PORT/bench?sslmode=disable' --week $WEEK --send-at now --chunk-size $CHUNK_SIZE --worker bench-RUN-wN --progress-interval 10 --report FILE${RUN_ARGS:+ $RUN_ARGS}"
-  echo '```'
-  echo
-  echo "users/s = users ÷ wall time from the first worker's start to the last one's exit (start-up, the chunk split and the final counts included). Then \`digest run --db URL --week $WEEK --status\`, and the reference: the run's outbox rows exported with \`\\copy (SELECT $COLUMNS_LIST FROM digest_outbox WHERE week = '$WEEK' ORDER BY id) TO FILE\` (the previous weeks' rows are not the run's), the outbox emptied (\`TRUNCATE\`), \`CREATE TABLE digest_outbox_ref (LIKE digest_outbox INCLUDING ALL)\` (same columns, identity, defaults, checks and all $N_INDEXES indexes; empty) and CHECKPOINT, then timed: \`psql -c \"\\copy digest_outbox_ref ($COLUMNS_LIST) FROM FILE\"\` (one COPY, one commit; the same number of rows with the same bytes). Ratio = run wall time ÷ the COPY's wall time right after it. CPU: the digest processes' user + system time from time -v; the server's from /proc (postmaster, its live children and the children it reaped); others = the machine's busy time minus both. Figures are medians over the runs. As root, the timed part ran in a session of its own whose scheduling group had nice $NICE, the server in it (started directly, not through \`pg_ctl start\`), so that the server and the workers share the cores like ordinary threads, ahead of other sessions' builds."
-  echo
-  awk -F'\t' -v OFS=' | ' '
-    function med(list,   n, a, i, j, t) { n = split(list, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-    function num(x,   s, neg) { s = sprintf("%d", x); neg = ""; if (s ~ /^-/) { neg = "-"; s = substr(s, 2) }
-      while (length(s) > 3 && match(s, /[0-9][0-9][0-9][0-9]([,]|$)/)) s = substr(s, 1, RSTART) "," substr(s, RSTART + 1)
-      return neg s }
-    NR > 1 { w = $2; runs[w]++; wall[w] = wall[w] " " $3; ups[w] = ups[w] " " $4; msg[w] = $5; ref[w] = ref[w] " " $15
-      ratio[w] = ratio[w] " " $19; rss[w] = rss[w] " " $12; dc[w] = dc[w] " " $6 / $3; pc[w] = pc[w] " " $7 / $3; oc[w] = oc[w] " " $8
-      rows[NR] = $0 }
-    END {
-      print "| workers | runs | digest run, s | users/s | messages | reference COPY, s | ratio run/COPY | peak RSS per process, MB | CPU, cores: digest / postgres / others |"
-      print "|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-      for (w = 1; w <= 8; w++) if (runs[w])
-        printf "| %d | %d | %.1f | %s | %s | %.1f | %.2f | %d | %.2f / %.2f / %.2f |\n", w, runs[w], med(wall[w]), num(med(ups[w])), num(msg[w]), med(ref[w]), med(ratio[w]), med(rss[w]), med(dc[w]), med(pc[w]), med(oc[w])
-      print ""
-      print "Targets (issue 5), on the medians:"
-      print ""
-      print "| target | measured | verdict |"
-      print "|---|---|---|"
-      u = med(ups[2]); r = med(ratio[2])
-      printf "| at least 15,000 users/s with two workers | %s users/s (one worker: %s) | %s |\n", num(u), num(med(ups[1])), (u >= 15000 ? "met" : "**missed**")
-      printf "| total time at most 2.5× the COPY reference | two workers: %.2f× (one worker: %.2f×) | %s |\n", r, med(ratio[1]), (r <= 2.5 ? "met" : "**missed**")
-      print ""
-      print "Every run (others before: cores other processes used over 5 s just before; load average: 1, 5, 15 min before and after the run):"
-      print ""
-      print "| run | workers | wall, s | users/s | messages | digest CPU, s | postgres CPU, s | others during, cores | others before | load before | load after | peak RSS, MB | WAL, MB | COPY, s (rows) | COPY WAL, MB | COPY postgres CPU, s | ratio | status after the run |"
-      print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---|"
-      for (i = 2; i <= NR; i++) { split(rows[i], f, "\t")
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %s | %s | %s | %s |\n", f[1], f[2], f[3], num(f[4]), num(f[5]), f[6], f[7], f[8], f[9], f[10], f[11], f[13], f[14], f[15], num(f[16]), f[17], f[18], f[19], f[20] }
-    }' "$RESULTS"
-  echo
-  echo "CPU every 5 s during each two-worker run (cores; from /proc): $(for f in "$OUT"/run-2w-*-cpu.tsv; do [ -f "$f" ] || continue; awk -F'\t' 'NR > 1 { n++; p += $2; d += $3; o += $4; if ($2 > pm) pm = $2 } END { if (n) printf "%s: postgres %.2f (at most %.2f), digest %.2f, others %.2f on average over %d samples; ", FILENAME, p / n, pm, d / n, o / n, n }' "$f"; done | sed 's|[^ ]*/||g; s/-cpu.tsv//g; s/; $//')."
-  echo
-  echo "Raw output (time -v, logs, run reports, statement profiles from pg_stat_statements, CPU samples): \`$OUT/\`."
-  echo
-  echo "<!-- bench-postgres:end -->"
-} >"$SECTION"
-replace_section bench-postgres "$SECTION" "$REPORT"
+# One table (medians over the runs of each worker count), then the reference, the statements, the
+# command and the machine; scripts/bench-section.py puts it between the bench-postgres markers.
+python3 - "$RESULTS" "$OUT" "$COMMIT" "$STARTED_AT" "$(python3 scripts/bench-section.py --machine)" "$PG_VERSION" \
+  "$N_USERS" "$WEEK" "$CHUNK_SIZE" "$N_READS" "$N_PREVIOUS" "$NICE" "$RUN_ARGS" <<'PY' |
+import csv, os, statistics, sys
+results, out, commit, started, machine, pg_version, users, week, chunk, reads, previous, nice, run_args = sys.argv[1:14]
+users, med = int(users), statistics.median
+rows = list(csv.DictReader(open(results), delimiter="\t"))
+f = lambda r, k: float(r[k]) if r.get(k, "") not in ("", None) else 0.0
+print("## Weekly run on PostgreSQL")
+print()
+print("| workers | runs | run, s | users/s | messages | digest CPU, s | server CPU, s | CPU-µs a user: digest + server | "
+      "WAL, MB | COPY reference, s | ratio run/COPY | others during, cores |")
+print("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+for w in sorted({int(r["workers"]) for r in rows}):
+    rs = [r for r in rows if int(r["workers"]) == w]
+    m = lambda k: med([f(r, k) for r in rs])
+    d, s = m("digest_cpu_s") / users * 1e6, m("postgres_cpu_s") / users * 1e6
+    print(f"| {w} | {len(rs)} | {m('wall_s'):.1f} | {users / m('wall_s'):,.0f} | {m('messages'):,.0f} | {m('digest_cpu_s'):.1f} | "
+          f"{m('postgres_cpu_s'):.1f} | {d:.0f} + {s:.0f} = {d + s:.0f} | {m('wal_mb'):,.0f} | {m('ref_s'):.1f} | {m('ratio'):.2f} | "
+          f"{m('others_cores'):.2f} |")
+print()
+print("- Reference: the run's own outbox rows exported and loaded again with one `COPY` into an empty copy of "
+      "`digest_outbox` (same columns and indexes, one commit): the server's floor for writing them. "
+      + "; ".join(f"{r['run']}: COPY {f(r, 'ref_s'):.1f} s, its WAL {f(r, 'ref_wal_mb'):,.0f} MB, its server CPU "
+                  f"{f(r, 'ref_postgres_cpu_s'):.1f} s" for r in rows) + ".")
+statements = os.path.join(out, "run-1w-1-statements.tsv")
+if os.path.exists(statements):
+    top = []
+    for line in list(open(statements))[:6]:
+        cols = line.rstrip("\n").split("\t")
+        if len(cols) >= 8:
+            query = " ".join(cols[7].replace("`", "'").split())[:60]
+            top.append(f"{float(cols[0]):.1f} s for {int(cols[1]):,} calls of `{query}…`")
+    if top:
+        print("- Statements of the first one-worker run (`pg_stat_statements`, execution time): " + "; ".join(top) + ".")
+print(f"- Command: `make bench-postgres` (`scripts/bench-postgres.sh`; knobs `PGBENCH_USERS`, `PGBENCH_READS`, "
+      f"`PGBENCH_ARTICLES`, `PGBENCH_WEEKS`, `PGBENCH_DIGESTS`, `PGBENCH_CHUNK_SIZE`, `PGBENCH_ONE_WORKER_RUNS`, "
+      f"`PGBENCH_TWO_WORKER_RUNS`, `PGBENCH_RUN_ARGS`). A throwaway PostgreSQL {pg_version} cluster on the same machine "
+      f"(shared_buffers=1GB, max_wal_size=8GB, fsync and synchronous_commit on), data from "
+      f"`scripts/postgres-bench-data.sql`: {users:,} users, {int(reads):,} reads, {int(previous):,} earlier digests in the "
+      f"outbox; N workers `digest run --week {week} --send-at now --chunk-size {chunk}{(' ' + run_args) if run_args else ''}` "
+      f"started together; users/s over the first start to the last exit. Every run in full: `{out}/results.tsv`.")
+print(f"- Machine: {machine}; PostgreSQL on the same cores as the workers; the timed part at nice {nice}. "
+      f"Measured {started} at {commit}, release build.")
+PY
+  python3 scripts/bench-section.py --report "$REPORT" bench-postgres 'scripts/bench-postgres.sh (make bench-postgres; a step of make bench)'
 log "done: $REPORT; raw output in $OUT/"

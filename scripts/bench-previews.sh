@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Previews benchmark (release build): time per PNG at 3x for each surface and state, against the
 # reference of headless Chromium screenshotting an equivalent HTML mock-up of the collapsed Android
-# card on the same machine. Writes the "## Previews" section of BENCHMARKS.md (only that section).
+# card on the same machine. Writes the "## Previews" section of BENCHMARKS.md (between its bench-previews markers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -31,36 +31,32 @@ if command -v chromium >/dev/null 2>&1; then
 fi
 
 python3 - "$out/renderer.tsv" "$chromium_ms" "$chromium_note" "$iterations" <<'PY'
-import re, sys, datetime, os, platform
+import sys, datetime, os, subprocess
 tsv, chromium_ms, note, iterations = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 rows = [line.rstrip("\n").split("\t") for line in open(tsv)]
 first = next(r for r in rows if r[0] == "first")[1]
 surfaces = [r for r in rows if r[0] != "first"]
 collapsed = [float(r[3]) for r in surfaces if r[1] == "collapsed"]
 lines = ["## Previews", "",
-  f"`scripts/bench-previews.sh` ({datetime.date.today()}, release build, {os.cpu_count()} cores, one rendering thread, "
-  f"scale 3, median and p95 of {iterations} renders each, layout + drawing + PNG encoding; fixtures from "
-  "`Tests/DigestPreviewTests/Fixtures`).", "",
   "| surface | state | PNG px | median ms | p95 ms | PNG bytes |", "|---|---|---|---|---|---|"]
 for name, state, size, median, p95, size_bytes in surfaces:
     lines.append(f"| {name} | {state} | {size.replace('x', '×')} | {median} | {p95} | {int(size_bytes):,} |")
-lines += ["", f"- First render on a new thread (font map set-up): {first} ms; renderers live on a fixed pool of threads, so this is paid once per thread.",
-  f"- Slowest collapsed card: {max(collapsed):.2f} ms (target: under 20 ms).",
-  f"- Load average when the script finished: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a shared machine inflates every figure)."]
+lines.append("")
+facts = (f"slowest collapsed card {max(collapsed):.2f} ms (target: under 20 ms). First render on a new thread (font map "
+         f"set-up): {first} ms, paid once per thread of the renderers' fixed pool.")
 if chromium_ms != "n/a":
     ratio = float(chromium_ms) / max(collapsed)
-    lines.append(f"- Reference: Chromium rendering the collapsed Android card as HTML to a 3× screenshot: {chromium_ms} ms per PNG ({note}). "
-                 f"The renderer is {ratio:.0f}× faster than that on its slowest collapsed card (target: 10×).")
+    lines.append(f"- Reference: Chromium rendering the collapsed Android card as HTML to a 3× screenshot: {chromium_ms} ms per "
+                 f"PNG ({note}). The renderer is {ratio:.0f}× faster on its slowest collapsed card (target: 10×); " + facts)
 else:
-    lines.append(f"- Reference: not measured ({note}).")
+    lines.append(f"- Reference: not measured ({note}); " + facts)
+commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip() or "unknown"
+machine = subprocess.run([sys.executable, "scripts/bench-section.py", "--machine"], capture_output=True, text=True).stdout.strip()
+lines += [f"- Command: `scripts/bench-previews.sh` (a step of `make bench`; knobs `PREVIEW_BENCH_ITERATIONS={iterations}`, "
+          f"`PREVIEW_BENCH_CHROMIUM_RUNS`): one rendering thread, scale 3, median and p95 of {iterations} renders each, layout + "
+          "drawing + PNG encoding, fixtures from `Tests/DigestPreviewTests/Fixtures`.",
+          f"- Machine: {machine} (a shared machine inflates every figure). Measured {datetime.date.today()} at {commit}, release build."]
 section = "\n".join(lines) + "\n"
-path = "BENCHMARKS.md"
-text = open(path).read() if os.path.exists(path) else "# Benchmarks\n\n"
-pattern = re.compile(r"^## Previews\n.*?(?=^## |\Z)", re.S | re.M)
-if pattern.search(text):
-    text = pattern.sub(section + "\n", text).rstrip("\n") + "\n"
-else:
-    text = text.rstrip("\n") + "\n\n" + section
-open(path, "w").write(text)
+subprocess.run([sys.executable, "scripts/bench-section.py", "bench-previews", "scripts/bench-previews.sh"], input=section, text=True, check=True)
 print(section)
 PY

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench-rolling` (and a step of `make bench`): issue 14's rolling runs against the week's run,
-# on SQLite and on PostgreSQL, written to BENCHMARKS.md between bench-rolling markers.
+# on SQLite and on PostgreSQL, written to BENCHMARKS.md between bench-rolling markers (scripts/bench-section.py).
 #
 # Three runs make a turn, each timed with /usr/bin/time -v (wall time, user + system CPU, peak RSS):
 #   (a) the week's run:       digest run --db DB --week WEEK --send-at now
@@ -279,7 +279,7 @@ fi
 log "writing $REPORT"
 SECTION="$OUT/section.md"
 python3 - "$OUT" "$WEEK" "$AS_OF" "$NEXT" "$PARTIAL_AS_OF" "$PARTIAL_NEXT" "$CHUNK_SIZE" "$NICE" \
-  "$(nproc) cores (nproc), $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1), $(free -g | awk '/^Mem:/ { print $2 }') GiB RAM, Linux $(uname -r), $(swift --version 2>/dev/null | head -n1), release build" \
+  "$(python3 scripts/bench-section.py --machine); $(swift --version 2>/dev/null | head -n1), release build" \
   >"$SECTION" <<'PY'
 import json, os, statistics, sys
 out, week, as_of, nxt, partial, partial_next, chunk, nice, machine = sys.argv[1:10]
@@ -306,28 +306,8 @@ def spread(xs):
 
 names = {"a": f"(a) `--week {week}`", "b": f"(b) rolling, `--as-of {as_of}`", "c": f"(c) next hour, `--as-of {nxt}`",
          "bp": f"(b′) rolling while the week goes on, `--as-of {partial}`", "cp": f"(c′) the hour after, `--as-of {partial_next}`"}
-print("<!-- bench-rolling:begin: written by scripts/bench-rolling.sh (make bench-rolling; a step of make bench); edit outside these markers -->")
-print("## Rolling runs (issue 14)")
-print()
-print(f"Produced by `scripts/bench-rolling.sh`. Machine: {machine}; the machine is shared with other sessions' builds "
-      f"(the cores other processes used before and during each run are in the tables).")
-print()
-print(f"Method: each store's history is generated once (not timed). A turn is three runs, timed with `/usr/bin/time -v`: "
-      f"(a) the week's run `digest run --db DB --week {week} --send-at now`; (b) one rolling run "
-      f"`digest run --db DB --as-of {as_of} --send-at now`, when {week} has ended in every zone, so it walks them all; "
-      f"(c) the next hourly run `digest run --db DB --as-of {nxt} --send-at now` on what (b) left, which must find "
-      f"nothing to do. (a) and (b) start from the same history: SQLite, a fresh copy of the generated file; PostgreSQL, "
-      f"the week's `digest_runs` (its chunks cascade), `digest_run_chunks`, `digest_zone_runs` and `digest_picks` rows "
-      f"deleted, the outbox put back as generated (the previous weeks' digests), `VACUUM (ANALYZE) digest_outbox` and "
-      f"CHECKPOINT. Turns alternate the order (a b c, then b c a, …). Every run also gets `--progress-interval 10 --report FILE`, "
-      f"on PostgreSQL `--chunk-size {chunk} --worker NAME` (one worker). CPU = user + system time of `digest` (time -v); "
-      f"on PostgreSQL also the server's (postmaster and its processes, from /proc). CPU per user divides by every user "
-      f"in the store. Checked by the script: (b) left as many outbox rows of {week} as (a), (c) and (c′) enqueued none. "
-      f"Also, on another fresh history: (b′) a rolling run while the week still goes on in some zones, then (c′) the "
-      f"hour after, when no further zone has ended it. The script ran in a session of its own with nice {nice}.")
-print()
-
-verdicts = []
+f = lambda r, k: float(r[k]) if r[k] != "" else 0.0
+table, data_lines, measured_lines, spreads, checks = [], [], [], [], []
 for store, title in (("sqlite", "SQLite"), ("postgres", "PostgreSQL")):
     data = rows(store)
     if not data:
@@ -335,105 +315,56 @@ for store, title in (("sqlite", "SQLite"), ("postgres", "PostgreSQL")):
     measured = read(os.path.join(out, store, "measured.txt"), "? ?").split(" ", 1)
     users = int(data[0]["users"])
     pg = store == "postgres"
-    print(f"### {title}, {users:,} users")
-    print()
+    measured_lines.append(f"{title} measured {measured[0]} at {measured[1]}")
     if pg:
         g = read(os.path.join(out, store, "generated.txt")).split()
-        print(f"Measured on {measured[0]}, at commit {measured[1]}. Data: `digest migrate` and `scripts/postgres-bench-data.sql` "
-              f"in a throwaway PostgreSQL {g[7]} cluster (settings as in the weekly-run section), generated in {g[0]} s: "
-              f"{int(g[1]):,} users, {int(g[2]):,} devices, {int(g[3]):,} articles, {int(g[4]):,} reads over {week} and the three weeks "
-              f"before, {int(g[5]):,} previous weeks' digests in the outbox; {int(g[6]):,} MB.")
+        data_lines.append(f"PostgreSQL {g[7]} from `scripts/postgres-bench-data.sql` ({int(g[1]):,} users, {int(g[2]):,} devices, "
+                          f"{int(g[3]):,} articles, {int(g[4]):,} reads over 4 weeks, {int(g[5]):,} earlier digests; {int(g[6]):,} MB)")
     else:
         gen = json.load(open(os.path.join(out, store, "generate.json")))
-        print(f"Measured on {measured[0]}, at commit {measured[1]}. Data: `digest-bench generate --users {users} --reads "
-              f"{gen['reads']} --week {week}` in {gen['seconds']} s (not timed): {gen['users']:,} users, {gen['devices']:,} devices, "
-              f"{gen['articles']:,} articles, {gen['reads']:,} reads over {gen['weeks']} weeks, {gen['previousDigests']:,} previous "
-              f"weeks' digests in the outbox; {gen['bytes'] / 1048576:,.0f} MB.")
-    print()
+        data_lines.append(f"SQLite from `digest-bench generate` ({gen['users']:,} users, {gen['devices']:,} devices, "
+                          f"{gen['articles']:,} articles, {gen['reads']:,} reads over {gen['weeks']} weeks, "
+                          f"{gen['previousDigests']:,} earlier digests; {gen['bytes'] / 1048576:,.0f} MB)")
     by = {}
     for r in data:
         by.setdefault(r["run"], []).append(r)
-    f = lambda r, k: float(r[k]) if r[k] != "" else 0.0
-    header = "| run | turns | wall, s (median) | CPU, s: digest" + (" + server" if pg else "") + " | CPU-µs per user | peak RSS, MB | users looked at | enqueued |"
-    print(header)
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    per_user = lambda rs: med([(f(r, "cpu_s") + f(r, "server_cpu_s")) / users * 1e6 for r in rs])
+    base = per_user(by["a"]) if "a" in by else float("nan")
     for run in ("a", "b", "c", "bp", "cp"):
         if run not in by:
             continue
         rs = by[run]
-        wall = med([f(r, "wall_s") for r in rs])
-        cpu = med([f(r, "cpu_s") for r in rs])
-        server = med([f(r, "server_cpu_s") for r in rs])
-        per = med([(f(r, "cpu_s") + f(r, "server_cpu_s")) / users * 1e6 for r in rs])
-        cpu_text = f"{cpu:.2f} + {server:.2f}" if pg else f"{cpu:.2f}"
-        print(f"| {names[run]} | {len(rs)} | {wall:.2f} | {cpu_text} | {per:.1f} | {med([f(r, 'max_rss_mb') for r in rs]):.0f} | "
-              f"{num(med([f(r, 'looked_at') for r in rs]))} | {num(med([f(r, 'enqueued') for r in rs]))} |")
-    print()
+        cpu, server = med([f(r, "cpu_s") for r in rs]), med([f(r, "server_cpu_s") for r in rs])
+        per = per_user(rs)
+        ratio = "1" if run == "a" else (f"{per / base:.3f}" if per / base >= 0.01 else f"{per / base:.4f}")
+        table.append(f"| {title}, {users:,} | {names[run]} | {len(rs)} | {med([f(r, 'wall_s') for r in rs]):.2f} | "
+                     f"{f'{cpu:.2f} + {server:.2f}' if pg else f'{cpu:.2f}'} | {per:.1f} | {ratio} | "
+                     f"{num(med([f(r, 'enqueued') for r in rs]))} |")
+    if "a" in by:
+        a_cpu = [(f(r, "cpu_s") + f(r, "server_cpu_s")) for r in by["a"]]
+        spreads.append(f"{title} {spread(a_cpu):.3f}")
     if "a" in by and "b" in by:
-        a_cpu = [f(r, "cpu_s") for r in by["a"]]
-        b_cpu = [f(r, "cpu_s") for r in by["b"]]
-        a_srv = [f(r, "server_cpu_s") for r in by["a"]]
-        b_srv = [f(r, "server_cpu_s") for r in by["b"]]
-        a_wall = [f(r, "wall_s") for r in by["a"]]
-        b_wall = [f(r, "wall_s") for r in by["b"]]
-        print("Side by side, (b) ÷ (a) on the medians:")
-        print()
-        print("| measure | (a) week run, median (runs) | (b) rolling, median (runs) | (b) ÷ (a) | spread of (a) (max ÷ min) | spread of (b) |")
-        print("|---|---|---|---:|---:|---:|")
-        def line(label, av, bv, scale=1.0, fmt="{:.1f}"):
-            ma, mb = med(av), med(bv)
-            text = lambda xs: ", ".join(fmt.format(x * scale) for x in xs)
-            print(f"| {label} | {fmt.format(ma * scale)} ({text(av)}) | {fmt.format(mb * scale)} ({text(bv)}) | "
-                  f"{mb / ma:.3f} | {spread(av):.3f} | {spread(bv):.3f} |")
-            return mb / ma
-        cpu_ratio = line("CPU-µs per user, digest", a_cpu, b_cpu, 1e6 / users)
-        both_ratio = None
-        if pg:
-            line("CPU-µs per user, server", a_srv, b_srv, 1e6 / users)
-            both_ratio = line("CPU-µs per user, digest + server", [x + y for x, y in zip(a_cpu, a_srv)], [x + y for x, y in zip(b_cpu, b_srv)], 1e6 / users)
-        wall_ratio = line("wall time, s", a_wall, b_wall, 1.0, "{:.2f}")
-        print()
         msgs = sorted({r["week_rows"] for r in by["a"] + by["b"]})
-        same = len(msgs) == 1
-        clauses = [f"(a) and (b) each left {', '.join(num(m) for m in msgs)} outbox rows of {week} in every turn"
-                   + ("" if same else " (NOT the same)")]
-        for run, label in (("c", "(c)"), ("bp", "(b′)"), ("cp", "(c′)")):
-            if run in by:
-                clauses.append(f"{label} enqueued {', '.join(num(r['enqueued']) for r in by[run])} ({by[run][0]['summary']})")
-        print("Messages: " + "; ".join(clauses) + ".")
-        print()
-        print("Every run (others: cores other processes used over 5 s before the run / on average during it):")
-        print()
-        print("| turn | run | wall, s | CPU, s" + (" (server)" if pg else "") + " | peak RSS, MB | looked at | enqueued | outbox rows of the week | others before / during | summary |")
-        print("|---|---|---:|---:|---:|---:|---:|---:|---|---|")
-        for r in data:
-            cpu_text = f"{r['cpu_s']} ({r['server_cpu_s']})" if pg else r["cpu_s"]
-            print(f"| {r['turn']} | {r['run']} | {r['wall_s']} | {cpu_text} | {r['max_rss_mb']} | {num(r['looked_at'])} | "
-                  f"{num(r['enqueued'])} | {num(r['week_rows'])} | {r['others_before']} / {r['others_during']} | {r['summary']} |")
-        print()
-        c_cpu = med([f(r, "cpu_s") + f(r, "server_cpu_s") for r in by.get("c", [])])
-        c_wall = med([f(r, "wall_s") for r in by.get("c", [])])
-        a_total = med([x + y for x, y in zip(a_cpu, a_srv)])
-        verdicts.append((title, users, cpu_ratio, both_ratio, wall_ratio, spread(a_cpu), c_wall, c_cpu, c_cpu / a_total if a_total else float("nan")))
+        checks.append(f"{title}: (a) and (b) left {', '.join(num(m) for m in msgs)} outbox rows of the week"
+                      + ("" if len(msgs) == 1 else " (NOT the same)"))
 
-if verdicts:
-    print("Targets (issue 14), on the medians:")
-    print()
-    print("| target | store | measured | verdict |")
-    print("|---|---|---|---|")
-    for title, users, cpu_ratio, both_ratio, wall_ratio, a_spread, c_wall, c_cpu, c_share in verdicts:
-        worst = max(cpu_ratio, wall_ratio, both_ratio or 0)
-        extra = f", digest + server {both_ratio:.3f}×" if both_ratio is not None else ""
-        print(f"| a rolling run over every zone within 10% of the `--week` run | {title}, {users:,} users | CPU per user "
-              f"{cpu_ratio:.3f}×{extra}, wall {wall_ratio:.3f}× (spread of (a): {a_spread:.3f}) | "
-              f"{'met' if worst <= 1.10 else '**missed**'} |")
-        print(f"| an hourly run that finds nothing to do does not rescan every reader | {title}, {users:,} users | (c): "
-              f"{c_wall:.2f} s wall, {c_cpu:.2f} s CPU{' (digest + server)' if both_ratio is not None else ''}, "
-              f"{100 * c_share:.2f}% of (a)'s | see the notes below |")
-    print()
-print(f"Raw output (time -v, logs, run reports{', statement profiles from pg_stat_statements' if rows('postgres') else ''}): `{out}/`.")
+print("## Rolling runs")
 print()
-print("<!-- bench-rolling:end -->")
+print("| store, users | run | turns | wall, s (median) | CPU, s: digest (+ server) | CPU-µs a user | CPU ÷ (a)'s | enqueued |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
+for line in table:
+    print(line)
+print()
+print(f"- Reference: (a), the week's run over the same history. (b) walks every zone once the week has ended everywhere "
+      f"and must cost within 10% of (a); (c), the next hourly run, must find nothing to do without rescanning the readers; "
+      f"(b′) and (c′) do the same while the week still goes on in some zones. CPU per user divides by every user in the "
+      f"store (digest + server on PostgreSQL). Spread of (a)'s CPU (max ÷ min): {'; '.join(spreads)}. Checked by the "
+      f"script: {'; '.join(checks)}; (c) and (c′) enqueued none.")
+print(f"- Command: `make bench-rolling` (`scripts/bench-rolling.sh`; knobs `ROLL_PARTS=\"sqlite postgres\"`, `ROLL_USERS`, "
+      f"`ROLL_PAIRS`, `ROLL_PG_USERS`, `ROLL_PG_PAIRS`, `ROLL_PARTIAL_TURNS`, `ROLL_READS_PER_USER`, `ROLL_WEEK`, `ROLL_AS_OF`, "
+      f"`ROLL_NEXT`, `ROLL_CHUNK_SIZE={chunk}`, `ROLL_SKIP_BUILD`). Data: {'; '.join(data_lines)}; one worker; turns alternate "
+      f"the order (a b c, b c a, …). Every run in full: `{out}/*/results.tsv`.")
+print(f"- Machine: {machine}; the script at nice {nice} in a session of its own. {'; '.join(measured_lines)}.")
 PY
-replace_section bench-rolling "$SECTION" "$REPORT"
+python3 scripts/bench-section.py --report "$REPORT" bench-rolling 'scripts/bench-rolling.sh (make bench-rolling; a step of make bench)' <"$SECTION"
 log "done: $REPORT; raw output in $OUT/"

@@ -5,7 +5,7 @@
 # (`firebase-admin` from PyPI, in a venv made under bench-out/) on the same messages at 80 ms with
 # `send_each_async` and `send_each`. The rate is taken over the whole run (start-up included) and over
 # its steady part (after the first second, from the server's count of deliveries sampled every 0.2 s).
-# Writes the "## Delivery at FCM's latency" section of BENCHMARKS.md. Called by scripts/bench-send.sh;
+# Writes the "## Delivery at FCM's latency" section of BENCHMARKS.md (between its bench-send-latency markers). Called by scripts/bench-send.sh;
 # alone: scripts/bench-send-latency.sh [users]   (default 34000 users ≈ 50,800 messages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -119,36 +119,21 @@ run_sdk send_each
 BEST_SDK="$(python3 -c "print(max($SDK_send_each_async, $SDK_send_each))")"
 RATIO="$(python3 -c "print(f'{${STEADY_defaults_80:-0} / $BEST_SDK:.1f}')")"
 
-SECTION="$(cat <<MD
+python3 scripts/bench-section.py bench-send-latency 'scripts/bench-send-latency.sh (make bench-send)' <<MD
 ## Delivery at FCM's latency
-
-\`scripts/bench-send-latency.sh\` (part of \`make bench-send\`), release build, $(nproc) cores, $(date -u +%Y-%m-%d), one run
-each. The fake FCM server (\`digest-fake-fcm --delay-ms N --max-concurrent-streams 100\`, TLS, HTTP/2, every
-answer N ms ±10% late) receives the demo's weekly run for $USERS users ($MESSAGES messages, all due now).
-Steady: messages a second after the first second, from the server's count of deliveries; whole: over the
-whole run, start-up included. Every run delivered every message once. The load average is the machine's
-(it is shared) at the end of each run.
 
 | sender | latency | steady msg/s | whole-run msg/s | most in flight / connections | sender CPU | load |
 |---|---|---|---|---|---|---|
 $(printf '%s\n' "${ROWS[@]}")
 
-At 80 ms the defaults make $RATIO× the SDK's best (targets: ≥ 9,500 messages/s with the defaults, FCM's
-default quota being 10,000; ≥ 10× the SDK's best).
+- Reference: the Firebase Admin Python SDK $SDK_VERSION on the same messages at 80 ms. At 80 ms the defaults make
+  $RATIO× the SDK's best (targets: ≥ 9,500 messages/s with the defaults, FCM's default quota being 10,000; ≥ 10× the
+  SDK's best).
+- Command: \`scripts/bench-send-latency.sh [users]\` (a step of \`make bench-send\`; default 34,000 users, here $USERS
+  users and $MESSAGES messages due now; knob \`LATENCIES="$LATENCIES"\`). The fake server (\`digest-fake-fcm --delay-ms N
+  --max-concurrent-streams 100\`, TLS, HTTP/2) answers N ms ±10% late. Steady: messages a second after the first second,
+  from the server's count of deliveries; whole: over the whole run, start-up included. Every run delivered every message
+  once. Load: the machine's 1-minute load average at the end of each run.
+- Machine: $(python3 scripts/bench-section.py --machine); the sender and the fake server share the cores. Measured
+  $(date -u +%Y-%m-%d) at $(git rev-parse --short HEAD 2>/dev/null || echo unknown), release build, one run each.
 MD
-)"
-python3 - "$SECTION" <<'PY'
-import re, sys, pathlib
-path = pathlib.Path("BENCHMARKS.md")
-section = sys.argv[1].rstrip() + "\n"
-text = path.read_text()
-pattern = re.compile(r"^## Delivery at FCM's latency\n.*?(?=^## |^<!-- |\Z)", re.S | re.M)
-if pattern.search(text):
-    text = pattern.sub(lambda m: section + "\n", text)
-else:
-    # Right after the loopback "## Delivery" section.
-    at = re.search(r"^## Delivery\n.*?(?=^## |^<!-- |\Z)", text, re.S | re.M)
-    text = text[:at.end()] + section + "\n" + text[at.end():] if at else text.rstrip() + "\n\n" + section
-path.write_text(text.rstrip() + "\n")
-PY
-echo "BENCHMARKS.md: ## Delivery at FCM's latency updated"

@@ -3,8 +3,8 @@
 # fake FCM server with 64 requests in flight, against the same server fed by wrk (64 connections,
 # prepared requests, no database, no OAuth) as the reference, and by async-http-client alone
 # (`digest-fcm-load`: the same prepared requests through the sender's client configuration and request
-# path, 64 in flight), the ceiling of any sender built on it. Writes the "## Delivery" section of
-# BENCHMARKS.md with the medians of RUNS runs of each (default 3; the machine is shared, so the
+# path, 64 in flight), the ceiling of any sender built on it. Writes the "## Delivery on loopback" section of
+# BENCHMARKS.md (between its bench-send markers) with the medians of RUNS runs of each (default 3; the machine is shared, so the
 # load average and the CPU time per message are written too).
 # Usage: scripts/bench-send.sh [users]   (default 25000 users ≈ 47,000 messages)
 set -euo pipefail
@@ -149,57 +149,26 @@ SERVER_US="$(python3 -c "print(f'{$SERVER_CPU * 1e6 / $MESSAGES:.0f}')")"
 # the outbox's SQLite work (about 20 µs a message, from perf) added to its CPU per request, at the same
 # share of the machine.
 BEST_RATIO="$(python3 -c "print(f'{$AHC_RATE * ($AHC_US + $AHC_SERVER_US) / ($AHC_US + 20 + $AHC_SERVER_US) / $REFERENCE:.2f}')")"
-SECTION="$(cat <<MD
-## Delivery
+commas_list() { python3 -c 'import sys; print(", ".join(f"{int(float(x)):,}" for x in sys.argv[1:]))' "$@"; }
+fmt_int() { python3 -c 'import sys; print(f"{int(float(sys.argv[1])):,}")' "$1"; }
+python3 scripts/bench-section.py bench-send 'scripts/bench-send.sh (make bench-send)' <<MD
+## Delivery on loopback
 
-\`scripts/bench-send.sh\` (\`make bench-send\`), release build, $(nproc) cores, loopback, $(date -u +%Y-%m-%d),
-medians of $RUNS runs. The fake FCM server (\`digest-fake-fcm\`, HTTP/1.1, every request parsed and
-checked against the v1 rules) receives the demo's weekly run for $USERS users ($MESSAGES messages, all due now).
+| what | rate (median) | runs | CPU-µs each: client or sender | CPU-µs each: fake server |
+|---|---:|---|---:|---:|
+| reference: \`wrk -t2 -c64\` posting prepared requests (no database, no OAuth), $DURATION | $(fmt_int "$REFERENCE") requests/s | $(commas_list "${REFERENCES[@]}") | — | $WRK_SERVER_US |
+| ceiling: async-http-client alone (\`digest-fcm-load\`, the sender's client and request path, 64 in flight), $DURATION | $(fmt_int "$AHC_RATE") requests/s | $(commas_list "${AHC_RATES[@]}") | $AHC_US | $AHC_SERVER_US |
+| \`digest send --concurrency 64 --connections 64 --rate 0 --drain\`, HTTP/1.1: lease from SQLite, OAuth, POST, settle | $(fmt_int "$RATE") messages/s | $(commas_list "${RATES[@]}") | $US_A_MESSAGE | $SERVER_US |
+| the same over HTTPS (HTTP/2: $H2_STATS of $MESSAGES requests came as HTTP/2 streams) | $(fmt_int "$H2_RATE") messages/s | one run | — | — |
 
-| what | rate |
-|---|---|
-| reference: \`wrk -t2 -c64\` posting prepared requests (no database, no OAuth), $DURATION | $REFERENCE requests/s (runs: ${REFERENCES[*]}) |
-| ceiling: async-http-client alone (\`digest-fcm-load\`, the sender's client and request path, 64 in flight, the same prepared requests), $DURATION after each wrk run | $AHC_RATE requests/s (runs: ${AHC_RATES[*]}; ratio $AHC_RATIO), $AHC_US CPU-µs a request (runs: ${AHC_US[*]}), fake server $AHC_SERVER_US µs a request; load averages: ${AHC_LOADS[*]} |
-| \`digest send --concurrency 64 --connections 64 --rate 0 --drain\` (64 HTTP/1.1 connections): lease from SQLite, OAuth, POST, settle | $RATE messages/s (runs: ${RATES[*]}; $(python3 -c "print(f'{$ELAPSED:.1f}')") s, wall time including start-up) |
-| the same over HTTPS (HTTP/2: $H2_STATS of the requests came as HTTP/2 streams), one run | $H2_RATE messages/s |
-| ratio (HTTP/1.1 sender / reference) | $RATIO (per round: ${ROUND_RATIOS[*]}; issue 6's target of 0.5 is retired: the sender's target is now FCM's quota at FCM's latency, next section) |
-| CPU time of a sender run | \`digest send\` $SEND_CPU s ($US_A_MESSAGE µs a message), fake server $SERVER_CPU s ($SERVER_US µs a message; $WRK_SERVER_US µs a request under wrk) |
-
-The sender and the server share the machine's cores, as do wrk and the server in the reference.
-Load average after each sender run: $LOAD(other work on the machine slows both figures alike; the
-CPU times are the steadier measure).
-
-Where the sender's time goes (\`perf record\` of a release \`digest send\` at fd04cff, 2026-11-22): about
-70% on the client's event loop, four fifths of that in async-http-client, NIO and the kernel's loopback
-TCP (async-http-client writes a request's head and body with two \`write\` calls, so a message reaches
-the server as two segments where wrk sends one) and the rest in the sender's own code (its tasks,
-reading the answer, waking the outbox thread); about 28% on the outbox thread in SQLite (leasing and
-settling a ~1 KB row: the row, its index entry, its WAL pages and their checkpoint, each written twice;
-about 20 µs a message). Each message is a task on the client's one event loop (\`--event-loops 1\`),
-its request pinned to that loop, and the dispatcher and the outcome writer run there too, so a message
-wakes no other thread of the client. The sender suffers more than wrk from other work on the machine:
-each message needs its event loop and the server, and every batch the outbox thread, to get a core in
-turn (at a load average of about 6 a sender made about 7,300 messages/s and wrk about 22,000
-requests/s).
-
-What the ceiling says: async-http-client alone, with nothing else to do, reaches $AHC_RATIO of wrk at
-$AHC_US CPU-µs a request (the server $AHC_SERVER_US). A sender on it also writes each message's lease and
-outcome to SQLite, about 20 µs a message more: at the same share of the machine that alone brings it
-to about $BEST_RATIO of wrk, before any code of the sender's own (the sender above: $US_A_MESSAGE µs a
-message, the server $SERVER_US, $RATIO of wrk).
+- Reference: wrk against the same fake FCM server (\`digest-fake-fcm\`, HTTP/1.1, every request checked against the
+  v1 rules). Sender ÷ wrk: $RATIO (per round $(printf '%s, ' "${ROUND_RATIOS[@]}" | sed 's/, $//')); async-http-client
+  alone ÷ wrk: $AHC_RATIO; that client plus the outbox's ~20 µs a message of SQLite work would reach about
+  $BEST_RATIO. The sender's target is FCM's quota at FCM's latency (next section), not this ratio.
+- Command: \`make bench-send\` (\`scripts/bench-send.sh [users]\`, default 25,000 users: the demo's run, here
+  $USERS users and $MESSAGES messages due now; knobs \`RUNS=$RUNS\`, \`WRK_DURATION=$DURATION\`); sender wall time
+  $(python3 -c "print(f'{$ELAPSED:.1f}')") s (median, start-up included). It then runs \`scripts/bench-send-latency.sh\`.
+- Machine: $(python3 scripts/bench-section.py --machine); loopback; the sender (or wrk) and the server share the cores;
+  load average after each sender run: $(printf '%s ' "${LOADS[@]}")(async-http-client runs: ${AHC_LOADS[*]}). Measured
+  $(date -u +%Y-%m-%d) at $(git rev-parse --short HEAD 2>/dev/null || echo unknown), release build.
 MD
-)"
-python3 - "$SECTION" <<'PY'
-import re, sys, pathlib
-path = pathlib.Path("BENCHMARKS.md")
-section = sys.argv[1].rstrip() + "\n"
-text = path.read_text() if path.exists() else "# Benchmarks\n"
-# Up to the next section or another script's marker (`make bench` owns the section after this one).
-pattern = re.compile(r"^## Delivery\n.*?(?=^## |^<!-- |\Z)", re.S | re.M)
-if pattern.search(text):
-    text = pattern.sub(lambda m: section + "\n", text).rstrip() + "\n"
-else:
-    text = text.rstrip() + "\n\n" + section
-path.write_text(text)
-PY
-echo "BENCHMARKS.md: ## Delivery updated"

@@ -186,7 +186,76 @@ for USERS in $SIZES; do
   if [ "$KEEP_DB" != 1 ]; then rm -f "$GENERATED"; fi
 done
 
-log "writing $REPORT"
-"$BENCH" report --dir "$OUT" --out "$REPORT" --command "make bench" \
-  --swift "$(swift --version 2>/dev/null | head -n1)" --commit "$COMMIT" --nice="$NICE"
+# Every pair in full (digest-bench report's tables) goes to $OUT/report.md; BENCHMARKS.md gets the
+# one-table section below, between the same markers digest-bench report writes ("bench"), so either
+# writer replaces the other's section wholly.
+SWIFT_VERSION=$(swift --version 2>/dev/null | head -n1)
+log "writing $OUT/report.md (every pair) and $REPORT (one table)"
+"$BENCH" report --dir "$OUT" --out "$OUT/report.md" --command "make bench" \
+  --swift "$SWIFT_VERSION" --commit "$COMMIT" --nice="$NICE" >/dev/null
+python3 - "$OUT" "$COMMIT" "$(python3 scripts/bench-section.py --machine)" "$SWIFT_VERSION" "$NICE" "$WEEK" "$READS_PER_USER" <<'PY' |
+import glob, json, os, re, statistics, sys
+out, commit, machine, swift, nice, week, reads_per_user = sys.argv[1:8]
+
+def field(text, name):
+    m = re.search(r"^\s*" + re.escape(name) + r": (.*)$", text, re.M)
+    return m.group(1).strip() if m else ""
+
+def clock(s):
+    v = 0.0
+    for part in s.split(":"):
+        v = v * 60 + float(part)
+    return v
+
+def load(path):
+    try:
+        return json.load(open(path))
+    except (OSError, ValueError):
+        return None
+
+def listed(xs, fmt):
+    return ", ".join(fmt.format(x) for x in xs)
+
+med = statistics.median
+print("## Weekly run on SQLite")
+print()
+print("| users | pairs | run, s (median; pairs) | users/s | digest CPU, s (median; pairs) | CPU-µs a user | messages | "
+      "reference, s | ratio run/reference | peak RSS, MB | others during, cores |")
+print("|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---|")
+for d in sorted(glob.glob(os.path.join(out, "users-*")), key=lambda p: int(p.rsplit("-", 1)[1])):
+    users = int(d.rsplit("-", 1)[1])
+    pairs = []
+    for i in range(1, 101):
+        run, ref = load(f"{d}/run-{i}.json"), load(f"{d}/reference-{i}.json")
+        if run is None or ref is None or not os.path.exists(f"{d}/run-{i}.time"):
+            continue
+        t = open(f"{d}/run-{i}.time").read()
+        others = (open(f"{d}/others-{i}.txt").read().split() + ["?", "?"]) if os.path.exists(f"{d}/others-{i}.txt") else ["?", "?"]
+        wall = clock(field(t, "Elapsed (wall clock) time (h:mm:ss or m:ss)"))
+        cpu = float(field(t, "User time (seconds)") or 0) + float(field(t, "System time (seconds)") or 0)
+        pairs.append(dict(wall=wall, cpu=cpu, rss=int(field(t, "Maximum resident set size (kbytes)") or 0) / 1024,
+                          messages=int((run.get("thisRun") or {}).get("messages", 0)), ref=float(ref["seconds"]),
+                          rows=int(ref["rows"]), ratio=wall / float(ref["seconds"]), others=others[1]))
+    if not pairs:
+        continue
+    w = med([p["wall"] for p in pairs])
+    c = med([p["cpu"] for p in pairs])
+    print(f"| {users:,} | {len(pairs)} | {w:.1f} ({listed([p['wall'] for p in pairs], '{:.1f}')}) | {users / w:,.0f} | "
+          f"{c:.1f} ({listed([p['cpu'] for p in pairs], '{:.1f}')}) | {c / users * 1e6:.0f} | {med([p['messages'] for p in pairs]):,.0f} | "
+          f"{med([p['ref'] for p in pairs]):.1f} | {med([p['ratio'] for p in pairs]):.2f} | {max(p['rss'] for p in pairs):.0f} | "
+          f"{', '.join(p['others'] for p in pairs)} |")
+print()
+print("- Reference: `digest-bench reference` inserts the run's number of outbox rows with the same byte sizes into an "
+      "empty `digest_outbox` with one prepared statement, 2,000 rows a transaction, WAL and `synchronous = NORMAL` as in "
+      "the run: the physical floor of the run's writes. Ratio: the run's wall time ÷ the reference's, median over the pairs.")
+print(f"- Command: `make bench` (`scripts/bench.sh`; knobs `BENCH_SIZES=\"100000 1000000\"`, `BENCH_PAIRS_SMALL=3`, "
+      f"`BENCH_PAIRS_LARGE=2`, `BENCH_READS_PER_USER={reads_per_user}`, `BENCH_WEEK={week}`, `BENCH_SEED`, `BENCH_NICE`, "
+      f"`BENCH_SKIP_BUILD`; data from `digest-bench generate`). Each pair times `digest run --week {week} --send-at now` "
+      f"on a fresh copy with `/usr/bin/time -v` (CPU = user + system), then the reference. Every pair in full "
+      f"(`digest-bench report`): `{out}/report.md`.")
+print(f"- Machine: {machine}; {swift}, release build; the timed programs at nice {nice} in a session of their own; "
+      f"\"others during\" = the cores other processes used during each run. Measured "
+      f"{__import__('datetime').datetime.now(__import__('datetime').timezone.utc):%Y-%m-%dT%H:%M:%SZ} at {commit}.")
+PY
+  python3 scripts/bench-section.py --report "$REPORT" bench '`make bench` (scripts/bench.sh)'
 log "done: $REPORT; raw output in $OUT/"
