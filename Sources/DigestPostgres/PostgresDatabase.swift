@@ -214,7 +214,7 @@ public struct PostgresDatabase: DigestDatabase {
     }
 }
 
-extension DigestDatabase where Self == PostgresDatabase {
+extension DigestPipelineStore where Self == PostgresDatabase {
     /// The PostgreSQL database at `url` (`postgres://…`).
     public static func postgres(url: String, run: PostgresRunCoordination.Settings = .init()) throws -> PostgresDatabase {
         PostgresDatabase(location: try PostgresLocation(url: url), run: run)

@@ -231,7 +231,7 @@ public final class SQLiteDatabase: DigestDatabase {
     }
 }
 
-extension DigestDatabase where Self == SQLiteDatabase {
+extension DigestPipelineStore where Self == SQLiteDatabase {
     /// The embedded SQLite store at `path`.
     public static func sqlite(path: String) -> SQLiteDatabase { SQLiteDatabase(path: path) }
 }

@@ -16,7 +16,7 @@ public import Logging
 ///                     configuration: .init(week: week))
 /// let summary = try await run.run()
 /// ```
-public struct WeeklyRun<Database: DigestDatabase>: Sendable {
+public struct WeeklyRun<Database: DigestPipelineStore>: Sendable {
     public typealias SendAt = WeeklyRunSendAt
     public typealias Configuration = WeeklyRunConfiguration
 

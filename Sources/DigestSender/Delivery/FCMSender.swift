@@ -31,7 +31,7 @@ import Synchronization
 ///                        tokens: tokens, configuration: .init(), logger: logger)
 /// let summary = try await sender.send()
 /// ```
-public struct FCMSender<Database: DigestDatabase>: Service {
+public struct FCMSender<Database: DigestPipelineStore>: Service {
     /// How the sender works.
     public struct Configuration: Sendable {
         /// FCM's base URL; the fake server's in tests.

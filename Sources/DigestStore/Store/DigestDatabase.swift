@@ -1,7 +1,8 @@
 public import DigestCore
 
-/// A store the weekly run, the importer, the sender and the previews work on: history to read, an
-/// outbox to fill and consume, run bookkeeping.
+/// A store: what the pipeline works on (``DigestPipelineStore``: history to read, an outbox to fill
+/// and consume, run bookkeeping, app events to record) and what the operator's commands and the
+/// preview pages read and tidy (``DigestOperatorViews``). Both backends are both.
 ///
 /// Every call is async and never blocks the caller's thread: SQLite (`DigestSQLite`) runs its
 /// synchronous statements on threads of its own, where its connections live; PostgreSQL
@@ -16,7 +17,10 @@ public import DigestCore
 ///     return try await ledger.finish(week: week, now: now)
 /// }
 /// ```
-public protocol DigestDatabase: Sendable {
+public typealias DigestDatabase = DigestPipelineStore & DigestOperatorViews
+
+/// What the weekly run, the importer, the sender and the event collector work on.
+public protocol DigestPipelineStore: Sendable {
     associatedtype History: HistoryReader
     associatedtype Ledger: RunLedger
     associatedtype Consumer: OutboxConsumer
@@ -36,12 +40,21 @@ public protocol DigestDatabase: Sendable {
     /// Runs `body` with a writer of app events (`digest collect`; used by many tasks at once), closed
     /// afterwards.
     func withEventSink<T>(_ body: (Events) async throws -> T) async throws -> T
-    /// A week's sent messages and app events per variant, platform, locale and A/B arm
-    /// (`digest report`), sorted by those.
-    func eventCounts(week: String) async throws -> [EventCounts]
     /// Refuses a second run on the same database while one is going (`nil` where processes share a
     /// run instead).
     func acquireRunLock() async throws -> RunLock?
+    /// Whether `digest run` without a week walks users zone by zone (rolling runs).
+    var supportsRollingRuns: Bool { get }
+    /// Closes the store's connections and stops their threads, once the calls already given are done.
+    func close() async
+}
+
+/// What the operator's commands (`queue`, `run --status`, `devices`, `report`) and the preview pages
+/// read, and the tidying they do.
+public protocol DigestOperatorViews: Sendable {
+    /// A week's sent messages and app events per variant, platform, locale and A/B arm
+    /// (`digest report`), sorted by those.
+    func eventCounts(week: String) async throws -> [EventCounts]
     /// Where each week's run stands (the latest 20 weeks, or only `week`), newest first.
     func runStatus(week: ISOWeek?) async throws -> [RunStatus]
     /// Messages in the outbox by state, platform, variant and week; `due` counts those due at `now`.
@@ -65,19 +78,17 @@ public protocol DigestDatabase: Sendable {
     /// dead whose `expires_at` is after `now` (a device may still fetch the picture, a requeue may
     /// still send it). Distinct, so as many as the images of a few weeks' top picks.
     func liveImageURLs(now: Int64) async throws -> Set<String>
-    /// Closes the store's connections and stops their threads, once the calls already given are done.
-    func close() async
-    /// Whether `digest run` without a week walks users zone by zone (rolling runs).
-    var supportsRollingRuns: Bool { get }
     /// Rolling runs: per zone, the week's users digested and still waiting.
     func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress]
 }
 
-extension DigestDatabase {
-    /// Closes what the store keeps open (its connections and their threads) once the calls already
-    /// given are done. A store that holds nothing between calls does nothing.
+extension DigestPipelineStore {
+    /// A store that holds nothing between calls closes nothing.
     public func close() async {}
     public var supportsRollingRuns: Bool { false }
+}
+
+extension DigestOperatorViews {
     public func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress] { [] }
 }
 
