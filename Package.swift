@@ -124,11 +124,18 @@ let package = Package(
             name: "DigestThreads",
             swiftSettings: swiftSettings
         ),
-        // The store's contract: history, run ledger, outbox consumer and import protocols, the
-        // importer, the outbox state machine. No backend, no C, no NIO.
+        // The store's contract: history, run ledger, outbox consumer, import and event sinks, the
+        // outbox state machine. No backend, no C, no NIO.
         .target(
             name: "DigestStore",
             dependencies: ["DigestCore"],
+            swiftSettings: swiftSettings
+        ),
+        // Reading the input files: JSON Lines of users, articles and reads, checked line by line
+        // (its JSON parser reads the apps' event bodies too), written through a store's import sink.
+        .target(
+            name: "DigestImport",
+            dependencies: ["DigestCore", "DigestStore"],
             swiftSettings: swiftSettings
         ),
         // The embedded store: SQLite, its connections on threads of their own.
@@ -218,7 +225,7 @@ let package = Package(
         .target(
             name: "DigestEvents",
             dependencies: [
-                "DigestCore", "DigestStore",
+                "DigestCore", "DigestStore", "DigestImport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -231,7 +238,7 @@ let package = Package(
         .target(
             name: "DigestTesting",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestImages",
+                "DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestImages",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -270,7 +277,7 @@ let package = Package(
         .executableTarget(
             name: "digest",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestPreview",
+                "DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestPreview",
                 "DigestServer", "DigestSender", "DigestImageCodecs", "DigestImages", "DigestDemo", "DigestEvents",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -302,7 +309,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestStoreTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestThreads", "DigestImages", "DigestTesting",
+            dependencies: ["DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestThreads", "DigestImages", "DigestTesting",
                            .product(name: "PostgresNIO", package: "postgres-nio")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -327,7 +334,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestRunTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestTesting"],
+            dependencies: ["DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestTesting"],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

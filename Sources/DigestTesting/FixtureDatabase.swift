@@ -1,6 +1,7 @@
 public import DigestSQLite
 import DigestStore
 public import Foundation
+import DigestImport
 
 /// The weekly-run fixtures (six users in four languages, week 2026-W46) imported into a new SQLite file.
 public enum FixtureDatabase {

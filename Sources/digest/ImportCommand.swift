@@ -1,6 +1,7 @@
 import ArgumentParser
 import DigestStore
 import Foundation
+import DigestImport
 
 struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

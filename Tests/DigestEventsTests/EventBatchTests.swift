@@ -1,3 +1,4 @@
+import DigestEvents
 import DigestStore
 import Foundation
 import Testing

@@ -6,6 +6,7 @@ import DigestStore
 import DigestTesting
 import Foundation
 import Testing
+import DigestImport
 
 /// What a reader gets, run after run on both stores: picks in their languages, never something they
 /// read (whenever), never last weeks' picks again, on their topics of the last weeks, and nothing

@@ -5,6 +5,7 @@ import DigestStore
 import DigestTesting
 import Foundation
 import Testing
+import DigestImport
 
 /// The run as a library, with an in-memory attachment provider standing in for the image pipeline.
 @Suite struct WeeklyRunInProcessTests {

@@ -2,6 +2,7 @@ import DigestCore
 import DigestStore
 import Foundation
 import Synchronization
+import DigestImport
 
 /// An import sink that keeps nothing but checks every record the importer hands it against what the
 /// stores need of it (no control character anywhere, ids, tokens and numbers within their limits,

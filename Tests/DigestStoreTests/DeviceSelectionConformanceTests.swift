@@ -3,6 +3,7 @@ import DigestStore
 import DigestTesting
 import Foundation
 import Testing
+import DigestImport
 
 /// A reader with more devices than a run sends to, on both stores: every device is imported, and
 /// every way the stores read a reader (a run's batches, a rolling run's zone batches, the previews'

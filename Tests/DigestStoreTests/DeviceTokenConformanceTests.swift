@@ -3,6 +3,7 @@ import DigestStore
 import DigestTesting
 import Foundation
 import Testing
+import DigestImport
 
 /// Device tokens on both stores: a token FCM called unregistered stays dead through re-imports until
 /// the app registers it after its death (or an operator revives it); a token listed under several

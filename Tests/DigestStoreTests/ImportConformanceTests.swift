@@ -3,6 +3,7 @@ import DigestStore
 import DigestTesting
 import Foundation
 import Testing
+import DigestImport
 
 /// `digest import` of one corpus of bad and strange lines (`Fixtures/import`: every skip reason of
 /// docs/008-import.md at least once, and good lines around them) into SQLite and into PostgreSQL:

@@ -1,5 +1,6 @@
 import DigestCore
-@testable import DigestStore
+@testable import DigestImport
+import DigestStore
 import DigestTesting
 import Foundation
 import Testing

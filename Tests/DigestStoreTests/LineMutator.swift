@@ -1,5 +1,6 @@
 import DigestCore
 import DigestStore
+import DigestImport
 
 /// Seeded mutations of import lines: byte flips, truncation, splices of other lines, deep nesting,
 /// numbers at and past their limits, control characters and lone surrogates, dates that do not

@@ -4,6 +4,7 @@ import DigestStore
 import DigestTesting
 import Foundation
 import Testing
+import DigestImport
 
 @Suite struct SQLiteStoreTests {
     func message(_ key: String, user: String = "u1") -> OutboxMessage {

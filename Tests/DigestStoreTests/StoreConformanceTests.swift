@@ -3,6 +3,7 @@ import DigestStore
 import DigestTesting
 import Foundation
 import Testing
+import DigestImport
 
 /// The store's operations on SQLite and on PostgreSQL: migrations, import, history reading, the
 /// run's ledger and the outbox views give the same answers on both.

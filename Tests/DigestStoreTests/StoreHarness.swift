@@ -5,6 +5,7 @@ import DigestStore
 import DigestTesting
 import Foundation
 import Testing
+import DigestImport
 
 /// The two implementations of the store; the conformance suites run every test on both.
 enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {

@@ -1,6 +1,6 @@
 /// One JSON value of an import line, as ``JSONLineParser`` reads it. Numbers keep their text, so a
 /// field can tell a whole number from a fraction or an overflow exactly.
-enum JSONValue {
+package enum JSONValue {
     case null
     case bool(Bool)
     case number(String)
@@ -9,7 +9,7 @@ enum JSONValue {
     case object([String: JSONValue])
 
     /// How a problem names the kind of value found.
-    var kind: String {
+    package var kind: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"

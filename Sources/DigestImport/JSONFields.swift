@@ -1,3 +1,5 @@
+import DigestStore
+
 /// The fields of one JSON object of an import line, each read as the kind of value it must hold,
 /// with the reason a line is skipped for when it does not. Fields the record does not know are
 /// ignored; `null` is the same as an absent field.

@@ -1,3 +1,6 @@
+public import DigestStore
+import DigestImport
+
 /// The body of `POST /v1/events`, read: each event parsed or refused with its reason.
 ///
 /// The body must be a JSON object whose `events` is a list of at most ``maxEvents`` elements

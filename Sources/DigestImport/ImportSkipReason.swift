@@ -51,9 +51,9 @@ public enum ImportSkipReason: String, Sendable, CaseIterable, Codable {
 }
 
 /// Why one line was not imported: its reason and the details a person needs to fix the line.
-struct LineProblem: Error {
-    let code: ImportSkipReason
-    let reason: String
+package struct LineProblem: Error {
+    package let code: ImportSkipReason
+    package let reason: String
 
     init(_ code: ImportSkipReason, _ reason: String) {
         self.code = code

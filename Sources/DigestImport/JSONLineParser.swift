@@ -3,7 +3,7 @@
 /// shallow however deep the line tries to go), a lone surrogate in a `\u` escape refused, and a key
 /// given twice in an object refused. Foundation's `JSONDecoder` is not used for lines: it cannot tell
 /// a bad number from bad JSON, takes the first of two equal keys and accepts numbers like `01`.
-struct JSONLineParser {
+package struct JSONLineParser {
     private let bytes: [UInt8]
     private let maxNesting: Int
     private var index = 0
@@ -14,7 +14,7 @@ struct JSONLineParser {
     }
 
     /// The value of a whole line (whitespace around it allowed, nothing else).
-    static func parse(_ bytes: [UInt8], maxNesting: Int = ImportLimits.maxNesting) throws(LineProblem) -> JSONValue {
+    package static func parse(_ bytes: [UInt8], maxNesting: Int = ImportLimits.maxNesting) throws(LineProblem) -> JSONValue {
         if let bad = firstInvalidUTF8(bytes) {
             throw LineProblem(.notUTF8, "not UTF-8 (byte \(bad + 1) is 0x\(hex(bytes[bad])))")
         }

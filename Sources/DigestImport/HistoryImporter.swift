@@ -1,107 +1,6 @@
 public import DigestCore
+public import DigestStore
 import Foundation
-
-/// The three input files (README, "Command line": the formats under `digest import`).
-public enum ImportKind: String, Sendable, CaseIterable, Codable {
-    case users, articles, reads
-
-    /// The kind a file name announces (`users.jsonl`, `2026-11-reads.jsonl`), if any.
-    public init?(fileName: String) {
-        let name = (fileName as NSString).lastPathComponent.lowercased()
-        guard let kind = ImportKind.allCases.first(where: { name.contains($0.rawValue) }) else { return nil }
-        self = kind
-    }
-
-    /// What one record is called in a problem line.
-    var noun: String {
-        switch self {
-        case .users: "user"
-        case .articles: "article"
-        case .reads: "read"
-        }
-    }
-}
-
-/// Where imported records go: each backend writes a batch idempotently, in one transaction, records
-/// in the order given (a later record of the same id wins).
-public protocol HistoryImportSink: Sendable {
-    /// Writes one batch and says what became of its records.
-    func write(_ batch: ImportBatch) async throws -> ImportBatchResult
-}
-
-/// Validated records of one kind, as the importer hands them to a sink.
-public enum ImportBatch: Sendable {
-    case users([Reader])
-    case articles([Article])
-    case reads([ImportedRead])
-
-    /// How many records the batch holds.
-    public var count: Int {
-        switch self {
-        case .users(let users): users.count
-        case .articles(let articles): articles.count
-        case .reads(let reads): reads.count
-        }
-    }
-}
-
-/// A read as imported: ids as the file names them.
-public struct ImportedRead: Sendable, Hashable {
-    public var userID: String
-    public var articleID: String
-    public var readAt: Int64
-    public var seconds: Int
-
-    public init(userID: String, articleID: String, readAt: Int64, seconds: Int) {
-        self.userID = userID
-        self.articleID = articleID
-        self.readAt = readAt
-        self.seconds = seconds
-    }
-}
-
-/// What a sink did with a batch.
-public struct ImportBatchResult: Sendable, Hashable {
-    /// A record the sink could not write.
-    public struct Rejection: Sendable, Hashable {
-        public enum Reason: String, Sendable, Hashable {
-            /// A read of a user the store does not have.
-            case unknownUser = "unknown_user"
-            /// A read of an article the store does not have.
-            case unknownArticle = "unknown_article"
-
-            /// The reason the line of the record is skipped for.
-            public var skipReason: ImportSkipReason {
-                switch self {
-                case .unknownUser: .unknownUser
-                case .unknownArticle: .unknownArticle
-                }
-            }
-        }
-
-        /// The record's position in the batch.
-        public var index: Int
-        public var reason: Reason
-
-        public init(index: Int, reason: Reason) {
-            self.index = index
-            self.reason = reason
-        }
-    }
-
-    /// New or changed records.
-    public var written = 0
-    /// Records already stored as they are.
-    public var unchanged = 0
-    /// Records not written, in batch order.
-    public var rejected: [Rejection] = []
-
-    public init(written: Int = 0, unchanged: Int = 0, rejected: [Rejection] = []) {
-        self.written = written
-        self.unchanged = unchanged
-        self.rejected = rejected
-    }
-}
 
 /// One file's import result.
 public struct ImportFileSummary: Sendable, Codable, Hashable {
@@ -339,5 +238,26 @@ public struct HistoryImporter<Sink: HistoryImportSink> {
             if strict { firstProblem = firstProblem ?? error } else { onProblem(error) }
         }
         if let firstProblem { throw firstProblem }
+    }
+}
+
+extension ImportKind {
+    /// What one record is called in a problem line.
+    var noun: String {
+        switch self {
+        case .users: "user"
+        case .articles: "article"
+        case .reads: "read"
+        }
+    }
+}
+
+extension ImportBatchResult.Rejection.Reason {
+    /// The reason the line of the record is skipped for.
+    public var skipReason: ImportSkipReason {
+        switch self {
+        case .unknownUser: .unknownUser
+        case .unknownArticle: .unknownArticle
+        }
     }
 }
