@@ -1,4 +1,4 @@
-public import DigestCore
+package import DigestCore
 import DigestThreads
 import Synchronization
 
@@ -11,13 +11,13 @@ import Synchronization
 /// defer { pool.shutdown() }
 /// let previews = try await pool.render(message, scale: 3)
 /// ```
-public final class PreviewPool: Sendable {
+package final class PreviewPool: Sendable {
     /// Each thread's renderer is made on it and never leaves it.
     private let workers: [DedicatedThread<PreviewRenderer>]
     private let next = Atomic<Int>(0)
-    public let configuration: PreviewRenderer.Configuration
+    package let configuration: PreviewRenderer.Configuration
 
-    public init(threads: Int = 2, configuration: PreviewRenderer.Configuration = .init()) {
+    package init(threads: Int = 2, configuration: PreviewRenderer.Configuration = .init()) {
         self.configuration = configuration
         workers = (0..<max(1, threads)).map { index in
             DedicatedThread(name: "digest-preview-\(index)") { PreviewRenderer(configuration: configuration) }
@@ -27,7 +27,7 @@ public final class PreviewPool: Sendable {
     deinit { shutdown() }
 
     /// Runs `body` with one worker thread's renderer.
-    public func withRenderer<T: Sendable>(
+    package func withRenderer<T: Sendable>(
         _ body: @escaping @Sendable (PreviewRenderer) throws -> T
     ) async throws -> T {
         let index = next.wrappingAdd(1, ordering: .relaxed).oldValue % workers.count
@@ -39,17 +39,17 @@ public final class PreviewPool: Sendable {
     }
 
     /// Every state of every platform section of `message` (optionally only `platforms`).
-    public func render(_ message: PreviewMessage, platforms: Set<Platform>? = nil, scale: Int = 3) async throws -> [RenderedPreview] {
+    package func render(_ message: PreviewMessage, platforms: Set<Platform>? = nil, scale: Int = 3) async throws -> [RenderedPreview] {
         try await withRenderer { try $0.renderAll(message, platforms: platforms, scale: scale) }
     }
 
     /// One surface and state.
-    public func render(_ content: NotificationContent, state: PreviewState, scale: Int = 3) async throws -> RenderedPreview {
+    package func render(_ content: NotificationContent, state: PreviewState, scale: Int = 3) async throws -> RenderedPreview {
         try await withRenderer { try $0.render(content, state: state, scale: scale) }
     }
 
     /// Lets the threads finish their queued work and exit.
-    public func shutdown() {
+    package func shutdown() {
         for worker in workers { worker.close() }
     }
 }

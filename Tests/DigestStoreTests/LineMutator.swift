@@ -1,4 +1,5 @@
 import DigestCore
+import DigestDemo
 import DigestStore
 
 /// Seeded mutations of import lines: byte flips, truncation, splices of other lines, deep nesting,
