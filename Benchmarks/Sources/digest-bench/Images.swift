@@ -1,5 +1,6 @@
 import ArgumentParser
 import DemoSupport
+import DigestCore
 import DigestImageCodecs
 import DigestImages
 import Foundation
