@@ -23,8 +23,9 @@ demo: build
 demo-send: build
 	DEMO_OUT=$(DEMO_OUT) scripts/demo-send.sh
 
-## Builds once (debug) and runs every test.
+## Checks the public surface (scripts/public-surface.sh), builds once (debug) and runs every test.
 test: setup-tests
+	scripts/public-surface.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 

@@ -22,11 +22,8 @@ let package = Package(
         .library(name: "DigestPostgres", targets: ["DigestPostgres"]),
         .library(name: "DigestRun", targets: ["DigestRun"]),
         .library(name: "DigestSender", targets: ["DigestSender"]),
-        .library(name: "DigestPreview", targets: ["DigestPreview"]),
-        .library(name: "DigestServer", targets: ["DigestServer"]),
         .library(name: "DigestImageCodecs", targets: ["DigestImageCodecs"]),
         .library(name: "DigestImages", targets: ["DigestImages"]),
-        .library(name: "DigestDemo", targets: ["DigestDemo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -83,7 +80,7 @@ let package = Package(
         // Sniffing, decoding, resampling, encoding: pure CPU work on bytes, no I/O (fuzzed on its own).
         .target(
             name: "DigestImageCodecs",
-            dependencies: ["CImageShim", "CJPEG", "CPNG"],
+            dependencies: ["CImageShim", "CPNG"],
             // Pixel loops are 50–100× slower unoptimised: build this target with -O in debug too, so
             // `make demo` and `make test` stay quick.
             swiftSettings: swiftSettings + [.unsafeFlags(["-O"], .when(configuration: .debug))]
@@ -166,13 +163,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What `digest demo` brings along: the sample data set, from the generated history that
-        // digest-bench writes into SQLite too, and the loopback server of its pictures (the tests serve
-        // their faults with it too).
+        // What `digest demo` brings along (not a product): the sample data set, from the generated
+        // history that digest-bench writes into SQLite too (Benchmarks/ links some of these files), the
+        // sample pictures, the seedable generator, and the loopback server of its pictures (the tests
+        // serve their faults with it too).
         .target(
             name: "DigestDemo",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestNIO",
+                "DigestCore", "DigestStore", "DigestImageCodecs",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -225,9 +223,8 @@ let package = Package(
         .target(
             name: "DigestEvents",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestImport",
+                "DigestStore", "DigestImport",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -238,7 +235,7 @@ let package = Package(
         .target(
             name: "DigestTesting",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestImages",
+                "DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -259,18 +256,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // async-http-client alone against the fake FCM server (no outbox, no OAuth): the ceiling of the
-        // sender's HTTP path, for scripts/bench-send.sh.
+        // Time per preview PNG for each surface and state, for scripts/bench-previews.sh: here rather
+        // than in Benchmarks/ because the previews are not a library product.
         .executableTarget(
-            name: "digest-fcm-load",
-            dependencies: [
-                "DigestSender", "DigestNIO",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-            ],
+            name: "PreviewBenchmark",
+            dependencies: ["DigestCore", "DigestPreview"],
             swiftSettings: swiftSettings
         ),
         // The command line.
@@ -288,7 +278,6 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings,
             // jemalloc in place of glibc's malloc (Debian's libjemalloc-dev, installed by scripts/setup.sh):
@@ -304,12 +293,12 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestCoreTests",
-            dependencies: ["DigestCore", "DigestDemo", "DigestTesting"],
+            dependencies: ["DigestCore", "DigestDemo"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "DigestStoreTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestThreads", "DigestImages", "DigestTesting",
+            dependencies: ["DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestThreads", "DigestImages", "DigestDemo", "DigestTesting",
                            .product(name: "PostgresNIO", package: "postgres-nio")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -334,7 +323,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestRunTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestTesting"],
+            dependencies: ["DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestDemo", "DigestTesting"],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
@@ -352,7 +341,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestPreviewTests",
-            dependencies: ["DigestCore", "DigestPreview", "DigestTesting"],
+            dependencies: ["DigestCore", "DigestPreview"],
             exclude: ["Goldens", "Fixtures"],
             swiftSettings: swiftSettings
         ),

@@ -8,7 +8,8 @@
 #   scripts/bench-ab.sh --build ../digest-base .      # builds both (release), then measures
 #
 # Each checkout needs (what --build makes): .build/release/{digest,digest-fake-fcm},
-# Benchmarks/.build/release/digest-bench and Benchmarks/Previews/.build/release/PreviewBenchmark.
+# Benchmarks/.build/release/digest-bench and PreviewBenchmark (.build/release/PreviewBenchmark, or in
+# Benchmarks/Previews/.build/release in checkouts from before the previews left the library products).
 #
 # Data (AB_DATA):
 #   same (the default)  A's digest-bench, A's scripts/postgres-bench-data.sql (after A's `digest
@@ -67,9 +68,19 @@ if [ "$BUILD" = 1 ]; then
     log "building $dir (release)"
     (cd "$dir" && swift build -c release --product digest >/dev/null && swift build -c release --product digest-fake-fcm >/dev/null \
       && swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-bench >/dev/null \
-      && (cd Benchmarks/Previews && swift build -c release >/dev/null))
+      && if [ -f Benchmarks/Previews/Package.swift ]; then (cd Benchmarks/Previews && swift build -c release >/dev/null)
+         else swift build -c release --product PreviewBenchmark >/dev/null; fi)
   done
 fi
+
+# A checkout's PreviewBenchmark: in its root package, or in Benchmarks/Previews (older checkouts).
+preview_benchmark() {
+  if [ -x "$1/.build/release/PreviewBenchmark" ] && [ ! -f "$1/Benchmarks/Previews/Package.swift" ]; then
+    echo "$1/.build/release/PreviewBenchmark"
+  else
+    echo "$1/Benchmarks/Previews/.build/release/PreviewBenchmark"
+  fi
+}
 
 RESULTS="$OUT/results.tsv"
 printf 'part\tbuild\tround\tunits\tcpu_s\twall_s\tserver_cpu_s\n' >"$RESULTS"
@@ -219,9 +230,9 @@ if [[ " $PARTS " == *" previews "* ]]; then
     for build in $(order "$round"); do
       log "previews: round $round, $build"
       dir=$(dir_of "$build")
-      surfaces=$("$dir/Benchmarks/Previews/.build/release/PreviewBenchmark" "$dir/Tests/DigestPreviewTests/Fixtures" 1 3 | grep -vc '^first')
+      surfaces=$("$(preview_benchmark "$dir")" "$dir/Tests/DigestPreviewTests/Fixtures" 1 3 | grep -vc '^first')
       timed previews "$build" "$round" "$((surfaces * PREVIEW_ITERATIONS))" \
-        "$dir/Benchmarks/Previews/.build/release/PreviewBenchmark" "$dir/Tests/DigestPreviewTests/Fixtures" "$PREVIEW_ITERATIONS" 3
+        "$(preview_benchmark "$dir")" "$dir/Tests/DigestPreviewTests/Fixtures" "$PREVIEW_ITERATIONS" 3
     done
   done
 fi

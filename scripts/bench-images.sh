@@ -31,7 +31,11 @@ IM=/usr/bin/convert-im6.q16   # the Debian binary: a `convert` earlier on PATH m
 
 echo "bench-images: building (release)"
 swift build -c release --product digest 2>&1 | grep -v "unhandled; explicitly declare" | tail -1
+swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-bench 2>&1 \
+  | grep -v "unhandled; explicitly declare" | tail -1
 BIN=.build/release/digest
+# The timing drivers (`images render --passes`, `images shared`) are digest-bench's, not the CLI's.
+BENCH=Benchmarks/.build/release/digest-bench
 
 # --- corpus -----------------------------------------------------------------------------------
 if [ ! -f "$CORPUS/.complete" ]; then
@@ -126,7 +130,7 @@ for g in "${ORDER[@]}"; do
   for pass in $(seq "$PASSES"); do
     # This project: two rounds of the group per process (6 images), its own wall clock; CPU from rusage.
     for threads in 1 2; do
-      /usr/bin/time -f "%U %S" -o "$TMP/rusage" "$BIN" images render --renditions hero --threads $threads --passes 2 $pattern > "$TMP/ours.txt"
+      /usr/bin/time -f "%U %S" -o "$TMP/rusage" "$BENCH" images render --renditions hero --threads $threads --passes 2 $pattern > "$TMP/ours.txt"
       W[ours$threads]+="$(awk '/^total:/ {for (i = 1; i <= NF; i++) if ($i == "per") print $(i - 2)}' "$TMP/ours.txt") "
       C[ours$threads]+="$(awk -v n=$((2 * n)) '{print ($1 + $2) * 1000 / n}' "$TMP/rusage") "
     done
@@ -171,18 +175,19 @@ done
 MACHINE_SCALE=$(printf '%s\n' "${scales[@]}" | median | xargs printf '%.2f')
 
 echo "bench-images: peak memory, 2 threads, whole corpus"
-/usr/bin/time -v "$BIN" images render --renditions hero,icon --threads 2 --passes 2 "$CORPUS"/*.jpg "$CORPUS"/*.png > /dev/null 2> "$TMP/time.txt"
+/usr/bin/time -v "$BENCH" images render --renditions hero,icon --threads 2 --passes 2 "$CORPUS"/*.jpg "$CORPUS"/*.png > /dev/null 2> "$TMP/time.txt"
 PEAK_MB=$(awk -F: '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$TMP/time.txt")
 
 RUN_LINE="skipped (SKIP_RUN=1)"
 SHARED_LINE="skipped (SKIP_RUN=1)"
 if [ "${SKIP_RUN:-0}" != 1 ]; then
   echo "bench-images: $USERS users asking the attachment provider for 200 shared images"
-  rm -rf "$OUT/shared"
-  "$BIN" images shared --users "$USERS" --images 200 --out "$OUT/shared" > "$TMP/shared.txt" 2>/dev/null
+  rm -rf "$OUT/shared" "$OUT/shared-pictures"
+  "$BIN" images samples --kind demo --count 200 --out "$OUT/shared-pictures" > /dev/null
+  "$BENCH" images shared --users "$USERS" --pictures "$OUT/shared-pictures" --out "$OUT/shared" > "$TMP/shared.txt" 2>/dev/null
   cat "$TMP/shared.txt"
   SHARED_DOWNLOADS=$(grep -o 'downloads: [0-9]*' "$TMP/shared.txt" | awk '{print $2}')
-  SHARED_LINE="\`digest images shared --users $USERS --images 200\` (user i asks for picture i mod 200, 1,000 users at a time, pictures served on 127.0.0.1): $(grep '^downloads:' "$TMP/shared.txt"); $(grep '^time:' "$TMP/shared.txt"). Downloads: **${SHARED_DOWNLOADS:-?}** (target: exactly 200)."
+  SHARED_LINE="\`digest-bench images shared --users $USERS\` with the 200 pictures of \`digest images samples --kind demo --count 200\` (user i asks for picture i mod 200, 1,000 users at a time, pictures served on 127.0.0.1): $(grep '^downloads:' "$TMP/shared.txt"); $(grep '^time:' "$TMP/shared.txt"). Downloads: **${SHARED_DOWNLOADS:-?}** (target: exactly 200)."
 
   echo "bench-images: weekly run, $USERS users, articles sharing 200 pictures"
   rm -rf "$OUT/run"
@@ -217,7 +222,7 @@ cell() { [[ $1 == "–" ]] && echo "–" || echo "$(fmt "$1") ($(fmt "$2"))"; }
     best=vips; for t in pillow im gm; do (( $(echo "${R[$g,$t]} < ${R[$g,$best]}" | bc -l) )) && best=$t; done
     targets+=("$g: ÷ fastest other ($best) $(ratio ${R[$g,ours1]} ${R[$g,$best]}), ÷ djpeg $(ratio ${R[$g,ours1]} ${R[$g,djpeg]}), 2-thread speed-up $(ratio ${R[$g,ours1]} ${R[$g,ours2]}), ImageMagick ÷ this $(ratio ${R[$g,im]} ${R[$g,ours1]})")
   done
-  echo "- Reference: the other tools on the same files; targets on JPEG sources (wall time): this ÷ the fastest other ≤ 1, this ÷ djpeg's decode floor ≤ 1.5, 2-thread speed-up ≥ 1.8, ImageMagick ÷ this ≥ 3. Measured: $(printf '%s; ' "${targets[@]}" | sed 's/; $//'). Task: source → hero rendition (2:1 cover crop, 1024×512, JPEG q82, written); corpus from \`digest images samples --kind bench\` (3 files a row; large 4000×3000 JPEG q90, ~$(du -k "$CORPUS"/large-1-baseline.jpg | cut -f1) KB, medium 1600×1200, RGBA PNG with alpha, palette PNG); medians over $PASSES passes. This project: \`digest images render --renditions hero --passes 2\` (start-up excluded); vipsthumbnail \`--size 1024x512 --smartcrop centre\`; Pillow with \`Image.draft\`; ImageMagick 6 and GraphicsMagick one process per file; djpeg \`-scale 1/N\` decoding only."
+  echo "- Reference: the other tools on the same files; targets on JPEG sources (wall time): this ÷ the fastest other ≤ 1, this ÷ djpeg's decode floor ≤ 1.5, 2-thread speed-up ≥ 1.8, ImageMagick ÷ this ≥ 3. Measured: $(printf '%s; ' "${targets[@]}" | sed 's/; $//'). Task: source → hero rendition (2:1 cover crop, 1024×512, JPEG q82, written); corpus from \`digest images samples --kind bench\` (3 files a row; large 4000×3000 JPEG q90, ~$(du -k "$CORPUS"/large-1-baseline.jpg | cut -f1) KB, medium 1600×1200, RGBA PNG with alpha, palette PNG); medians over $PASSES passes. This project: \`digest-bench images render --renditions hero --passes 2\` (start-up excluded); vipsthumbnail \`--size 1024x512 --smartcrop centre\`; Pillow with \`Image.draft\`; ImageMagick 6 and GraphicsMagick one process per file; djpeg \`-scale 1/N\` decoding only."
   echo "- Two threads on this machine during the run: djpeg in two parallel streams against one gave ${MACHINE_SCALE}× (the ceiling of the 2-thread column). Peak memory, 2 threads, hero and icon of the whole corpus: ${PEAK_MB} MB (target: under 200 MB)."
   echo "- Shared images, provider alone: $SHARED_LINE Whole weekly run: $RUN_LINE"
   echo "- Command: \`scripts/bench-images.sh\` (a step of \`make bench\`; knobs \`PASSES=$PASSES\`, \`USERS=$USERS\`, \`SKIP_RUN=1\`; installs vipsthumbnail, ImageMagick, GraphicsMagick, djpeg and Pillow)."

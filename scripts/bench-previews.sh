@@ -10,8 +10,8 @@ chromium_runs=${PREVIEW_BENCH_CHROMIUM_RUNS:-10}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-(cd Benchmarks/Previews && swift build -c release >/dev/null)
-bin=Benchmarks/Previews/.build/release/PreviewBenchmark
+swift build -c release --product PreviewBenchmark >/dev/null
+bin="$(swift build -c release --show-bin-path)/PreviewBenchmark"
 "$bin" Tests/DigestPreviewTests/Fixtures "$iterations" 3 > "$out/renderer.tsv"
 
 chromium_ms="n/a"

@@ -2,8 +2,8 @@
 # Delivery benchmark (release build, loopback only): messages/s that `digest send` delivers to the
 # fake FCM server with 64 requests in flight, against the same server fed by wrk (64 connections,
 # prepared requests, no database, no OAuth) as the reference, and by async-http-client alone
-# (`digest-fcm-load`: the same prepared requests through the sender's client configuration and request
-# path, 64 in flight), the ceiling of any sender built on it. Writes the "## Delivery on loopback" section of
+# (`digest-fcm-load`, built in Benchmarks/: the same prepared requests through the sender's client
+# configuration and request path, 64 in flight), the ceiling of any sender built on it. Writes the "## Delivery on loopback" section of
 # BENCHMARKS.md (between its bench-send markers) with the medians of RUNS runs of each (default 3; the machine is shared, so the
 # load average and the CPU time per message are written too).
 # Usage: scripts/bench-send.sh [users]   (default 25000 users ≈ 47,000 messages)
@@ -23,8 +23,9 @@ install_packages bench-send ${need[@]+"${need[@]}"}
 
 swift build -c release --product digest >/dev/null
 swift build -c release --product digest-fake-fcm >/dev/null
-swift build -c release --product digest-fcm-load >/dev/null
+swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-fcm-load >/dev/null
 BIN="$(swift build -c release --show-bin-path)"
+LOAD=Benchmarks/.build/release/digest-fcm-load
 rm -rf "$OUT" && mkdir -p "$OUT"
 
 start_server() {
@@ -83,7 +84,7 @@ for run in $(seq 1 "$RUNS"); do
     WRK_SERVER_US+=("$(python3 -c "print($SERVER_CPU * 1e6 / $(awk '/requests in/ {print $1}' "$OUT/wrk-$run.txt"))")")
 
     start_server "ahc-$run"
-    "$BIN/digest-fcm-load" --endpoint "http://127.0.0.1:$PORT" --concurrency 64 --seconds "${DURATION%s}" > "$OUT/ahc-$run.txt"
+    "$LOAD" --endpoint "http://127.0.0.1:$PORT" --concurrency 64 --seconds "${DURATION%s}" > "$OUT/ahc-$run.txt"
     SERVER_CPU="$(awk '{print ($14 + $15) / 100}' "/proc/$SERVER/stat")"
     AHC_LOADS+=("$(cut -d' ' -f1 /proc/loadavg)")
     stop_server

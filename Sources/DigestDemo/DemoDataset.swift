@@ -1,35 +1,35 @@
-public import DigestCore
-public import DigestStore
-public import Foundation
+package import DigestCore
+package import DigestStore
+package import Foundation
 
 /// A realistic sample, the same for the same seed and week: the ``DemoHistory`` of `users` and
 /// `articles` as the JSON Lines files `digest import` reads. Users across four languages and many
 /// time zones, 1–3 devices each (2% with none), articles with long, emoji and CJK titles, four weeks
 /// of reads.
-public struct DemoDataset: Sendable {
-    public var seed: UInt64 = 2026
-    public var users = 2400
-    public var articles = 360
+package struct DemoDataset: Sendable {
+    package var seed: UInt64 = 2026
+    package var users = 2400
+    package var articles = 360
     /// Reads in all: this many times `users`.
-    public var readsPerUser = 14
+    package var readsPerUser = 14
     /// Where article images live.
-    public var imageBase = "https://images.digest.example"
+    package var imageBase = "https://images.digest.example"
     /// File names under `imageBase`, shared round-robin by the articles that have an image; nil: one
     /// `<article id>.jpg` per article.
-    public var imageNames: [String]?
+    package var imageNames: [String]?
     /// The last week of reads; reads cover it and the three before.
-    public var week: ISOWeek
+    package var week: ISOWeek
     /// Weeks of reads, up to `week`.
-    public var weeks = 4
+    package var weeks = 4
     /// Users with no device (the run skips them: `no_devices`).
-    public var percentWithoutDevices = 2
+    package var percentWithoutDevices = 2
 
-    public init(week: ISOWeek) {
+    package init(week: ISOWeek) {
         self.week = week
     }
 
     /// Writes `users.jsonl`, `articles.jsonl` and `reads.jsonl` into `directory`; returns their paths.
-    public func write(to directory: URL) throws -> [ImportKind: String] {
+    package func write(to directory: URL) throws -> [ImportKind: String] {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var history = DemoHistory(
             week: week, weeks: weeks, users: users, reads: users * readsPerUser, articles: articles, seed: seed,

@@ -1,4 +1,4 @@
-public import DigestCore
+package import DigestCore
 import Foundation
 
 /// A deterministic reading history over the last weeks (two by default): the demo writes it as JSON
@@ -13,29 +13,29 @@ import Foundation
 /// for article in history.articles { … }
 /// while let user = history.nextUser() { … user.reader … user.reads … }
 /// ```
-public struct DemoHistory: Sendable {
+package struct DemoHistory: Sendable {
     /// One user, with their devices and reads.
-    public struct User: Sendable, Hashable {
+    package struct User: Sendable, Hashable {
         /// 0, 1, 2, … in the order ``nextUser()`` hands them out; the id is `u<index + 1>`.
-        public var index: Int
-        public var reader: Reader
+        package var index: Int
+        package var reader: Reader
         /// In time order, each at a second of its own.
-        public var reads: [Read]
+        package var reads: [Read]
     }
 
     /// One read by a user.
-    public struct Read: Sendable, Hashable {
+    package struct Read: Sendable, Hashable {
         /// The index of the article in ``DemoHistory/articles``.
-        public var article: Int
+        package var article: Int
         /// Unix seconds, after the article was published.
-        public var readAt: Int64
-        public var seconds: Int
+        package var readAt: Int64
+        package var seconds: Int
     }
 
     /// The catalogue: ids `a1`, `a2`, … in four languages round robin, 1–3 distinct topics, 70% with
     /// an image, published over the weeks of reads (the first eight within the first hour, so that
     /// every read has something published before it).
-    public let articles: [Article]
+    package let articles: [Article]
 
     private var random: SplitMix64
     private let locales: [String]
@@ -65,7 +65,7 @@ public struct DemoHistory: Sendable {
     ///   - imageBase: where the articles' images live.
     ///   - imageNames: file names under `imageBase`, shared round robin by the articles that have an
     ///     image; nil: one `<article id>.jpg` per article.
-    public init(
+    package init(
         week: ISOWeek, weeks: Int = 2, users: Int, reads: Int, articles: Int = 400, seed: UInt64 = 2026,
         locales: [String]? = nil, percentWithoutDevices: Int = 0, imageBase: String = "https://images.digest.example",
         imageNames: [String]? = nil
@@ -142,7 +142,7 @@ public struct DemoHistory: Sendable {
     }
 
     /// The next user with their devices and reads; nil after the last.
-    public mutating func nextUser() -> User? {
+    package mutating func nextUser() -> User? {
         guard nextIndex < readCounts.count else { return nil }
         let index = nextIndex
         nextIndex += 1

@@ -1,21 +1,19 @@
-public import DigestCore
-
 /// The words of the generated histories (``DemoHistory``): the demo's JSON Lines and the
 /// benchmark's SQLite files draw their languages, locales, time zones, topics, headlines and device
 /// tokens from here.
-public enum DemoVocabulary {
+package enum DemoVocabulary {
     /// The articles' languages, round robin.
-    public static let languages = ["en", "pl", "ru", "zh-Hans"]
+    package static let languages = ["en", "pl", "ru", "zh-Hans"]
     /// The users' locales: those of Templates/ and regional variants (a history adds 1% `fr-FR`, which
     /// has no templates and falls back to English).
-    public static let locales = ["en", "en-GB", "en-US", "pl", "pl-PL", "ru", "ru-RU", "zh-Hans", "zh-CN"]
+    package static let locales = ["en", "en-GB", "en-US", "pl", "pl-PL", "ru", "ru-RU", "zh-Hans", "zh-CN"]
     /// The users' time zones (a history adds a few unknown ones, `Mars/Olympus`, which run on UTC).
-    public static let zones = [
+    package static let zones = [
         "Europe/Warsaw", "Europe/London", "Europe/Moscow", "America/New_York", "America/Los_Angeles",
         "America/Sao_Paulo", "Asia/Shanghai", "Asia/Kolkata", "Asia/Kathmandu", "Australia/Sydney",
         "Pacific/Kiritimati", "Pacific/Pago_Pago", "America/St_Johns",
     ]
-    public static let topics = [
+    package static let topics = [
         "swift", "linux", "databases", "security", "ai", "design", "science", "climate", "space", "health",
         "economy", "football", "music", "cinema", "travel", "food", "history", "books",
     ]
@@ -42,7 +40,7 @@ public enum DemoVocabulary {
     ]
 
     /// A headline in the article's language, sometimes with emoji, flags or template-like braces.
-    public static func title(language: String, topic: String, random: inout SplitMix64) -> String {
+    package static func title(language: String, topic: String, random: inout SplitMix64) -> String {
         let parts: [String]
         switch language {
         case "pl":
@@ -73,7 +71,7 @@ public enum DemoVocabulary {
     }
 
     /// An FCM-like registration token: 22 characters, `:APA91b`, 140 more (169 bytes).
-    public static func token(random: inout SplitMix64) -> String {
+    package static func token(random: inout SplitMix64) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(22 + 7 + 140)
         var bits: UInt64 = 0

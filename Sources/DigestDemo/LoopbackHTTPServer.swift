@@ -1,4 +1,3 @@
-import DigestNIO
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -14,15 +13,15 @@ import Synchronization
 ///     print(server.url("/a.jpg"))
 /// }
 /// ```
-public struct LoopbackHTTPServer: Sendable {
+package struct LoopbackHTTPServer: Sendable {
     /// The port it listens on.
-    public let port: Int
+    package let port: Int
 
     /// `http://127.0.0.1:<port><path>`.
-    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    package func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
     /// Starts the server, runs `body`, and stops the server (closing any connection still open).
-    public static func serve<T: Sendable>(
+    package static func serve<T: Sendable>(
         _ routes: LoopbackRoutes, _ body: (LoopbackHTTPServer) async throws -> T
     ) async throws -> T {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -37,11 +36,11 @@ public struct LoopbackHTTPServer: Sendable {
         return try await withThrowingTaskGroup(of: Void.self) { group in
             // Accepting and answering run on the channels' event loops, not on the concurrency pool:
             // blocking work elsewhere in the process (a busy test run) cannot stall the answers.
-            group.addTask(executorPreference: EventLoopExecutor(channel.channel.eventLoop)) {
+            group.addTask(executorPreference: ChannelLoopExecutor(channel.channel.eventLoop)) {
                 try? await channel.executeThenClose { inbound in
                     try await withThrowingDiscardingTaskGroup { connections in
                         for try await connection in inbound {
-                            connections.addTask(executorPreference: EventLoopExecutor(connection.channel.eventLoop)) {
+                            connections.addTask(executorPreference: ChannelLoopExecutor(connection.channel.eventLoop)) {
                                 await Self.handle(connection, routes: routes)
                             }
                         }
@@ -121,9 +120,9 @@ public struct LoopbackHTTPServer: Sendable {
 }
 
 /// The routes a `LoopbackHTTPServer` serves, changeable while it runs, with a count of requests.
-public final class LoopbackRoutes: Sendable {
+package final class LoopbackRoutes: Sendable {
     /// What a path answers.
-    public enum Response: Sendable {
+    package enum Response: Sendable {
         /// A status with a body and a Content-Type (nil: no header).
         case bytes(status: Int, body: [UInt8], contentType: String?)
         /// A redirect to `location`.
@@ -133,26 +132,41 @@ public final class LoopbackRoutes: Sendable {
         /// A body of up to 64 MiB, with or without a Content-Length.
         case endless(contentType: String, declaredLength: Int?)
 
-        public static func ok(_ body: [UInt8], contentType: String?) -> Response { .bytes(status: 200, body: body, contentType: contentType) }
+        package static func ok(_ body: [UInt8], contentType: String?) -> Response { .bytes(status: 200, body: body, contentType: contentType) }
     }
 
     private let table: Mutex<[String: Response]>
     private let counts = Mutex<[String: Int]>([:])
 
-    public init(_ routes: [String: Response] = [:]) {
+    package init(_ routes: [String: Response] = [:]) {
         table = Mutex(routes)
     }
 
-    public subscript(path: String) -> Response? {
+    package subscript(path: String) -> Response? {
         get { table.withLock { $0[path] } }
         set { table.withLock { $0[path] = newValue } }
     }
 
     /// Requests per path so far.
-    public var hits: [String: Int] { counts.withLock { $0 } }
+    package var hits: [String: Int] { counts.withLock { $0 } }
 
     func hit(_ path: String) -> Response {
         counts.withLock { $0[path, default: 0] += 1 }
         return table.withLock { $0[path] } ?? .bytes(status: 404, body: Array("not found\n".utf8), contentType: "text/plain")
+    }
+}
+
+/// Runs jobs on one NIO event loop: the loopback server's own copy of DigestNIO's
+/// `EventLoopExecutor`, so that this file builds on its own in the Benchmarks package too.
+private final class ChannelLoopExecutor: TaskExecutor {
+    let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

@@ -5,28 +5,28 @@ import Synchronization
 /// The bearer keys apps post events with: a file of one key a line (blank lines and lines starting
 /// with `#` skipped), read again by ``reload()`` (`digest collect` calls it on SIGHUP). Keys are
 /// kept as SHA-256 digests, so a lookup's time says nothing about how much of a key matched.
-public final class AppKeys: Sendable {
+package final class AppKeys: Sendable {
     /// Where the keys are read from (`nil`: the keys given at creation, never reloaded).
-    public let path: String?
+    package let path: String?
     private let digests: Mutex<Set<SHA256Digest>>
 
     /// Reads the keys of `path`; fails when it cannot be read or holds no key.
-    public init(path: String) throws(AppKeysError) {
+    package init(path: String) throws(AppKeysError) {
         self.path = path
         self.digests = Mutex(try Self.read(path))
     }
 
     /// Fixed keys (tests, embedding).
-    public init(keys: [String]) {
+    package init(keys: [String]) {
         self.path = nil
         self.digests = Mutex(Set(keys.map { SHA256.hash(data: Array($0.utf8)) }))
     }
 
     /// How many keys are in force.
-    public var count: Int { digests.withLock { $0.count } }
+    package var count: Int { digests.withLock { $0.count } }
 
     /// Whether `key` is one of the keys.
-    public func accepts(_ key: String) -> Bool {
+    package func accepts(_ key: String) -> Bool {
         let digest = SHA256.hash(data: Array(key.utf8))
         return digests.withLock { $0.contains(digest) }
     }
@@ -34,7 +34,7 @@ public final class AppKeys: Sendable {
     /// Reads the file again and puts its keys in force; on failure the keys in force stay and the
     /// error says why. Returns how many keys are in force.
     @discardableResult
-    public func reload() throws(AppKeysError) -> Int {
+    package func reload() throws(AppKeysError) -> Int {
         guard let path else { return count }
         let keys = try Self.read(path)
         digests.withLock { $0 = keys }
@@ -63,14 +63,14 @@ public final class AppKeys: Sendable {
 }
 
 /// A key file that cannot be used.
-public struct AppKeysError: Error, CustomStringConvertible, Equatable {
-    public let path: String
-    public let message: String
+package struct AppKeysError: Error, CustomStringConvertible, Equatable {
+    package let path: String
+    package let message: String
 
-    public init(path: String, message: String) {
+    package init(path: String, message: String) {
         self.path = path
         self.message = message
     }
 
-    public var description: String { "\(path): \(message)" }
+    package var description: String { "\(path): \(message)" }
 }

@@ -1,4 +1,4 @@
-public import DigestStore
+package import DigestStore
 
 /// A week's delivery and open figures (`digest report`): per variant × platform × locale, what was
 /// sent (outbox messages in state `sent`), received, displayed, opened, dismissed and acted on, the
@@ -9,24 +9,24 @@ public import DigestStore
 /// let report = DeliveryReport(week: "2026-W47", counts: try await database.eventCounts(week: "2026-W47"))
 /// print(report.text)
 /// ```
-public struct DeliveryReport: Sendable, Hashable, Codable {
+package struct DeliveryReport: Sendable, Hashable, Codable {
     /// One group's figures.
-    public struct Row: Sendable, Hashable, Codable {
-        public var variant: String
-        public var platform: String
+    package struct Row: Sendable, Hashable, Codable {
+        package var variant: String
+        package var platform: String
         /// The template locale; `nil` for messages enqueued before the outbox kept it.
-        public var locale: String?
-        public var sent: Int
-        public var received: Int
-        public var displayed: Int
-        public var opened: Int
-        public var dismissed: Int
-        public var actions: Int
+        package var locale: String?
+        package var sent: Int
+        package var received: Int
+        package var displayed: Int
+        package var opened: Int
+        package var dismissed: Int
+        package var actions: Int
         /// opened / sent, `nil` when nothing was sent.
-        public var openRate: Double?
+        package var openRate: Double?
         /// The 95% Wilson interval of ``openRate``.
-        public var openRateLow: Double?
-        public var openRateHigh: Double?
+        package var openRateLow: Double?
+        package var openRateHigh: Double?
 
         init(_ counts: EventCounts, locale: String?) {
             variant = counts.variant
@@ -50,7 +50,7 @@ public struct DeliveryReport: Sendable, Hashable, Codable {
         }
 
         /// Every key, `null` for an unknown locale or a rate of nothing sent.
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(variant, forKey: .variant)
             try container.encode(platform, forKey: .platform)
@@ -68,13 +68,13 @@ public struct DeliveryReport: Sendable, Hashable, Codable {
     }
 
     /// One arm of a split week, all its variants, platforms and locales together.
-    public struct Arm: Sendable, Hashable, Codable {
-        public var arm: String
-        public var sent: Int
-        public var opened: Int
-        public var openRate: Double?
-        public var openRateLow: Double?
-        public var openRateHigh: Double?
+    package struct Arm: Sendable, Hashable, Codable {
+        package var arm: String
+        package var sent: Int
+        package var opened: Int
+        package var openRate: Double?
+        package var openRateLow: Double?
+        package var openRateHigh: Double?
 
         enum CodingKeys: String, CodingKey {
             case arm, sent, opened
@@ -83,13 +83,13 @@ public struct DeliveryReport: Sendable, Hashable, Codable {
     }
 
     /// A split week's comparison: the image arm against the text arm.
-    public struct Split: Sendable, Hashable, Codable {
-        public var arms: [Arm]
+    package struct Split: Sendable, Hashable, Codable {
+        package var arms: [Arm]
         /// The image arm's open rate minus the text arm's (`nil` unless both arms sent something).
-        public var difference: Double?
+        package var difference: Double?
         /// The pooled two-proportion z statistic and its two-sided p-value.
-        public var z: Double?
-        public var pValue: Double?
+        package var z: Double?
+        package var pValue: Double?
 
         enum CodingKeys: String, CodingKey {
             case arms, difference, z
@@ -97,13 +97,13 @@ public struct DeliveryReport: Sendable, Hashable, Codable {
         }
     }
 
-    public var week: String
+    package var week: String
     /// Sorted by variant, platform, locale.
-    public var rows: [Row]
+    package var rows: [Row]
     /// `nil` unless the week's messages were split into arms.
-    public var split: Split?
+    package var split: Split?
 
-    public init(week: String, counts: [EventCounts]) {
+    package init(week: String, counts: [EventCounts]) {
         self.week = week
         var groups: [[String]: EventCounts] = [:]
         var arms: [String: (sent: Int, opened: Int)] = [:]
@@ -146,7 +146,7 @@ public struct DeliveryReport: Sendable, Hashable, Codable {
     }
 
     /// The report as a table, for a terminal.
-    public var text: String {
+    package var text: String {
         func percent(_ value: Double?) -> String {
             guard let value else { return "-" }
             return Self.fixed(value * 100, digits: 1) + "%"

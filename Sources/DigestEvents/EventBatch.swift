@@ -1,4 +1,4 @@
-public import DigestStore
+package import DigestStore
 import DigestImport
 
 /// The body of `POST /v1/events`, read: each event parsed or refused with its reason.
@@ -9,28 +9,28 @@ import DigestImport
 /// ``maxFuture`` seconds after `now`) and, for `type` `action`, `action`; other keys are ignored, so
 /// apps may send more than this collector reads. Whether the message exists, and whether `at` is
 /// after it, only the store can say (``EventSink/record(_:now:)``).
-public struct EventBatch: Sendable, Hashable {
+package struct EventBatch: Sendable, Hashable {
     /// Most events a request may carry.
-    public static let maxEvents = 500
+    package static let maxEvents = 500
     /// Most bytes a request body may have.
-    public static let maxBodyBytes = 1 << 20
+    package static let maxBodyBytes = 1 << 20
     /// How far after its receipt an event's `at` may be (device clocks run fast): a day.
-    public static let maxFuture: Int64 = 86_400
+    package static let maxFuture: Int64 = 86_400
     /// Most bytes of an action's id.
-    public static let maxActionBytes = 64
+    package static let maxActionBytes = 64
 
     /// The events that passed, with their index in the request.
-    public var events: [IndexedEvent]
+    package var events: [IndexedEvent]
     /// The refused ones.
-    public var rejected: [RejectedEvent]
+    package var rejected: [RejectedEvent]
 
-    public init(events: [IndexedEvent] = [], rejected: [RejectedEvent] = []) {
+    package init(events: [IndexedEvent] = [], rejected: [RejectedEvent] = []) {
         self.events = events
         self.rejected = rejected
     }
 
     /// Reads a request body received at `now` (Unix seconds).
-    public static func parse(_ body: [UInt8], now: Int64) throws(EventBodyError) -> EventBatch {
+    package static func parse(_ body: [UInt8], now: Int64) throws(EventBodyError) -> EventBatch {
         guard body.count <= maxBodyBytes else { throw EventBodyError(.tooLarge, "the body is over \(maxBodyBytes) bytes") }
         let value: JSONValue
         do {
@@ -100,8 +100,8 @@ public struct EventBatch: Sendable, Hashable {
 }
 
 /// A request body refused as a whole: what the collector answers 400 or 413 with.
-public struct EventBodyError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: Sendable, Hashable {
+package struct EventBodyError: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Code: Sendable, Hashable {
         /// Not JSON, not an object, or no `events` list: 400.
         case notJSON
         /// Over ``EventBatch/maxBodyBytes``: 413.
@@ -110,13 +110,13 @@ public struct EventBodyError: Error, Sendable, Hashable, CustomStringConvertible
         case tooManyEvents
     }
 
-    public let code: Code
-    public let message: String
+    package let code: Code
+    package let message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -1,7 +1,7 @@
-public import DigestStore
+package import DigestStore
 import Foundation
-public import Hummingbird
-public import Logging
+package import Hummingbird
+package import Logging
 
 /// The HTTP service apps post delivery and open events to (`digest collect`, docs/009-events.md).
 ///
@@ -16,38 +16,38 @@ public import Logging
 ///     try await collector.application().runService()
 /// }
 /// ```
-public struct EventCollector<Sink: EventSink>: Sendable {
+package struct EventCollector<Sink: EventSink>: Sendable {
     /// Where the collector listens, and its clock.
-    public struct Configuration: Sendable {
-        public var host = "127.0.0.1"
+    package struct Configuration: Sendable {
+        package var host = "127.0.0.1"
         /// 0 picks a free port (see `onServerRunning`).
-        public var port = 8090
+        package var port = 8090
         /// Now, in Unix seconds: what `at` is checked against and `received_at` records.
-        public var now: @Sendable () -> Int64 = Configuration.systemNow
+        package var now: @Sendable () -> Int64 = Configuration.systemNow
 
-        public init(host: String = "127.0.0.1", port: Int = 8090, now: @escaping @Sendable () -> Int64 = Configuration.systemNow) {
+        package init(host: String = "127.0.0.1", port: Int = 8090, now: @escaping @Sendable () -> Int64 = Configuration.systemNow) {
             self.host = host
             self.port = port
             self.now = now
         }
 
         /// The system clock, in Unix seconds.
-        @Sendable public static func systemNow() -> Int64 { Int64(Date().timeIntervalSince1970) }
+        @Sendable package static func systemNow() -> Int64 { Int64(Date().timeIntervalSince1970) }
     }
 
-    public let sink: Sink
-    public let keys: AppKeys
-    public let configuration: Configuration
-    public let logger: Logger
+    package let sink: Sink
+    package let keys: AppKeys
+    package let configuration: Configuration
+    package let logger: Logger
 
-    public init(sink: Sink, keys: AppKeys, configuration: Configuration, logger: Logger = Logger(label: "digest.collect")) {
+    package init(sink: Sink, keys: AppKeys, configuration: Configuration, logger: Logger = Logger(label: "digest.collect")) {
         self.sink = sink
         self.keys = keys
         self.configuration = configuration
         self.logger = logger
     }
 
-    public func router() -> Router<BasicRequestContext> {
+    package func router() -> Router<BasicRequestContext> {
         let router = Router()
         let sink = self.sink, keys = self.keys, now = configuration.now, logger = self.logger
         router.get("healthz") { _, _ in "ok\n" }
@@ -84,7 +84,7 @@ public struct EventCollector<Sink: EventSink>: Sendable {
 
     /// The collector as a Hummingbird application (a `Service`: run it with `runService()` or in a
     /// `ServiceGroup`, which shuts it down gracefully on SIGTERM).
-    public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    package func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         Application(
             router: router(),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "digest-collect"),

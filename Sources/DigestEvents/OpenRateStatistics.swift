@@ -2,14 +2,14 @@ import Foundation  // sqrt, erfc
 
 /// The statistics of `digest report`: a proportion's 95% Wilson score interval, and the two-sided
 /// pooled two-proportion z-test of a split week's arms.
-public enum OpenRateStatistics {
+package enum OpenRateStatistics {
     /// The standard normal quantile of 0.975: a 95% two-sided interval.
-    public static let z95 = 1.959963984540054
+    package static let z95 = 1.959963984540054
 
     /// The Wilson score interval of `successes` out of `trials` at `z` (95% by default); `nil` when
     /// there were no trials. Unlike the normal approximation it stays inside [0, 1] and is not empty at
     /// 0 or `trials` successes.
-    public static func wilson(successes: Int, trials: Int, z: Double = z95) -> (low: Double, high: Double)? {
+    package static func wilson(successes: Int, trials: Int, z: Double = z95) -> (low: Double, high: Double)? {
         guard trials > 0 else { return nil }
         let n = Double(trials), p = Double(successes) / n, z2 = z * z
         let denominator = 1 + z2 / n
@@ -21,7 +21,7 @@ public enum OpenRateStatistics {
     /// The two-sided pooled two-proportion z-test of `x1/n1` against `x2/n2`: the z statistic and
     /// its p-value, `erfc(|z| / √2)`. `nil` when an arm has no trials; z 0 and p-value 1 when the
     /// pooled proportion is 0 or 1 (the arms cannot differ).
-    public static func twoProportionTest(x1: Int, n1: Int, x2: Int, n2: Int) -> (z: Double, pValue: Double)? {
+    package static func twoProportionTest(x1: Int, n1: Int, x2: Int, n2: Int) -> (z: Double, pValue: Double)? {
         guard n1 > 0, n2 > 0 else { return nil }
         let p1 = Double(x1) / Double(n1), p2 = Double(x2) / Double(n2)
         let pooled = Double(x1 + x2) / Double(n1 + n2)

@@ -1,40 +1,40 @@
-public import DigestCore
-public import DigestStore
+import DigestCore
+package import DigestStore
 import Foundation
 
 /// One file's import result.
-public struct ImportFileSummary: Sendable, Codable, Hashable {
-    public var file: String
-    public var kind: ImportKind
+package struct ImportFileSummary: Sendable, Codable, Hashable {
+    package var file: String
+    package var kind: ImportKind
     /// Lines read, blank ones included.
-    public var lines = 0
+    package var lines = 0
     /// New or changed records.
-    public var written = 0
+    package var written = 0
     /// Records already present as they are.
-    public var unchanged = 0
+    package var unchanged = 0
     /// Lines skipped, by ``ImportSkipReason`` name (`bad_id`, `unknown_user`, …). A `duplicate_id`
     /// line may have been written before the later line of its id replaced it.
-    public var skipped: [String: Int] = [:]
+    package var skipped: [String: Int] = [:]
     /// Users files: readers whose line (the last of their id) lists more than
     /// ``DeviceSelection/limit`` distinct tokens (`devices_over_limit`). Imported with every device,
     /// not skipped: a run sends to the limit of them (``DeviceSelection``).
-    public var devicesOverLimit = 0
+    package var devicesOverLimit = 0
 
-    public init(file: String, kind: ImportKind) {
+    package init(file: String, kind: ImportKind) {
         self.file = file
         self.kind = kind
     }
 }
 
 /// A skipped line (with `--strict`, the error that stops the import) or an unusable file.
-public struct ImportError: Error, CustomStringConvertible {
-    public let file: String
-    public let line: Int?
+package struct ImportError: Error, CustomStringConvertible {
+    package let file: String
+    package let line: Int?
     /// Why the line was skipped; `nil` for a file that cannot be read.
-    public let code: ImportSkipReason?
-    public let reason: String
+    package let code: ImportSkipReason?
+    package let reason: String
 
-    public init(file: String, line: Int?, code: ImportSkipReason? = nil, reason: String) {
+    package init(file: String, line: Int?, code: ImportSkipReason? = nil, reason: String) {
         self.file = file
         self.line = line
         self.code = code
@@ -42,7 +42,7 @@ public struct ImportError: Error, CustomStringConvertible {
     }
 
     /// `file:line: code: reason`.
-    public var description: String {
+    package var description: String {
         let what = code.map { "\($0.rawValue): \(reason)" } ?? reason
         return line.map { "\(file):\($0): \(what)" } ?? "\(file): \(what)"
     }
@@ -62,20 +62,20 @@ public struct ImportError: Error, CustomStringConvertible {
 ///     try await HistoryImporter(sink: sink).importFile("users.jsonl", as: .users)
 /// }
 /// ```
-public struct HistoryImporter<Sink: HistoryImportSink> {
-    public let sink: Sink
-    public var batchSize = 5_000
-    public var strict = false
+package struct HistoryImporter<Sink: HistoryImportSink> {
+    package let sink: Sink
+    package var batchSize = 5_000
+    package var strict = false
     /// Called for each skipped line.
-    public var onProblem: (ImportError) -> Void = { _ in }
+    package var onProblem: (ImportError) -> Void = { _ in }
     /// Called every `batchSize` lines with the lines read so far in the file.
-    public var onProgress: (String, Int) -> Void = { _, _ in }
+    package var onProgress: (String, Int) -> Void = { _, _ in }
 
-    public init(sink: Sink) {
+    package init(sink: Sink) {
         self.sink = sink
     }
 
-    public func importFile(_ path: String, as kind: ImportKind) async throws -> ImportFileSummary {
+    package func importFile(_ path: String, as kind: ImportKind) async throws -> ImportFileSummary {
         let reader = try LineReader(path: path)
         var summary = ImportFileSummary(file: path, kind: kind)
         var pending = PendingBatch(kind: kind)
@@ -254,7 +254,7 @@ extension ImportKind {
 
 extension ImportBatchResult.Rejection.Reason {
     /// The reason the line of the record is skipped for.
-    public var skipReason: ImportSkipReason {
+    package var skipReason: ImportSkipReason {
         switch self {
         case .unknownUser: .unknownUser
         case .unknownArticle: .unknownArticle

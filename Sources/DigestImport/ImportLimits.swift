@@ -1,24 +1,24 @@
 /// The limits `digest import` holds every line to (docs/008-import.md). A line over one is skipped
 /// with its reason, never cut down to fit.
-public enum ImportLimits {
+package enum ImportLimits {
     /// Bytes of one line, its line break not counted (`line_too_long`). Longer lines are read past
     /// without being held in memory.
-    public static let maxLineBytes = 1 << 20
+    package static let maxLineBytes = 1 << 20
     /// How deep objects and arrays may nest in a line (`too_deep`); a record needs 3.
-    public static let maxNesting = 32
+    package static let maxNesting = 32
     /// UTF-8 bytes of a user or article id, in any file (`bad_id`).
-    public static let maxIDBytes = 256
+    package static let maxIDBytes = 256
     /// Bytes of a device token (`bad_token`). FCM tokens are a few hundred; PostgreSQL indexes a
     /// reader's tokens with its id, and an index entry must stay well under its 2,704-byte ceiling.
-    public static let maxTokenBytes = 1_024
+    package static let maxTokenBytes = 1_024
     /// UTF-8 bytes of a locale or a time zone name (`bad_locale`, `bad_time_zone`).
-    public static let maxNameBytes = 64
+    package static let maxNameBytes = 64
     /// Topics of one article, after cleaning (`bad_topics`).
-    public static let maxTopicsPerArticle = 64
+    package static let maxTopicsPerArticle = 64
     /// UTF-8 bytes of one topic, after cleaning (`bad_topics`).
-    public static let maxTopicBytes = 256
+    package static let maxTopicBytes = 256
     /// An article's `readingMinutes`: 0 to a day (`bad_number`).
-    public static let maxReadingMinutes = 1_440
+    package static let maxReadingMinutes = 1_440
     /// A read's `seconds`: 0 to a day (`bad_number`).
-    public static let maxReadSeconds = 86_400
+    package static let maxReadSeconds = 86_400
 }

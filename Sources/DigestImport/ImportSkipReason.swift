@@ -1,7 +1,7 @@
 /// Why a line of an import file was not imported, by its stable name: the name the import's report,
 /// its summary (``ImportFileSummary/skipped``) and its problem lines (`file:line: name: detail`) use.
 /// docs/008-import.md lists what each covers.
-public enum ImportSkipReason: String, Sendable, CaseIterable, Codable {
+package enum ImportSkipReason: String, Sendable, CaseIterable, Codable {
     /// The line is longer than ``ImportLimits/maxLineBytes``.
     case lineTooLong = "line_too_long"
     /// The line's bytes are not UTF-8.

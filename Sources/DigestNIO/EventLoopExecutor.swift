@@ -1,4 +1,4 @@
-public import NIOCore
+package import NIOCore
 
 /// A task executor that runs jobs on one NIO event loop.
 ///
@@ -10,14 +10,14 @@ public import NIOCore
 ///   while blocking work holds every thread of the concurrency pool (a busy test process).
 ///
 /// The loop must outlive every task that prefers it.
-public final class EventLoopExecutor: TaskExecutor {
-    public let eventLoop: any EventLoop
+package final class EventLoopExecutor: TaskExecutor {
+    package let eventLoop: any EventLoop
 
-    public init(_ eventLoop: any EventLoop) {
+    package init(_ eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
     }
 
-    public func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }

@@ -1,4 +1,4 @@
-public import DigestCore
+package import DigestCore
 import DigestThreads
 
 /// A small fixed pool of threads, each with its own ``PreviewRenderer``: Pango keeps a font map per
@@ -11,14 +11,14 @@ import DigestThreads
 /// defer { pool.shutdown() }
 /// let previews = try await pool.render(message, scale: 3)
 /// ```
-public final class PreviewPool: Sendable {
+package final class PreviewPool: Sendable {
     /// Each thread's renderer is made on it and never leaves it.
     private let workers: ResourcePool<DedicatedThread<PreviewRenderer>>
-    public let configuration: PreviewRenderer.Configuration
+    package let configuration: PreviewRenderer.Configuration
 
     /// Starts `threads` threads, each making its renderer (and, with `warmUp`, rendering every surface
     /// once at that scale, so fonts are loaded before the first request).
-    public init(threads: Int = 2, configuration: PreviewRenderer.Configuration = .init(), warmUp scale: Int? = nil) {
+    package init(threads: Int = 2, configuration: PreviewRenderer.Configuration = .init(), warmUp scale: Int? = nil) {
         self.configuration = configuration
         workers = ResourcePool(
             (0..<max(1, threads)).map { index in
@@ -33,7 +33,7 @@ public final class PreviewPool: Sendable {
     deinit { shutdown() }
 
     /// Runs `body` with one worker thread's renderer.
-    public func withRenderer<T: Sendable>(
+    package func withRenderer<T: Sendable>(
         _ body: @escaping @Sendable (PreviewRenderer) throws -> T
     ) async throws -> T {
         do {
@@ -44,17 +44,17 @@ public final class PreviewPool: Sendable {
     }
 
     /// Every state of every platform section of `message` (optionally only `platforms`).
-    public func render(_ message: PreviewMessage, platforms: Set<Platform>? = nil, scale: Int = 3) async throws -> [RenderedPreview] {
+    package func render(_ message: PreviewMessage, platforms: Set<Platform>? = nil, scale: Int = 3) async throws -> [RenderedPreview] {
         try await withRenderer { try $0.renderAll(message, platforms: platforms, scale: scale) }
     }
 
     /// One surface and state.
-    public func render(_ content: NotificationContent, state: PreviewState, scale: Int = 3) async throws -> RenderedPreview {
+    package func render(_ content: NotificationContent, state: PreviewState, scale: Int = 3) async throws -> RenderedPreview {
         try await withRenderer { try $0.render(content, state: state, scale: scale) }
     }
 
     /// Lets the threads finish their queued work and exit.
-    public func shutdown() {
+    package func shutdown() {
         for worker in workers.resources { worker.close() }
     }
 }

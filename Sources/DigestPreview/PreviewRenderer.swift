@@ -1,4 +1,4 @@
-public import DigestCore
+package import DigestCore
 import CPangoCairo
 import Foundation
 
@@ -14,37 +14,37 @@ import Foundation
 /// let message = try PreviewMessage(json: bytes)
 /// let png = try renderer.render(message.contents[0], state: .collapsed, scale: 3).png
 /// ```
-public final class PreviewRenderer {
+package final class PreviewRenderer {
     /// What the renderer draws besides the message itself.
-    public struct Configuration: Sendable, Hashable {
+    package struct Configuration: Sendable, Hashable {
         /// Where pictures are read from.
-        public var images = PreviewImages()
+        package var images = PreviewImages()
         /// The app name on Android and iOS.
-        public var appName = "Digest"
+        package var appName = "Digest"
         /// The site Chrome names on a web notification.
-        public var origin = "digest.example"
+        package var origin = "digest.example"
 
-        public init(images: PreviewImages = PreviewImages()) {
+        package init(images: PreviewImages = PreviewImages()) {
             self.images = images
         }
     }
 
     /// The families the surfaces use; missing ones draw as fallbacks or boxes, so they are checked.
-    public static let requiredFonts = ["Roboto", "Inter", "Noto Sans CJK SC", "Noto Color Emoji"]
+    package static let requiredFonts = ["Roboto", "Inter", "Noto Sans CJK SC", "Noto Color Emoji"]
 
     /// Families of `requiredFonts` fontconfig cannot find.
-    public static func missingFonts() -> [String] {
+    package static func missingFonts() -> [String] {
         requiredFonts.filter { cpc_font_family_available($0) == 0 }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     /// Fonts found missing when the renderer started; every preview notes them.
-    public let missingFonts: [String]
+    package let missingFonts: [String]
     let fontMap: UnsafeMutablePointer<PangoFontMap>
     let context: OpaquePointer
     private var bitmaps: [String: (bitmap: Bitmap?, problem: String?, modified: Date?)] = [:]
 
-    public init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         missingFonts = Self.missingFonts()
         fontMap = pango_cairo_font_map_new()!
@@ -64,7 +64,7 @@ public final class PreviewRenderer {
     /// Renders every surface once with text in each script the templates write (Latin with Polish
     /// letters, Cyrillic, Han, emoji), so the faces are found and their files opened when the thread
     /// starts, not while an editor waits for a page.
-    public func warmUp(scale: Int = 3) {
+    package func warmUp(scale: Int = 3) {
         let text = "Zażółć gęślą jaźń — Съешь же ещё 你好世界 📚"
         for platform in Platform.allCases {
             for state in PreviewState.allCases {
@@ -80,7 +80,7 @@ public final class PreviewRenderer {
     }
 
     /// Renders one platform's content in one state at `scale` (1, 2 or 3 pixels per dp/pt/px).
-    public func render(
+    package func render(
         _ content: NotificationContent, state: PreviewState, scale: Int = 3
     ) throws(PreviewError) -> RenderedPreview {
         let scale = min(3, max(1, scale))
@@ -116,7 +116,7 @@ public final class PreviewRenderer {
     }
 
     /// Every state of every platform section in `message`, message-level notes on each.
-    public func renderAll(
+    package func renderAll(
         _ message: PreviewMessage, platforms: Set<Platform>? = nil, scale: Int = 3
     ) throws(PreviewError) -> [RenderedPreview] {
         var previews: [RenderedPreview] = []
@@ -230,29 +230,29 @@ struct Scene {
 }
 
 /// One rendered surface and state.
-public struct RenderedPreview: Sendable {
-    public var platform: Platform
-    public var state: PreviewState
-    public var style: AndroidStyle
-    public var scale: Int
-    public var pixelWidth: Int
-    public var pixelHeight: Int
-    public var png: [UInt8]
+package struct RenderedPreview: Sendable {
+    package var platform: Platform
+    package var state: PreviewState
+    package var style: AndroidStyle
+    package var scale: Int
+    package var pixelWidth: Int
+    package var pixelHeight: Int
+    package var png: [UInt8]
     /// The texts as laid out: visible lines per role.
-    public var texts: [TextLines]
+    package var texts: [TextLines]
     /// Problems drawn on the preview.
-    public var notes: [String]
+    package var notes: [String]
     /// The limits this surface applied.
-    public var limits: TextLimits
+    package var limits: TextLimits
 
     /// `android-collapsed.png`, `ios-expanded.png`, …
-    public var fileName: String { "\(platform.rawValue)-\(state.rawValue).png" }
+    package var fileName: String { "\(platform.rawValue)-\(state.rawValue).png" }
 
     /// The lines of one role (`title`, `body`, …), if it was drawn.
-    public func text(_ role: String) -> TextLines? { texts.first { $0.role == role } }
+    package func text(_ role: String) -> TextLines? { texts.first { $0.role == role } }
 
     /// A human name: "Android BigText, collapsed".
-    public var surfaceName: String {
+    package var surfaceName: String {
         switch platform {
         case .android: "Android \(style == .bigPicture ? "BigPicture" : style.rawValue), \(state.rawValue)"
         case .ios: "iOS lock screen, \(state.rawValue)"

@@ -14,14 +14,14 @@ import Synchronization
 public final class SQLiteDatabase: DigestDatabase {
     public let path: String
     /// Reader connections kept open beside the writer.
-    public let readers: Int
+    package let readers: Int
     private let pool = Mutex<Task<SQLitePool, any Error>?>(nil)
 
-    /// The readers when none are asked for: one per core of a small machine; the run reads on one,
-    /// the previews and the operator's views on the others.
-    public static let defaultReaders = 2
+    /// The readers when none are asked for (the initializer's default): one per core of a small
+    /// machine; the run reads on one, the previews and the operator's views on the others.
+    package static let defaultReaders = 2
 
-    public init(path: String, readers: Int = SQLiteDatabase.defaultReaders) {
+    public init(path: String, readers: Int = 2) {
         self.path = path
         self.readers = max(1, readers)
     }

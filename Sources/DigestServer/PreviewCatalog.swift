@@ -1,41 +1,41 @@
-public import DigestCore
+package import DigestCore
 import DigestEvents
-public import DigestPreview
-public import DigestStore
-public import Foundation
+package import DigestPreview
+package import DigestStore
+package import Foundation
 
 /// What the preview pages ask for, answered from the store, the templates (read again when a file of
 /// theirs changed, so an edit shows on reload) and the renderer (PNGs cached by message hash).
-public struct PreviewCatalog<Database: DigestDatabase>: Sendable {
+package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
     /// How the pages plan and render.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// The Templates/ directory, read again for a preview when a file of it changed.
-        public var templatesDirectory: URL
+        package var templatesDirectory: URL
         /// The run configuration a preview composes with for a week (templates aside).
-        public var planning: @Sendable (ISOWeek) -> BatchComposer.Configuration
+        package var planning: @Sendable (ISOWeek) -> BatchComposer.Configuration
         /// Byte budget shown against each platform's bytes.
-        public var byteBudget = 3800
+        package var byteBudget = 3800
         /// Pixels per point of the PNGs.
-        public var scale = 3
+        package var scale = 3
         /// The image renditions behind the previews.
-        public var attachments: any AttachmentProvider = NoAttachments()
+        package var attachments: any AttachmentProvider = NoAttachments()
         /// Weeks offered besides the outbox's: this many complete weeks back from the latest.
-        public var recentWeeks = 8
+        package var recentWeeks = 8
 
-        public init(templatesDirectory: URL, planning: @escaping @Sendable (ISOWeek) -> BatchComposer.Configuration) {
+        package init(templatesDirectory: URL, planning: @escaping @Sendable (ISOWeek) -> BatchComposer.Configuration) {
             self.templatesDirectory = templatesDirectory
             self.planning = planning
         }
     }
 
-    public let database: Database
-    public let configuration: Configuration
+    package let database: Database
+    package let configuration: Configuration
     let pool: PreviewPool
     let cache: PNGCache
     let templates: TemplateReloader
     let now: @Sendable () -> Date
 
-    public init(
+    package init(
         database: Database, configuration: Configuration, pool: PreviewPool, cacheEntries: Int = 600,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {

@@ -1,8 +1,8 @@
 import DigestCore
-public import DigestStore
+package import DigestStore
 import Foundation
-public import Hummingbird
-public import Logging
+package import Hummingbird
+package import Logging
 
 /// The editors' preview pages: search a user, pick a week, see every surface side by side with the
 /// payload bytes against each budget and the rules that fired.
@@ -16,40 +16,40 @@ public import Logging
 /// let server = PreviewServer(catalog: catalog, configuration: .init(port: 8080))
 /// try await server.application().runService()
 /// ```
-public struct PreviewServer<Database: DigestDatabase>: Sendable {
+package struct PreviewServer<Database: DigestDatabase>: Sendable {
     /// Where and how the server listens.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// 127.0.0.1 unless a bearer token is set.
-        public var host = "127.0.0.1"
+        package var host = "127.0.0.1"
         /// 0 picks a free port (see `onServerRunning`).
-        public var port = 8080
+        package var port = 8080
         /// Required when `host` is not a loopback address.
-        public var bearerToken: String?
+        package var bearerToken: String?
 
-        public init(host: String = "127.0.0.1", port: Int = 8080, bearerToken: String? = nil) {
+        package init(host: String = "127.0.0.1", port: Int = 8080, bearerToken: String? = nil) {
             self.host = host
             self.port = port
             self.bearerToken = bearerToken
         }
 
         /// Whether `host` is reachable only from this machine.
-        public var isLoopback: Bool {
+        package var isLoopback: Bool {
             ["127.0.0.1", "localhost", "::1"].contains(host) || host.hasPrefix("127.")
         }
     }
 
-    public let catalog: PreviewCatalog<Database>
-    public let configuration: Configuration
-    public let logger: Logger
+    package let catalog: PreviewCatalog<Database>
+    package let configuration: Configuration
+    package let logger: Logger
 
-    public init(catalog: PreviewCatalog<Database>, configuration: Configuration, logger: Logger = Logger(label: "digest.serve")) {
+    package init(catalog: PreviewCatalog<Database>, configuration: Configuration, logger: Logger = Logger(label: "digest.serve")) {
         self.catalog = catalog
         self.configuration = configuration
         self.logger = logger
     }
 
     /// The router with every route (and the token check when a token is set).
-    public func router() -> Router<BasicRequestContext> {
+    package func router() -> Router<BasicRequestContext> {
         let router = Router()
         if let token = configuration.bearerToken { router.add(middleware: BearerTokenMiddleware(token: token)) }
         let catalog = self.catalog
@@ -103,7 +103,7 @@ public struct PreviewServer<Database: DigestDatabase>: Sendable {
 
     /// The server as a Hummingbird application (a `Service`: run it with `runService()` or in a
     /// `ServiceGroup`, which shuts it down gracefully on SIGTERM).
-    public func application(
+    package func application(
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
@@ -114,7 +114,7 @@ public struct PreviewServer<Database: DigestDatabase>: Sendable {
     }
 
     /// Serves until SIGTERM or SIGINT, then shuts down gracefully.
-    public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    package func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await application(onServerRunning: onServerRunning).runService()
     }
 

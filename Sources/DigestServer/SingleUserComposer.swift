@@ -1,6 +1,6 @@
-public import DigestCore
-public import DigestStore
-public import Foundation
+package import DigestCore
+package import DigestStore
+package import Foundation
 
 /// Composes one user's messages for a week exactly as the weekly run would enqueue them (the same
 /// article window and ``BatchComposer``: digest builder, templates, planner and encoder), without
@@ -11,13 +11,13 @@ public import Foundation
 ///                                   configuration: .init(week: week))
 /// let user = try await composer.compose(userID: "u42")
 /// ```
-public struct SingleUserComposer<Database: DigestDatabase>: Sendable {
-    public let database: Database
-    public let templates: TemplateCatalog
-    public let attachments: any AttachmentProvider
-    public let configuration: BatchComposer.Configuration
+package struct SingleUserComposer<Database: DigestDatabase>: Sendable {
+    package let database: Database
+    package let templates: TemplateCatalog
+    package let attachments: any AttachmentProvider
+    package let configuration: BatchComposer.Configuration
 
-    public init(
+    package init(
         database: Database, templates: TemplateCatalog, attachments: any AttachmentProvider = NoAttachments(),
         configuration: BatchComposer.Configuration
     ) {
@@ -28,7 +28,7 @@ public struct SingleUserComposer<Database: DigestDatabase>: Sendable {
     }
 
     /// The user's composition, or `nil` when there is no user with that id.
-    public func compose(userID: String, now: Date = Date()) async throws -> ComposedUser? {
+    package func compose(userID: String, now: Date = Date()) async throws -> ComposedUser? {
         let configuration = self.configuration, templates = self.templates, attachments = self.attachments
         let found: (StoredReader, ReaderHistory, BatchComposer)? = try await database.withHistoryReader { history in
             guard let stored = try await history.user(id: userID) else { return nil }
@@ -47,32 +47,32 @@ public struct SingleUserComposer<Database: DigestDatabase>: Sendable {
 
 /// One user's messages for a week, one per platform, with the plan's report: either as the outbox
 /// holds them or as a run would compose them now.
-public struct UserMessages: Sendable {
+package struct UserMessages: Sendable {
     /// Where the messages came from.
-    public enum Source: String, Sendable, CaseIterable {
+    package enum Source: String, Sendable, CaseIterable {
         /// The rows a run enqueued (what the sender will deliver).
         case outbox
         /// Composed now with the current templates (what a run would enqueue).
         case computed
     }
 
-    public var source: Source
-    public var userID: String
-    public var week: String
-    public var variant: String?
-    public var rules: [String]
+    package var source: Source
+    package var userID: String
+    package var week: String
+    package var variant: String?
+    package var rules: [String]
     /// Bytes per platform budget, as the planner counted them.
-    public var bytes: [Platform: Int]
+    package var bytes: [Platform: Int]
     /// One FCM v1 request body per platform the user has a device on.
-    public var messages: [Platform: [UInt8]]
+    package var messages: [Platform: [UInt8]]
     /// Why the run skips this user (a ``SkipReason``'s name, or `not_in_outbox`), if it does.
-    public var skipped: String?
+    package var skipped: String?
 }
 
 extension SingleUserComposer {
     /// The user's messages for the configured week: from `source`, or with `nil` the outbox when it
     /// holds the week's messages and otherwise composed. `nil` when there is no such user.
-    public func messages(userID: String, source: UserMessages.Source? = nil, now: Date = Date()) async throws -> UserMessages? {
+    package func messages(userID: String, source: UserMessages.Source? = nil, now: Date = Date()) async throws -> UserMessages? {
         let week = configuration.week.description
         if source != .computed {
             let rows = try await database.outboxRows(week: week, userID: userID)

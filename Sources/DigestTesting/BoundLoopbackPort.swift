@@ -5,12 +5,12 @@ import Glibc
 
 /// A TCP socket bound to a port of 127.0.0.1 the kernel picked, never listening: while it is open no
 /// other socket can take the port, and a connection to it is refused at once.
-public final class BoundLoopbackPort {
-    public let port: Int
+package final class BoundLoopbackPort {
+    package let port: Int
     private let fd: Int32
 
     /// Nil when the kernel gives no socket or port.
-    public init?() {
+    package init?() {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var address = sockaddr_in()

@@ -1,29 +1,29 @@
-public import Foundation
+package import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Runs the real `digest` executable, as a user would.
-public struct DigestBinary: Sendable {
+package struct DigestBinary: Sendable {
     /// The package root (this file is `Sources/DigestTesting/DigestBinary.swift`).
-    public static let packageRoot = URL(fileURLWithPath: #filePath)
+    package static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// `DIGEST_BIN`, or the debug build in the package's `.build`.
-    public static let path: String = {
+    package static let path: String = {
         if let explicit = ProcessInfo.processInfo.environment["DIGEST_BIN"], !explicit.isEmpty { return explicit }
         return packageRoot.appendingPathComponent(".build/debug/digest").path
     }()
 
-    public static let templates = packageRoot.appendingPathComponent("Templates")
+    package static let templates = packageRoot.appendingPathComponent("Templates")
 
     /// What a finished run printed.
-    public struct Output: Sendable {
-        public var status: Int32
-        public var stdout: String
-        public var stderr: String
+    package struct Output: Sendable {
+        package var status: Int32
+        package var stdout: String
+        package var stderr: String
         /// `true` when the process ended by a signal.
-        public var signalled: Bool
+        package var signalled: Bool
     }
 
     /// The `digest` process with the shipped templates.
@@ -40,7 +40,7 @@ public struct DigestBinary: Sendable {
 
     /// Runs `digest` with `arguments` and waits for it; `environment` sets (or, with `nil`, removes)
     /// variables of the test's own environment.
-    public static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:]) throws -> Output {
+    package static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:]) throws -> Output {
         let process = makeProcess(arguments, environment: environment)
         if let directory { process.currentDirectoryURL = directory }
         let out = Pipe()
@@ -66,11 +66,11 @@ public struct DigestBinary: Sendable {
     }
 
     /// A `digest` process running in the background, its output going to files.
-    public final class Running: @unchecked Sendable {
+    package final class Running: @unchecked Sendable {
         // `process` is only touched through its own thread-safe methods.
-        public let process: Process
-        public let stdoutPath: String
-        public let stderrPath: String
+        package let process: Process
+        package let stdoutPath: String
+        package let stderrPath: String
 
         init(process: Process, stdoutPath: String, stderrPath: String) {
             self.process = process
@@ -78,16 +78,16 @@ public struct DigestBinary: Sendable {
             self.stderrPath = stderrPath
         }
 
-        public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
-        public var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+        package var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+        package var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
 
         /// Lines of stderr containing `marker` so far.
-        public func lines(containing marker: String) -> Int {
+        package func lines(containing marker: String) -> Int {
             stderr.split(separator: "\n").filter { $0.contains(marker) }.count
         }
 
         /// Waits for the process to end and returns its output.
-        public func wait() -> Output {
+        package func wait() -> Output {
             process.waitUntilExit()
             return Output(
                 status: process.terminationStatus, stdout: stdout, stderr: stderr,
@@ -96,20 +96,20 @@ public struct DigestBinary: Sendable {
 
         /// Waits for the process to end without holding a thread of the concurrency pool (tests on
         /// that pool would starve otherwise).
-        public func finish() async throws -> Output {
+        package func finish() async throws -> Output {
             while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
             return wait()
         }
 
         /// SIGKILL, as a crash or an OOM kill would end it.
-        public func kill() {
+        package func kill() {
             if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
     }
 
     /// Starts `digest` in the background with its output in files under `directory`.
-    public static func start(_ arguments: [String], name: String, in directory: URL) throws -> Running {
+    package static func start(_ arguments: [String], name: String, in directory: URL) throws -> Running {
         let process = makeProcess(arguments)
         let out = directory.appendingPathComponent("\(name).out").path
         let err = directory.appendingPathComponent("\(name).err").path
@@ -123,7 +123,7 @@ public struct DigestBinary: Sendable {
 
     /// Starts `digest`, waits until its stderr has shown `lines` lines containing `marker`, then
     /// kills it with SIGKILL. Returns whether it was killed while still running.
-    public static func runAndKill(_ arguments: [String], afterLines lines: Int, containing marker: String) throws -> Bool {
+    package static func runAndKill(_ arguments: [String], afterLines lines: Int, containing marker: String) throws -> Bool {
         let process = makeProcess(arguments)
         let err = Pipe()
         process.standardError = err
@@ -153,19 +153,19 @@ private final class LockedData: @unchecked Sendable {
 }
 
 /// A temporary directory removed when the value is released.
-public final class TemporaryDirectory: Sendable {
-    public let url: URL
+package final class TemporaryDirectory: Sendable {
+    package let url: URL
 
-    public init() throws {
+    package init() throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("digest-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
-    public func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    package func path(_ name: String) -> String { url.appendingPathComponent(name).path }
 
     /// Writes `lines` as a file and returns its path.
     @discardableResult
-    public func write(_ name: String, lines: [String]) throws -> String {
+    package func write(_ name: String, lines: [String]) throws -> String {
         let path = self.path(name)
         try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
         return path

@@ -1,18 +1,18 @@
-public import DigestSQLite
+package import DigestSQLite
 import DigestStore
-public import Foundation
+package import Foundation
 import DigestImport
 
 /// The weekly-run fixtures (six users in four languages, week 2026-W46) imported into a new SQLite file.
-public enum FixtureDatabase {
-    public static let directory = DigestBinary.packageRoot.appendingPathComponent("Tests/DigestRunTests/Fixtures")
+package enum FixtureDatabase {
+    package static let directory = DigestBinary.packageRoot.appendingPathComponent("Tests/DigestRunTests/Fixtures")
     /// The week the fixtures' reads fall in.
-    public static let week = "2026-W46"
+    package static let week = "2026-W46"
     /// An instant when 2026-W46 is the latest complete week.
-    public static let now = Date(timeIntervalSince1970: 1_795_300_000)
+    package static let now = Date(timeIntervalSince1970: 1_795_300_000)
 
     /// A new database in `directory` holding the fixtures.
-    public static func make(in directory: TemporaryDirectory) async throws -> SQLiteDatabase {
+    package static func make(in directory: TemporaryDirectory) async throws -> SQLiteDatabase {
         let database = SQLiteDatabase.sqlite(path: directory.path("digest.sqlite"))
         try await database.withImportSink { sink in
             let importer = HistoryImporter(sink: sink)

@@ -1,33 +1,33 @@
-public import DigestCore
+package import DigestCore
 import Synchronization
 
 /// An attachment provider holding fixed outcomes per image URL, counting the requests it answered.
-public final class InMemoryAttachments: AttachmentProvider {
+package final class InMemoryAttachments: AttachmentProvider {
     private let outcomes: [String: ImageOutcome]
     private let requests = Mutex<[String: Int]>([:])
 
     /// `outcomes` by image URL; any other URL is unavailable with reason `not in fixture`.
-    public init(_ outcomes: [String: ImageOutcome]) {
+    package init(_ outcomes: [String: ImageOutcome]) {
         self.outcomes = outcomes
     }
 
     /// Gives every URL a JPEG hero and PNG icon under `base`.
-    public static func everything(base: String) -> EveryImage { EveryImage(base: base) }
+    package static func everything(base: String) -> EveryImage { EveryImage(base: base) }
 
-    public func renditions(forImageAt url: String) async -> ImageOutcome {
+    package func renditions(forImageAt url: String) async -> ImageOutcome {
         requests.withLock { $0[url, default: 0] += 1 }
         return outcomes[url] ?? .unavailable(reason: "not in fixture")
     }
 
     /// How many times each URL was asked for.
-    public var requestCounts: [String: Int] { requests.withLock { $0 } }
+    package var requestCounts: [String: Int] { requests.withLock { $0 } }
 }
 
 /// Renditions for any URL, named from the URL's last path component.
-public struct EveryImage: AttachmentProvider {
-    public let base: String
+package struct EveryImage: AttachmentProvider {
+    package let base: String
 
-    public func renditions(forImageAt url: String) async -> ImageOutcome {
+    package func renditions(forImageAt url: String) async -> ImageOutcome {
         let name = url.split(separator: "/").last.map(String.init) ?? "image"
         return .ready(
             ImageRenditions(

@@ -1,11 +1,11 @@
 /// Writes PNG files byte by byte, for tests: any colour type and bit depth, palettes with tRNS,
 /// Adam7 interlacing, and deliberate damage (bad CRCs, truncation, lying headers). The image data is
 /// stored uncompressed (deflate "stored" blocks), so the bytes are fully under the test's control.
-public enum PNGFixture {
-    public enum ColorType: UInt8, Sendable, CaseIterable {
+package enum PNGFixture {
+    package enum ColorType: UInt8, Sendable, CaseIterable {
         case gray = 0, rgb = 2, palette = 3, grayAlpha = 4, rgba = 6
 
-        public var channels: Int {
+        package var channels: Int {
             switch self {
             case .gray, .palette: 1
             case .grayAlpha: 2
@@ -15,7 +15,7 @@ public enum PNGFixture {
         }
 
         /// Bit depths the PNG specification allows for this colour type.
-        public var bitDepths: [Int] {
+        package var bitDepths: [Int] {
             switch self {
             case .gray: [1, 2, 4, 8, 16]
             case .palette: [1, 2, 4, 8]
@@ -24,10 +24,10 @@ public enum PNGFixture {
         }
     }
 
-    public static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+    package static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 
     /// A PNG whose pixel (x, y) has the channel samples `sample(x, y)` (each within the bit depth).
-    public static func make(
+    package static func make(
         width: Int, height: Int, colorType: ColorType, bitDepth: Int, interlaced: Bool = false,
         palette: [(UInt8, UInt8, UInt8)] = [], transparency: [UInt8]? = nil, sample: (Int, Int) -> [Int]
     ) -> [UInt8] {
@@ -53,13 +53,13 @@ public enum PNGFixture {
     }
 
     /// The 13 bytes of an IHDR chunk's data.
-    public static func header(width: Int, height: Int, bitDepth: Int, colorType: UInt8, interlaced: Bool = false) -> [UInt8] {
+    package static func header(width: Int, height: Int, bitDepth: Int, colorType: UInt8, interlaced: Bool = false) -> [UInt8] {
         be32(UInt32(truncatingIfNeeded: width)) + be32(UInt32(truncatingIfNeeded: height))
             + [UInt8(bitDepth), colorType, 0, 0, interlaced ? 1 : 0]
     }
 
     /// A chunk: length, type, data, CRC.
-    public static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+    package static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
         let typeBytes = Array(type.utf8)
         return be32(UInt32(data.count)) + typeBytes + data + be32(crc32(typeBytes + data))
     }
@@ -92,7 +92,7 @@ public enum PNGFixture {
     }
 
     /// zlib stream of stored deflate blocks.
-    public static func zlibStored(_ data: [UInt8]) -> [UInt8] {
+    package static func zlibStored(_ data: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [0x78, 0x01]
         var offset = 0
         repeat {
@@ -110,7 +110,7 @@ public enum PNGFixture {
         return out + be32(b << 16 | a)
     }
 
-    public static func crc32(_ bytes: [UInt8]) -> UInt32 {
+    package static func crc32(_ bytes: [UInt8]) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
         for byte in bytes {
             crc ^= UInt32(byte)

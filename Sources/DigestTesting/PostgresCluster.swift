@@ -8,16 +8,16 @@ import Synchronization
 /// ```swift
 /// let url = try PostgresCluster.shared().makeDatabase()   // postgres://postgres@127.0.0.1:PORT/test_…
 /// ```
-public final class PostgresCluster: Sendable {
-    public let port: Int
-    public let directory: String
+package final class PostgresCluster: Sendable {
+    package let port: Int
+    package let directory: String
     let binaries: String
 
     private static let sharedCluster = Mutex<Result<PostgresCluster, PostgresClusterError>?>(nil)
     private static let started = Mutex<[String]>([])
 
     /// The cluster the test process shares (started on first use); each test takes its own database.
-    public static func shared() throws(PostgresClusterError) -> PostgresCluster {
+    package static func shared() throws(PostgresClusterError) -> PostgresCluster {
         let result = sharedCluster.withLock { cached -> Result<PostgresCluster, PostgresClusterError> in
             if let cached { return cached }
             let made = Result { () throws(PostgresClusterError) -> PostgresCluster in try PostgresCluster() }
@@ -28,7 +28,7 @@ public final class PostgresCluster: Sendable {
     }
 
     /// Starts a new cluster of its own (for a test that restarts or stops the server).
-    public init() throws(PostgresClusterError) {
+    package init() throws(PostgresClusterError) {
         binaries = try Self.findBinaries()
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("digest-pg-\(UUID().uuidString.prefix(8))").path
         directory = base
@@ -70,12 +70,12 @@ public final class PostgresCluster: Sendable {
     }
 
     /// `postgres://postgres@127.0.0.1:PORT/NAME?sslmode=disable`.
-    public func url(database: String) -> String {
+    package func url(database: String) -> String {
         "postgres://postgres@127.0.0.1:\(port)/\(database)?sslmode=disable"
     }
 
     /// A new empty database; returns its URL.
-    public func makeDatabase(_ prefix: String = "test") throws(PostgresClusterError) -> String {
+    package func makeDatabase(_ prefix: String = "test") throws(PostgresClusterError) -> String {
         let name = "\(prefix)_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
         try sql("CREATE DATABASE \(name)", database: "postgres")
         return url(database: name)
@@ -83,7 +83,7 @@ public final class PostgresCluster: Sendable {
 
     /// Runs SQL through `psql` and returns its unaligned output (rows as `a|b` lines).
     @discardableResult
-    public func sql(_ statement: String, database: String) throws(PostgresClusterError) -> String {
+    package func sql(_ statement: String, database: String) throws(PostgresClusterError) -> String {
         try Self.shell([
             "\(binaries)/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres",
             "-d", database, "-c", statement,
@@ -92,13 +92,13 @@ public final class PostgresCluster: Sendable {
 
     /// Runs SQL on the database a URL of this cluster names.
     @discardableResult
-    public func sql(_ statement: String, url: String) throws(PostgresClusterError) -> String {
+    package func sql(_ statement: String, url: String) throws(PostgresClusterError) -> String {
         let name = url.split(separator: "/").last.map { String($0.split(separator: "?")[0]) } ?? "postgres"
         return try sql(statement, database: name)
     }
 
     /// Stops the server at once (as a crash would), then starts it again on the same port.
-    public func restart(downFor seconds: Double = 0) throws(PostgresClusterError) {
+    package func restart(downFor seconds: Double = 0) throws(PostgresClusterError) {
         try Self.shell(Self.asServerUser(["\(binaries)/pg_ctl", "-D", "\(directory)/data", "-w", "stop", "-m", "immediate"]))
         if seconds > 0 { Thread.sleep(forTimeInterval: seconds) }
         try Self.shell(
@@ -180,7 +180,7 @@ public final class PostgresCluster: Sendable {
     }
 
     /// Stops every cluster this process started and removes its files.
-    public static func stopAll() {
+    package static func stopAll() {
         let clusters = started.withLock { list -> [String] in
             defer { list.removeAll() }
             return list
@@ -195,7 +195,7 @@ public final class PostgresCluster: Sendable {
 }
 
 /// The throwaway cluster could not be made or used.
-public struct PostgresClusterError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct PostgresClusterError: Error, CustomStringConvertible, Sendable {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

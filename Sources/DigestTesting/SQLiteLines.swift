@@ -1,9 +1,9 @@
-public import DigestSQLite
+package import DigestSQLite
 
 extension SQLiteConnection {
     /// Runs `statement` and returns its rows as `a|b` lines, NULL as empty (the shape of `psql -At`,
     /// so a test compares both stores' answers alike).
-    public func lines(_ statement: String) throws -> String {
+    package func lines(_ statement: String) throws -> String {
         let prepared = try self.statement(statement)
         defer { prepared.reset() }
         var lines: [String] = []

@@ -1,12 +1,12 @@
 import Foundation
 
 /// The two stores, for tests that run the binary on each.
-public enum TestStore: String, CaseIterable, Sendable {
+package enum TestStore: String, CaseIterable, Sendable {
     case sqlite, postgres
 
     /// `--db` of a new, empty store: a SQLite file in `directory` (made by the first command that
     /// opens it), or a migrated database on the shared throwaway PostgreSQL cluster.
-    public func make(in directory: TemporaryDirectory, name: String = "digest") throws -> String {
+    package func make(in directory: TemporaryDirectory, name: String = "digest") throws -> String {
         switch self {
         case .sqlite:
             return directory.path("\(name).sqlite")

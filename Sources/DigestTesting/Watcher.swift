@@ -9,7 +9,7 @@ import Synchronization
 /// let kill = Watcher.start(when: { server.stats.delivered >= 3000 }) { sender.signal(SIGKILL) }
 /// // … later: kill.fired, or kill.cancel()
 /// ```
-public final class Watcher: Sendable {
+package final class Watcher: Sendable {
     private let didFire = Atomic<Bool>(false)
     private let cancelled = Atomic<Bool>(false)
     private let failure = Mutex<String?>(nil)
@@ -18,7 +18,7 @@ public final class Watcher: Sendable {
 
     /// Starts watching; `action` runs at most once, on the watcher's thread (what it throws is kept
     /// in ``error``).
-    public static func start(when condition: @escaping @Sendable () -> Bool, do action: @escaping @Sendable () throws -> Void) -> Watcher {
+    package static func start(when condition: @escaping @Sendable () -> Bool, do action: @escaping @Sendable () throws -> Void) -> Watcher {
         let watcher = Watcher()
         Thread.detachNewThread {
             while !watcher.cancelled.load(ordering: .acquiring) {
@@ -34,11 +34,11 @@ public final class Watcher: Sendable {
     }
 
     /// Whether the action ran (to its end).
-    public var fired: Bool { didFire.load(ordering: .acquiring) }
+    package var fired: Bool { didFire.load(ordering: .acquiring) }
 
     /// What the action threw, if it did.
-    public var error: String? { failure.withLock { $0 } }
+    package var error: String? { failure.withLock { $0 } }
 
     /// Stops watching (the action does not run if it has not yet).
-    public func cancel() { cancelled.store(true, ordering: .releasing) }
+    package func cancel() { cancelled.store(true, ordering: .releasing) }
 }

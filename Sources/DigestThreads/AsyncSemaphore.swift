@@ -11,7 +11,7 @@ import Synchronization
 /// try await downloads.wait()
 /// defer { downloads.signal() }
 /// ```
-public final class AsyncSemaphore: Sendable {
+package final class AsyncSemaphore: Sendable {
     private struct State {
         var permits: Int
         /// Waiters by ticket; a cancelled one is removed here and skipped in `order`.
@@ -37,14 +37,14 @@ public final class AsyncSemaphore: Sendable {
 
     private let state: Mutex<State>
 
-    public init(permits: Int) {
+    package init(permits: Int) {
         precondition(permits >= 0, "a semaphore needs zero or more permits")
         state = Mutex(State(permits: permits))
     }
 
     /// Takes a permit, waiting behind those who asked first. Throws `CancellationError` (holding no
     /// permit) when the task is cancelled before one is its own.
-    public func wait() async throws {
+    package func wait() async throws {
         // A free permit is taken without suspending. There is none while anyone waits: `signal` hands
         // its permit to the first waiter, so the order of arrival holds.
         let taken = state.withLock { state -> Bool in
@@ -86,7 +86,7 @@ public final class AsyncSemaphore: Sendable {
 
     /// Takes a permit, waiting behind those who asked first, whether or not the task is cancelled: for
     /// work that must run even then (writing the outcomes of requests already made).
-    public func waitIgnoringCancellation() async {
+    package func waitIgnoringCancellation() async {
         let taken = state.withLock { state -> Bool in
             guard state.permits > 0 else { return false }
             state.permits -= 1
@@ -109,7 +109,7 @@ public final class AsyncSemaphore: Sendable {
     }
 
     /// Gives a permit back: to the first waiter, else to the free ones.
-    public func signal() {
+    package func signal() {
         let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
             if let first = state.popFirst() { return first }
             state.permits += 1
@@ -119,7 +119,7 @@ public final class AsyncSemaphore: Sendable {
     }
 
     /// Runs `body` holding a permit.
-    public func withPermit<T>(
+    package func withPermit<T>(
         isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
     ) async throws -> T {
         try await wait()
@@ -128,5 +128,5 @@ public final class AsyncSemaphore: Sendable {
     }
 
     /// Tasks waiting now (for tests and gauges).
-    public var waiting: Int { state.withLock { $0.waiters.count } }
+    package var waiting: Int { state.withLock { $0.waiters.count } }
 }

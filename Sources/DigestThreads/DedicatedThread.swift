@@ -18,7 +18,7 @@ import Synchronization
 /// let count = try await thread.run { connection in try connection.count("users") }
 /// await thread.shutdown()
 /// ```
-public final class DedicatedThread<Resource>: Sendable {
+package final class DedicatedThread<Resource>: Sendable {
     /// A job receives the resource, or the error that making it threw.
     private typealias Job = @Sendable (Result<Resource, any Error>) -> Void
 
@@ -50,11 +50,11 @@ public final class DedicatedThread<Resource>: Sendable {
     }
 
     private let shared = Shared()
-    public let name: String
+    package let name: String
 
     /// Starts the thread and makes the resource on it. A resource that cannot be made fails every
     /// job with the error `makeResource` threw.
-    public init(name: String, makeResource: @escaping @Sendable () throws -> Resource) {
+    package init(name: String, makeResource: @escaping @Sendable () throws -> Resource) {
         self.name = name
         let thread = Thread { [shared] in
             Self.nameCurrentThread(name)
@@ -91,7 +91,7 @@ public final class DedicatedThread<Resource>: Sendable {
 
     /// Starts the thread, makes the resource on it and returns once it is made, throwing what
     /// making it threw (the thread is then stopped).
-    public convenience init(opening name: String, makeResource: @escaping @Sendable () throws -> Resource) async throws {
+    package convenience init(opening name: String, makeResource: @escaping @Sendable () throws -> Resource) async throws {
         self.init(name: name, makeResource: makeResource)
         do {
             try await run { _ in }
@@ -107,7 +107,7 @@ public final class DedicatedThread<Resource>: Sendable {
 
     /// Runs `body` with the resource on the thread, after the jobs given before it, and returns
     /// its result. Throws ``DedicatedThreadError`` once the thread is shut down.
-    public func run<T: Sendable>(_ body: @escaping @Sendable (Resource) throws -> T) async throws -> T {
+    package func run<T: Sendable>(_ body: @escaping @Sendable (Resource) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             let job: Job = { resource in
                 continuation.resume(with: Result { try body(resource.get()) })
@@ -127,7 +127,7 @@ public final class DedicatedThread<Resource>: Sendable {
 
     /// Lets the thread finish the jobs already given, release the resource and exit; returns once
     /// it has. Later jobs fail.
-    public func shutdown() async {
+    package func shutdown() async {
         close()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let exited = shared.state.withLock { state -> Bool in
@@ -140,7 +140,7 @@ public final class DedicatedThread<Resource>: Sendable {
 
     /// Stops taking jobs; the thread finishes the ones already given, releases the resource and
     /// exits, without the caller waiting for it.
-    public func close() {
+    package func close() {
         let first = shared.state.withLock { state -> Bool in
             defer { state.closed = true }
             return !state.closed
@@ -152,7 +152,7 @@ public final class DedicatedThread<Resource>: Sendable {
 extension DedicatedThread where Resource == Void {
     /// Runs one blocking job on a new thread of its own and returns its result; the thread exits
     /// after it.
-    public static func run<T: Sendable>(name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    package static func run<T: Sendable>(name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         let thread = DedicatedThread(name: name) { () }
         defer { thread.close() }
         return try await thread.run { _ in try body() }
@@ -160,9 +160,9 @@ extension DedicatedThread where Resource == Void {
 }
 
 /// A job given to a ``DedicatedThread`` after it was shut down.
-public struct DedicatedThreadError: Error, CustomStringConvertible {
+package struct DedicatedThreadError: Error, CustomStringConvertible {
     /// The thread's name.
-    public let name: String
+    package let name: String
 
-    public var description: String { "the thread \(name) has stopped" }
+    package var description: String { "the thread \(name) has stopped" }
 }

@@ -8,14 +8,14 @@ import Synchronization
 /// let readers = ResourcePool(threads)
 /// let count = try await readers.withResource { thread in try await thread.run { try $0.count() } }
 /// ```
-public final class ResourcePool<Resource: Sendable>: Sendable {
+package final class ResourcePool<Resource: Sendable>: Sendable {
     private let permits: AsyncSemaphore
     /// The resources not borrowed now; the most recently returned is lent first (its caches are warm).
     private let idle: Mutex<[Resource]>
     /// Every resource of the pool, borrowed or not.
-    public let resources: [Resource]
+    package let resources: [Resource]
 
-    public init(_ resources: [Resource]) {
+    package init(_ resources: [Resource]) {
         precondition(!resources.isEmpty, "a pool needs at least one resource")
         self.resources = resources
         permits = AsyncSemaphore(permits: resources.count)
@@ -24,7 +24,7 @@ public final class ResourcePool<Resource: Sendable>: Sendable {
 
     /// Runs `body` with a resource of its own, waiting for one if all are lent. Throws
     /// `CancellationError` when the task is cancelled while it waits.
-    public func withResource<T>(
+    package func withResource<T>(
         isolation: isolated (any Actor)? = #isolation, _ body: (Resource) async throws -> T
     ) async throws -> T {
         try await permits.wait()
@@ -37,5 +37,5 @@ public final class ResourcePool<Resource: Sendable>: Sendable {
     }
 
     /// Tasks waiting for a resource now.
-    public var waiting: Int { permits.waiting }
+    package var waiting: Int { permits.waiting }
 }

@@ -1,67 +1,15 @@
 import ArgumentParser
-import DigestCore
 import DigestDemo
 import DigestImageCodecs
-import DigestImages
 import Foundation
 
-/// `digest images`: the image pipeline on local files, for checking pictures and for the benchmark.
+/// `digest images`: the image pipeline on local files, for checking pictures; sample pictures. (The
+/// image benchmarks' drivers are `digest-bench images render|shared`, in Benchmarks/.)
 struct ImagesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "images",
         abstract: "Make renditions of local image files, or write sample pictures.",
-        subcommands: [Render.self, Samples.self, Shared.self])
-
-    struct Shared: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Many users sharing few images: ask the attachment provider for each user's image, served on 127.0.0.1.",
-            discussion: "User i asks for picture i mod --images, a batch of users at a time, as the weekly run does. Prints downloads, server requests and time.")
-
-        @Option(help: "Users asking.")
-        var users: Int = 100_000
-
-        @Option(help: "Distinct pictures.")
-        var images: Int = 200
-
-        @Option(help: "Users asking at once (one batch).")
-        var batch: Int = 1000
-
-        @Option(help: "The attachments directory (files are written there).")
-        var out: String
-
-        func run() async throws {
-            let pictures = try SamplePictures.demo(count: images)
-            let routes = LoopbackRoutes()
-            for picture in pictures { routes["/i/\(picture.name)"] = .ok(picture.bytes, contentType: picture.contentType) }
-            var configuration = ImageAttachments.Configuration(directory: URL(fileURLWithPath: out), baseURL: "https://cdn.example/a")
-            configuration.downloader.addressGuard = try AddressGuard(allowList: "127.0.0.1")
-            let (ready, statistics, seconds) = try await LoopbackHTTPServer.serve(routes) { server in
-                let urls = pictures.map { server.url("/i/\($0.name)") }
-                let started = ContinuousClock.now
-                let (ready, statistics) = try await ImageAttachments.with(configuration) { attachments in
-                    var ready = 0
-                    for first in stride(from: 0, to: users, by: batch) {
-                        ready += await withTaskGroup(of: Int.self) { group in
-                            for user in first..<min(users, first + batch) {
-                                group.addTask {
-                                    if case .ready = await attachments.renditions(forImageAt: urls[user % urls.count]) { return 1 }
-                                    return 0
-                                }
-                            }
-                            return await group.reduce(0, +)
-                        }
-                    }
-                    return (ready, await attachments.statistics())
-                }
-                let elapsed = started.duration(to: .now)
-                return (ready, statistics, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-            }
-            let requests = routes.hits.values.reduce(0, +)
-            print("users: \(users), distinct images: \(images), ready: \(ready)")
-            print("downloads: \(statistics["downloads"] ?? 0), server requests: \(requests), fetched: \(statistics["fetched"] ?? 0), reused: \(statistics["reused"] ?? 0)")
-            print(String(format: "time: %.2f s, %.0f users/s", seconds, Double(users) / seconds))
-        }
-    }
+        subcommands: [Render.self, Samples.self])
 
     struct Render: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -77,9 +25,6 @@ struct ImagesCommand: ParsableCommand {
         @Option(help: "Files rendered at once (on Swift's concurrency pool, so at most one per core).")
         var threads: Int = 1
 
-        @Option(help: "Render the whole list this many times (timings are medians over the passes).")
-        var passes: Int = 1
-
         @Flag(help: "Decode at full size even where a 1/2, 1/4 or 1/8 scale would do.")
         var noShrinkOnLoad = false
 
@@ -87,7 +32,7 @@ struct ImagesCommand: ParsableCommand {
         var files: [String]
 
         func validate() throws {
-            guard threads >= 1, passes >= 1 else { throw ValidationError("--threads and --repeat must be positive") }
+            guard threads >= 1 else { throw ValidationError("--threads must be positive") }
             guard !renditions.split(separator: ",").isEmpty,
                 renditions.split(separator: ",").allSatisfy({ $0 == "hero" || $0 == "icon" })
             else { throw ValidationError("--renditions takes hero, icon or hero,icon") }
@@ -110,13 +55,12 @@ struct ImagesCommand: ParsableCommand {
             let out = out
             let sources = try files.map { [UInt8](try Data(contentsOf: URL(fileURLWithPath: $0))) }
             if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
-            @Sendable func render(_ item: Int) -> Rendered {
-                let index = item % files.count
+            @Sendable func render(_ index: Int) -> Rendered {
                 let begin = DispatchTime.now().uptimeNanoseconds
                 do {
                     let made = try maker.render(sources[index], specs: specs)
                     let ms = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
-                    if let out, item < files.count {
+                    if let out {
                         let base = URL(fileURLWithPath: files[index]).lastPathComponent
                         for file in made {
                             let name = "\(base).\(file.spec.name).\(fileExtension(forMIMEType: file.mimeType))"
@@ -129,11 +73,9 @@ struct ImagesCommand: ParsableCommand {
                     return Rendered(index: index, ms: Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6, outcome: "failed: \(error)", failed: true)
                 }
             }
-            // One queue of files × passes, `threads` renders at a time: a render starts as soon as one
-            // ends, with no barrier between passes, so all of them stay busy even when a pass has an
-            // odd number of files.
-            let items = files.count * passes
-            var times = [[Double]](repeating: [], count: files.count)
+            // One queue of files, `threads` renders at a time: a render starts as soon as one ends.
+            let items = files.count
+            var times = [Double](repeating: 0, count: files.count)
             var outcomes = [String](repeating: "", count: files.count)
             var failed = false
             let started = DispatchTime.now().uptimeNanoseconds
@@ -145,7 +87,7 @@ struct ImagesCommand: ParsableCommand {
                     next += 1
                 }
                 while let rendered = await group.next() {
-                    times[rendered.index].append(rendered.ms)
+                    times[rendered.index] = rendered.ms
                     outcomes[rendered.index] = rendered.outcome
                     failed = failed || rendered.failed
                     if next < items {
@@ -156,34 +98,26 @@ struct ImagesCommand: ParsableCommand {
                 }
             }
             let wall = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
-            var all: [Double] = []
             for (index, file) in files.enumerated() {
-                all += times[index]
-                print(String(format: "%@: median %.1f ms — %@", file, median(times[index]), outcomes[index]))
+                print(String(format: "%@: %.1f ms — %@", file, times[index], outcomes[index]))
             }
-            print(String(format: "total: %d files × %d passes, %d threads: %.0f ms wall, %.2f ms per image (wall ÷ images), median %.2f ms each, %.1f images/s",
-                         files.count, passes, threads, wall, wall / Double(items), median(all), Double(items) * 1000 / wall))
+            print(String(format: "total: %d files, %d threads: %.0f ms wall, %.2f ms per image (wall ÷ images)",
+                         files.count, threads, wall, wall / Double(items)))
             if failed { throw ExitCode(1) }
-        }
-
-        private func median(_ values: [Double]) -> Double {
-            let sorted = values.sorted()
-            guard !sorted.isEmpty else { return 0 }
-            return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
         }
     }
 
     struct Samples: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write generated sample pictures: the benchmark corpus, or small fuzzing seeds.")
+            abstract: "Write generated sample pictures: the benchmark corpus, the demo's pictures, or small fuzzing seeds.")
 
         @Option(help: "Directory to write to.")
         var out: String
 
-        @Option(help: "'bench' (large and medium photos as baseline and progressive JPEG, RGBA and palette PNGs) or 'seeds'.")
+        @Option(help: "'bench' (large and medium photos as baseline and progressive JPEG, RGBA and palette PNGs), 'demo' (the pictures `digest demo` serves) or 'seeds'.")
         var kind: String = "bench"
 
-        @Option(help: "Pictures of each sort (bench).")
+        @Option(help: "Pictures of each sort (bench), or pictures in all (demo).")
         var count: Int = 3
 
         func run() throws {
@@ -206,6 +140,8 @@ struct ImagesCommand: ParsableCommand {
                     let palette = SamplePictures.photo(width: 1600, height: 1200, seed: seed + 90)
                     written.append(("medium-\(i + 1)-palette.png", try SamplePictures.palettePNG(palette)))
                 }
+            case "demo":
+                written = try SamplePictures.demo(count: count).map { ($0.name, $0.bytes) }
             case "seeds":
                 let photo = SamplePictures.photo(width: 40, height: 24, seed: 1)
                 let logo = SamplePictures.logo(width: 24, height: 24, seed: 2)
@@ -221,7 +157,7 @@ struct ImagesCommand: ParsableCommand {
                     ("tiny.gif", Array("GIF89a".utf8) + [10, 0, 10, 0, 0x80, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3B]),
                 ]
             default:
-                throw ValidationError("--kind takes bench or seeds")
+                throw ValidationError("--kind takes bench, demo or seeds")
             }
             for (name, bytes) in written {
                 try Data(bytes).write(to: URL(fileURLWithPath: out).appendingPathComponent(name))

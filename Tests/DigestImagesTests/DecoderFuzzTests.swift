@@ -1,4 +1,5 @@
 import DigestCore
+import DigestDemo
 @testable import DigestImageCodecs
 import DigestTesting
 import Foundation

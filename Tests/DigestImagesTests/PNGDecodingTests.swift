@@ -1,3 +1,4 @@
+import DigestDemo
 @testable import DigestImageCodecs
 import DigestTesting
 import Testing

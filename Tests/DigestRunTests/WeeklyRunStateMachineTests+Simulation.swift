@@ -1,4 +1,5 @@
 import DigestCore
+import DigestDemo
 @testable import DigestRun
 
 extension WeeklyRunStateMachineTests {

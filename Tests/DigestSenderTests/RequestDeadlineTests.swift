@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-@testable import DigestSender
+@_spi(Benchmarks) @testable import DigestSender
 import DigestTesting
 import NIOCore
 import Testing

@@ -1,4 +1,5 @@
 import DigestCore
+import DigestDemo
 import DigestStore
 import DigestTesting
 import Foundation

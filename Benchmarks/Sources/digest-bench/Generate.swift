@@ -1,6 +1,6 @@
 import ArgumentParser
 import DigestCore
-import DigestDemo
+import DemoSupport
 import DigestSQLite
 import DigestStore
 import Foundation

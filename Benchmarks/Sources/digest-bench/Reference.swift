@@ -1,3 +1,4 @@
+import DemoSupport
 import DigestCore
 import ArgumentParser
 import DigestSQLite

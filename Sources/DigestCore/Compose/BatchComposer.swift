@@ -33,14 +33,14 @@ public struct BatchComposer: Sendable {
 
         /// Articles a week's digests can pick from: every zone's window lies within 14 hours (ahead)
         /// or 12 hours (behind) of the UTC week.
-        public var articleRange: (from: Int64, until: Int64) {
+        package var articleRange: (from: Int64, until: Int64) {
             let utc = WeekCalendar(week: week, delivery: delivery).utcWindow
             return (utc.end - digest.freshnessSeconds - 14 * 3600, utc.end + 12 * 3600)
         }
     }
 
-    public let calendar: WeekCalendar
-    public let builder: DigestBuilder
+    package let calendar: WeekCalendar
+    package let builder: DigestBuilder
     let templates: TemplateCatalog
     let planner: VariantPlanner
     let attachments: any AttachmentProvider
@@ -64,11 +64,11 @@ public struct BatchComposer: Sendable {
     }
 
     /// The instant the messages are composed at (the run's).
-    public let now: Int64
+    package let now: Int64
 
     /// When a reader's message becomes due and may be sent (``WeekCalendar/slot(forZone:now:ttl:)``;
     /// with ``SendAt/now``, at once with no quiet hours).
-    public func slot(for reader: Reader) -> DeliverySlot {
+    package func slot(for reader: Reader) -> DeliverySlot {
         let ttl = Int64(planner.encoder.configuration.ttlSeconds)
         if let sendNow { return DeliverySlot(availableAt: sendNow, windowEnd: nil, quietUntil: nil, expiresAt: sendNow + ttl) }
         return calendar.slot(forZone: reader.timeZone, now: now, ttl: ttl)
@@ -77,17 +77,17 @@ public struct BatchComposer: Sendable {
     /// Where a reader's reads start: Monday 00:00 in their own zone of the first of the weeks their
     /// digest looks at (``DigestBuilder/Configuration/historyWeeks``). Skipped readers need no reads:
     /// `Int64.max`, so a store returns none.
-    public func readsSince(_ reader: Reader) -> Int64 {
+    package func readsSince(_ reader: Reader) -> Int64 {
         reader.optedOut || reader.devices.isEmpty
             ? Int64.max : builder.historyStart(of: calendar.window(forZone: reader.timeZone).window)
     }
 
     /// The ids of the articles digests may pick: the reads of them before ``readsSince(_:)`` are the
     /// ones a store looks up for ``ReaderHistory/readEarlier``.
-    public let candidateIDs: [String]
+    package let candidateIDs: [String]
 
     /// The weeks whose picks a digest does not repeat, latest first.
-    public var noRepeatWeeks: [ISOWeek] {
+    package var noRepeatWeeks: [ISOWeek] {
         var weeks: [ISOWeek] = []
         var week = calendar.week
         for _ in 0..<max(0, builder.configuration.noRepeatWeeks) {

@@ -105,7 +105,7 @@ public struct FCMEncoder: Sendable {
     }
 
     /// The FCM v1 field holding a platform's section.
-    public static func sectionKey(_ platform: Platform) -> String {
+    package static func sectionKey(_ platform: Platform) -> String {
         switch platform {
         case .android: "android"
         case .ios: "apns"
@@ -117,16 +117,16 @@ public struct FCMEncoder: Sendable {
     /// section alone (its `data` holds every key; there is no top-level `data`), for iOS the top-level
     /// data plus the APNs payload (what APNs limits), for the web the top-level data plus the
     /// `webpush` section.
-    public func budgetBytes(for plan: NotificationPlan, platform: Platform) -> Int {
+    package func budgetBytes(for plan: NotificationPlan, platform: Platform) -> Int {
         encode(plan, platforms: [platform]).bytes[platform]!
     }
 
-    public func collapseKey(_ plan: NotificationPlan) -> String { "digest-\(plan.week)" }
+    package func collapseKey(_ plan: NotificationPlan) -> String { "digest-\(plan.week)" }
 
     /// FCM's `fcm_options.analytics_label`, `digest-<week>-<variant>` (FCM takes
     /// `^[a-zA-Z0-9-_.~%]{1,50}$`; a week and a variant's name are within it). FCM's delivery data in
     /// the Firebase console and BigQuery export is grouped by it; it is not part of what the device gets.
-    public func analyticsLabel(_ plan: NotificationPlan) -> String { "digest-\(plan.week)-\(plan.variant.rawValue)" }
+    package func analyticsLabel(_ plan: NotificationPlan) -> String { "digest-\(plan.week)-\(plan.variant.rawValue)" }
 
     /// What stands for `message_id` in the shared parts until a device's id fills it: the same length.
     static let messageIDPlaceholder = String(repeating: "0", count: OutboxMessage.messageIDLength)
@@ -139,12 +139,12 @@ public struct FCMEncoder: Sendable {
     }
 
     /// The weekly page, `<linkBase>/<week>`.
-    public func weeklyLink(_ plan: NotificationPlan) -> String { "\(configuration.linkBase)/\(plan.week)" }
+    package func weeklyLink(_ plan: NotificationPlan) -> String { "\(configuration.linkBase)/\(plan.week)" }
 
     /// What tapping the notification opens (`deep_link`, web `fcm_options.link`): an Image message
     /// ("Top pick: …") opens the top pick's own URL when ``isOpenableLink(_:)`` takes it; every other
     /// message, and an Image one whose top pick's URL it refuses, opens the weekly page.
-    public func link(_ plan: NotificationPlan) -> String {
+    package func link(_ plan: NotificationPlan) -> String {
         if plan.variant == .image, let url = plan.topPickURL, Self.isOpenableLink(url) { return url }
         return weeklyLink(plan)
     }
@@ -152,7 +152,7 @@ public struct FCMEncoder: Sendable {
     /// Whether a catalogue URL may be a notification's link as it is: it starts with `https://`, has a
     /// host, and parses as RFC 3986 has it, with nothing left to percent-encode (no spaces, control
     /// or non-ASCII characters), so the app and the browser open exactly these bytes.
-    public static func isOpenableLink(_ url: String) -> Bool {
+    package static func isOpenableLink(_ url: String) -> Bool {
         guard url.hasPrefix("https://"), let parts = URLComponents(string: url, encodingInvalidCharacters: false) else {
             return false
         }

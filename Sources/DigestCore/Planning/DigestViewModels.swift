@@ -1,4 +1,4 @@
-public import Mustache
+import Mustache
 
 /// What the title and body templates see. Strings only, already localized and cleaned.
 ///
@@ -6,22 +6,22 @@ public import Mustache
 /// asks for another case with the case's name after the count's (`{{minutesAccusative}}`: "за 5
 /// минут"), given by ``caseForms`` when the locale's `strings.json` has forms for that case, else the
 /// nominative. `topTopic` is the topic's display name from `topics.json` (the slug when it has none).
-public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
-    public var week: String
-    public var articles: String
-    public var articlesCount: Int
-    public var minutes: String
-    public var minutesCount: Int
-    public var days: String
-    public var daysCount: Int
-    public var topTopic: String
-    public var change: String
-    public var topPick: String
-    public var picksCount: Int
+package struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
+    package var week: String
+    package var articles: String
+    package var articlesCount: Int
+    package var minutes: String
+    package var minutesCount: Int
+    package var days: String
+    package var daysCount: Int
+    package var topTopic: String
+    package var change: String
+    package var topPick: String
+    package var picksCount: Int
     /// The counts in the cases other than the nominative, by template name (`minutesAccusative`).
-    public var caseForms: [String: String]
+    package var caseForms: [String: String]
 
-    public init(
+    package init(
         week: String, articles: String, articlesCount: Int, minutes: String, minutesCount: Int, days: String,
         daysCount: Int, topTopic: String, change: String, topPick: String, picksCount: Int,
         caseForms: [String: String] = [:]
@@ -43,7 +43,7 @@ public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
     /// The view model of `digest` in a locale: counts as plural phrases in every case the locale
     /// gives forms for, the top topic by its display name, the reading time at least 1 minute when
     /// an article was read.
-    public init(_ digest: WeeklyDigest, templates: LocalizedTemplates) {
+    package init(_ digest: WeeklyDigest, templates: LocalizedTemplates) {
         let stats = digest.stats
         let minutes = Self.shownMinutes(articles: stats.articlesRead, minutes: stats.minutesRead)
         var change = ""
@@ -68,13 +68,13 @@ public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
 
     /// The reading time a digest shows: at least 1 minute when at least one article was read (a read
     /// of a few seconds rounds to 0 minutes, and "1 article, 0 min" reads as a mistake).
-    public static func shownMinutes(articles: Int, minutes: Int) -> Int {
+    package static func shownMinutes(articles: Int, minutes: Int) -> Int {
         articles > 0 ? max(1, minutes) : minutes
     }
 
     /// The counts stay numbers for the Mustache library (its transforms such as `plusone` need
     /// them); every other name is its text.
-    public func child(named name: String) -> Any? {
+    package func child(named name: String) -> Any? {
         switch name {
         case "articlesCount": articlesCount
         case "minutesCount": minutesCount
@@ -84,7 +84,7 @@ public struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
         }
     }
 
-    public func text(named name: String) -> String? {
+    package func text(named name: String) -> String? {
         switch name {
         case "week": week
         case "articles": articles
@@ -119,12 +119,12 @@ private func caseForm(_ name: String, _ forms: [String: String], nominative: (St
 
 /// What the bullet template sees for one pick: `minutes` is its reading time as a phrase (other
 /// cases as in ``DigestViewModel``), `topic` the display name of its first topic.
-public struct BulletViewModel: MustacheParent, TemplateValues, Sendable {
-    public var title: String
-    public var minutes: String
-    public var topic: String
+package struct BulletViewModel: MustacheParent, TemplateValues, Sendable {
+    package var title: String
+    package var minutes: String
+    package var topic: String
     /// `minutes` in the cases other than the nominative, by template name (`minutesAccusative`).
-    public var caseForms: [String: String] = [:]
+    package var caseForms: [String: String] = [:]
 
     /// A pick's bullet: `topic` is a slug, shown by its display name.
     init(title: String, minutesCount: Int, topic: String, templates: LocalizedTemplates) {
@@ -141,9 +141,9 @@ public struct BulletViewModel: MustacheParent, TemplateValues, Sendable {
         self.caseForms = caseForms
     }
 
-    public func child(named name: String) -> Any? { text(named: name) }
+    package func child(named name: String) -> Any? { text(named: name) }
 
-    public func text(named name: String) -> String? {
+    package func text(named name: String) -> String? {
         switch name {
         case "title": title
         case "minutes": minutes
@@ -154,11 +154,11 @@ public struct BulletViewModel: MustacheParent, TemplateValues, Sendable {
 }
 
 /// What the "+N more" template sees.
-public struct MoreViewModel: MustacheParent, TemplateValues, Sendable {
-    public var more: String
-    public var count: Int
+package struct MoreViewModel: MustacheParent, TemplateValues, Sendable {
+    package var more: String
+    package var count: Int
     /// `more` in the cases other than the nominative, by template name (`moreAccusative`).
-    public var caseForms: [String: String] = [:]
+    package var caseForms: [String: String] = [:]
 
     /// The line for `count` picks the body has no room for.
     init(count: Int, templates: LocalizedTemplates) {
@@ -174,12 +174,12 @@ public struct MoreViewModel: MustacheParent, TemplateValues, Sendable {
     }
 
     /// `count` stays a number for the Mustache library; `more` is its text.
-    public func child(named name: String) -> Any? {
+    package func child(named name: String) -> Any? {
         if name == "count" { return count }
         return text(named: name)
     }
 
-    public func text(named name: String) -> String? {
+    package func text(named name: String) -> String? {
         switch name {
         case "more": more
         case "count": String(count)

@@ -1,6 +1,6 @@
 /// A text or budget rule the planner applies, by its stable name: the name that plans, outbox
 /// reports and run summaries count it under.
-public enum PlanRule: String, Sendable, CaseIterable, Codable {
+package enum PlanRule: String, Sendable, CaseIterable, Codable {
     /// Fewer candidates than picks: the reader's languages, reads and last weeks' picks left only
     /// this many (detail: how many).
     case picksShort = "picks.short"

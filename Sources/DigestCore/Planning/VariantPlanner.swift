@@ -22,12 +22,12 @@ public struct VariantPlanner: Sendable {
         public init() {}
 
         /// The budget in force for a platform: the configured one, capped by the platform's ceiling.
-        public func budget(for platform: Platform) -> Int {
+        package func budget(for platform: Platform) -> Int {
             min(byteBudget, Self.ceiling(for: platform))
         }
 
         /// FCM and APNs take 4096 bytes; web push 3993 bytes of plaintext (RFC 8291 with aes128gcm).
-        public static func ceiling(for platform: Platform) -> Int {
+        package static func ceiling(for platform: Platform) -> Int {
             platform == .web ? 3993 : 4096
         }
     }

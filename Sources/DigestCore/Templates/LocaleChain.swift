@@ -1,10 +1,10 @@
 /// Locale fallback: `pl-PL` → `pl` → `en`; Chinese in the simplified script resolves to `zh-Hans`.
-public enum LocaleChain {
+package enum LocaleChain {
     /// The locale every chain ends with.
-    public static let root = "en"
+    package static let root = "en"
 
     /// Candidate locale names, most specific first, ending with ``root``.
-    public static func chain(for locale: String) -> [String] {
+    package static func chain(for locale: String) -> [String] {
         let tag = locale.replacingUnderscores().trimmedTag()
         var parts = tag.split(separator: "-").map(String.init)
         var chain: [String] = []
@@ -27,7 +27,7 @@ public enum LocaleChain {
     }
 
     /// The language subtag (`pl` of `pl-PL`), lowercased.
-    public static func language(of locale: String) -> String {
+    package static func language(of locale: String) -> String {
         let tag = locale.replacingUnderscores().trimmedTag()
         return String(tag.split(separator: "-").first ?? "").lowercased()
     }

@@ -1,4 +1,4 @@
-public import Mustache
+package import Mustache
 import Foundation
 import Synchronization
 
@@ -16,10 +16,10 @@ public struct LocalizedTemplates: Sendable {
     /// Each count's forms by grammatical case (the nominative always) and CLDR category.
     let plurals: [String: [GrammaticalCase: [PluralCategory: String]]]
     /// Action labels (`open`, `later`).
-    public let actions: [String: String]
+    package let actions: [String: String]
     /// Topic display names by slug, from the `topics.json` files of the locale chain (the most
     /// specific name wins).
-    public let topics: [String: String]
+    package let topics: [String: String]
     /// Rendered text by piece and the values of the names the piece uses: many users share a title
     /// or a header, and rendering is the costly part.
     let renders = RenderCache()
@@ -46,7 +46,7 @@ public struct LocalizedTemplates: Sendable {
     }
 
     /// Renders one piece from a view model.
-    public func render(_ piece: TemplateCatalog.Piece, _ model: some MustacheParent & TemplateValues) -> String {
+    package func render(_ piece: TemplateCatalog.Piece, _ model: some MustacheParent & TemplateValues) -> String {
         guard let compiled = pieces[piece] else { return "" }
         if let text = compiled.text { return text.render(model) }
         guard let names = compiled.names else { return compiled.template.render(model) }
@@ -63,7 +63,7 @@ public struct LocalizedTemplates: Sendable {
 
     /// The plural phrase for `count` of `category` (`articles`, `minutes`, `days`, `more`) in a
     /// grammatical case: the nominative forms when the locale gives none for that case.
-    public func plural(_ category: String, _ count: Int, case grammaticalCase: GrammaticalCase = .nominative) -> String {
+    package func plural(_ category: String, _ count: Int, case grammaticalCase: GrammaticalCase = .nominative) -> String {
         if let phrase = phrases.phrase(category, count, grammaticalCase) { return phrase }
         return Self.plural(category, count, case: grammaticalCase, plurals: plurals, rule: pluralRule)
     }
@@ -92,20 +92,20 @@ public struct LocalizedTemplates: Sendable {
     }
 
     /// The display name of a topic slug, or `nil` when no locale on the chain names it.
-    public func topicName(_ slug: String) -> String? { topics[slug] }
+    package func topicName(_ slug: String) -> String? { topics[slug] }
 
     /// What a template shows for a topic slug: its display name, else the slug as written.
-    public func topic(_ slug: String) -> String { topics[slug] ?? slug }
+    package func topic(_ slug: String) -> String { topics[slug] ?? slug }
 
     /// Whether a piece's template reads `name` (a template whose names cannot be listed, one with
     /// partials for instance, counts as reading every name).
-    public func reads(_ name: String, in piece: TemplateCatalog.Piece) -> Bool {
+    package func reads(_ name: String, in piece: TemplateCatalog.Piece) -> Bool {
         guard let compiled = pieces[piece] else { return false }
         return compiled.names?.contains(name) ?? true
     }
 
     /// An action's label, or its key when no locale names it.
-    public func action(_ key: String) -> String { actions[key] ?? key }
+    package func action(_ key: String) -> String { actions[key] ?? key }
 }
 
 /// Every category's count phrases, in each case the locale gives forms for, for the counts below

@@ -1,5 +1,5 @@
 /// CLDR plural categories.
-public enum PluralCategory: String, Sendable, Hashable, CaseIterable, Codable {
+package enum PluralCategory: String, Sendable, Hashable, CaseIterable, Codable {
     case zero, one, two, few, many, other
 }
 
@@ -7,14 +7,14 @@ public enum PluralCategory: String, Sendable, Hashable, CaseIterable, Codable {
 ///
 /// Shipped languages are exact (en, pl, ru, zh); others of the same family share a rule, and any other
 /// language uses `other` alone.
-public enum PluralRules {
+package enum PluralRules {
     /// The category of `count` in `language` (a BCP 47 language subtag such as `pl`).
-    public static func category(of count: Int, language: String) -> PluralCategory {
+    package static func category(of count: Int, language: String) -> PluralCategory {
         Rule(language: language).category(of: count)
     }
 
     /// A language's rule, found once (``LocalizedTemplates`` keeps its language's).
-    public enum Rule: Sendable, Hashable {
+    package enum Rule: Sendable, Hashable {
         /// `one` for 1, else `other` (en, de, …).
         case oneOther
         /// pl: one, few, many.
@@ -28,7 +28,7 @@ public enum PluralRules {
         /// Every count is `other` (zh, ja, and any language without a rule here).
         case otherOnly
 
-        public init(language: String) {
+        package init(language: String) {
             switch language.lowercased() {
             case "en", "de", "nl", "sv", "da", "nb", "no", "it", "es", "el", "fi", "et", "hu", "tr", "bg": self = .oneOther
             case "pl": self = .polish
@@ -40,7 +40,7 @@ public enum PluralRules {
         }
 
         /// The category of `count` under this rule.
-        public func category(of count: Int) -> PluralCategory {
+        package func category(of count: Int) -> PluralCategory {
             let n = abs(count)
             let mod10 = n % 10
             let mod100 = n % 100

@@ -5,7 +5,7 @@ import Foundation
 /// `text(named:)` must agree with `MustacheParent.child(named:)`: `nil` exactly when the child is
 /// missing, else the child as Mustache prints it (`String(describing:)`). Only strings and integers:
 /// a Bool or a sequence would open sections differently.
-public protocol TemplateValues {
+package protocol TemplateValues {
     func text(named name: String) -> String?
 }
 

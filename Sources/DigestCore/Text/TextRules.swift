@@ -4,13 +4,13 @@ import Foundation
 ///
 /// Lengths count grapheme clusters, so an emoji ZWJ sequence, a flag or a letter with combining marks
 /// is one character and is never split.
-public enum TextRules {
+package enum TextRules {
     /// The ellipsis appended to a cut string.
-    public static let ellipsis: Character = "…"
+    package static let ellipsis: Character = "…"
 
     /// NFC, control characters removed, whitespace collapsed to single spaces and trimmed.
     /// With `keepNewlines`, line breaks survive as single `\n` (no blank lines, no spaces around them).
-    public static func clean(_ text: String, keepNewlines: Bool = false) -> String {
+    package static func clean(_ text: String, keepNewlines: Bool = false) -> String {
         if isPlainASCII(text) || isClean(text) { return text }
         var out = String.UnicodeScalarView()
         var pendingSpace = false
@@ -99,7 +99,7 @@ public enum TextRules {
     /// The cut falls at the last word boundary inside the limit when that keeps at least 60% of the
     /// limit, else at a grapheme boundary; trailing spaces and punctuation go before the ellipsis.
     /// Returns the text unchanged (and `false`) when it fits.
-    public static func truncate(_ text: String, to limit: Int) -> (text: String, cut: Bool) {
+    package static func truncate(_ text: String, to limit: Int) -> (text: String, cut: Bool) {
         guard limit > 0 else { return ("", !text.isEmpty) }
         // Graphemes never outnumber scalars: a text with few enough scalars fits without a walk.
         if text.unicodeScalars.count <= limit { return (text, false) }
@@ -132,7 +132,7 @@ public enum TextRules {
 
     /// Cuts `text` so that it fits in `maxUnits` UTF-16 code units (Android's framework cap), by the
     /// same rule as ``truncate(_:to:)`` at the largest grapheme limit that fits.
-    public static func truncate(_ text: String, toUTF16 maxUnits: Int) -> (text: String, cut: Bool) {
+    package static func truncate(_ text: String, toUTF16 maxUnits: Int) -> (text: String, cut: Bool) {
         if text.utf16.count <= maxUnits { return (text, false) }
         var low = 0
         var high = min(text.count, maxUnits)
@@ -144,5 +144,5 @@ public enum TextRules {
     }
 
     /// Grapheme clusters in `text`.
-    public static func length(_ text: String) -> Int { text.count }
+    package static func length(_ text: String) -> Int { text.count }
 }

@@ -1,5 +1,5 @@
 /// Reads the orientation tag (0x0112) from an EXIF block (the APP1 payload after `Exif\0\0`).
-enum ExifOrientation {
+package enum ExifOrientation {
     /// The orientation, or `.up` when the block has none or is malformed.
     static func read(_ exif: UnsafeRawBufferPointer) -> Orientation {
         let bytes = exif.bindMemory(to: UInt8.self)
@@ -32,7 +32,7 @@ enum ExifOrientation {
     }
 
     /// A minimal EXIF block (for APP1, with the `Exif\0\0` prefix) carrying only `orientation`.
-    static func block(orientation: Int, bigEndian: Bool = false) -> [UInt8] {
+    package static func block(orientation: Int, bigEndian: Bool = false) -> [UInt8] {
         func u16(_ v: Int) -> [UInt8] { bigEndian ? [UInt8(v >> 8), UInt8(v & 0xFF)] : [UInt8(v & 0xFF), UInt8(v >> 8)] }
         func u32(_ v: Int) -> [UInt8] { bigEndian ? u16(v >> 16) + u16(v & 0xFFFF) : u16(v & 0xFFFF) + u16(v >> 16) }
         var out: [UInt8] = Array("Exif".utf8) + [0, 0]

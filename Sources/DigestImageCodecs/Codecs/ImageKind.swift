@@ -1,9 +1,9 @@
 /// What a file is, told from its first bytes (WHATWG MIME sniffing), never from a Content-Type.
-public enum ImageKind: String, Sendable, Hashable, CaseIterable {
+package enum ImageKind: String, Sendable, Hashable, CaseIterable {
     case jpeg, png, gif, webp, svg, html, empty, unknown
 
     /// Sniffs `bytes` (only the first few hundred are looked at).
-    public init(sniffing bytes: some Collection<UInt8>) {
+    package init(sniffing bytes: some Collection<UInt8>) {
         let head = Array(bytes.prefix(512))
         if head.isEmpty {
             self = .empty
@@ -21,7 +21,7 @@ public enum ImageKind: String, Sendable, Hashable, CaseIterable {
     }
 
     /// The MIME type a decodable kind is served as.
-    public var mimeType: String? {
+    package var mimeType: String? {
         switch self {
         case .jpeg: "image/jpeg"
         case .png: "image/png"

@@ -1,9 +1,9 @@
 import CImageShim
 
 /// A libjpeg-turbo compressor, allocated once at a stable address and freed in `deinit`.
-final class JPEGEncoder {
+package final class JPEGEncoder {
     /// How the pixels are laid out and stored.
-    enum Layout {
+    package enum Layout {
         /// 4 bytes a pixel (R, G, B, ignored), stored as YCbCr.
         case rgbx
         /// 1 byte a pixel.
@@ -28,7 +28,7 @@ final class JPEGEncoder {
 
     private let handle: OpaquePointer
 
-    init() throws(ImageError) {
+    package init() throws(ImageError) {
         guard let handle = digest_jpeg_encoder_create() else {
             throw ImageError(.corrupt, "cannot allocate a JPEG encoder")
         }
@@ -38,7 +38,7 @@ final class JPEGEncoder {
     deinit { digest_jpeg_encoder_destroy(handle) }
 
     /// Encodes `width`×`height` pixels, `stride` bytes a row; `app1` is written as an APP1 marker.
-    func encode(
+    package func encode(
         _ pixels: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, layout: Layout = .rgbx,
         quality: Int, progressive: Bool = false, app1: [UInt8]? = nil
     ) throws(ImageError) -> [UInt8] {

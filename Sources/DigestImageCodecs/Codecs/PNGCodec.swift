@@ -2,7 +2,7 @@ import CPNG
 
 /// PNG through libpng's simplified API (`png_image_*`), which catches libpng's own errors and returns
 /// a status: every colour type and bit depth, palettes with transparency, interlacing.
-enum PNGCodec {
+package enum PNGCodec {
     struct Header {
         var width: Int
         var height: Int
@@ -90,7 +90,7 @@ enum PNGCodec {
     }
 
     /// Encodes straight-alpha RGBA pixels (or RGB, dropping the fourth byte, when `opaque`).
-    static func encode(_ pixels: PixelBuffer, opaque: Bool = false) throws(ImageError) -> [UInt8] {
+    package static func encode(_ pixels: PixelBuffer, opaque: Bool = false) throws(ImageError) -> [UInt8] {
         var image = png_image()
         image.version = CPNG_IMAGE_VERSION
         image.width = UInt32(pixels.width)
@@ -133,7 +133,7 @@ enum PNGCodec {
 
     /// Encodes as a palette PNG: a 6×6×6 colour cube, plus one transparent entry (written as tRNS)
     /// for pixels under half alpha when `keepAlpha`.
-    static func encodePalette(_ pixels: PixelBuffer, keepAlpha: Bool) throws(ImageError) -> [UInt8] {
+    package static func encodePalette(_ pixels: PixelBuffer, keepAlpha: Bool) throws(ImageError) -> [UInt8] {
         var colormap: [UInt8] = keepAlpha ? [0, 0, 0, 0] : []
         for r in 0..<6 { for g in 0..<6 { for b in 0..<6 { colormap += [UInt8(r * 51), UInt8(g * 51), UInt8(b * 51), 255] } } }
         let offset = keepAlpha ? 1 : 0

@@ -1,13 +1,13 @@
 /// Pixels, 4 bytes each (R, G, B, A or X), rows `width * 4` bytes apart.
-public struct PixelBuffer: Sendable, Equatable {
-    public let width: Int
-    public let height: Int
-    public var bytes: [UInt8]
+package struct PixelBuffer: Sendable, Equatable {
+    package let width: Int
+    package let height: Int
+    package var bytes: [UInt8]
 
-    public var stride: Int { width * 4 }
+    package var stride: Int { width * 4 }
 
     /// A buffer of `width`×`height` pixels, all zero.
-    public init(width: Int, height: Int) {
+    package init(width: Int, height: Int) {
         precondition(width >= 0 && height >= 0)
         self.width = width
         self.height = height
@@ -31,7 +31,7 @@ public struct PixelBuffer: Sendable, Equatable {
         if let failure { throw failure }
     }
 
-    public init(width: Int, height: Int, bytes: [UInt8]) {
+    package init(width: Int, height: Int, bytes: [UInt8]) {
         precondition(bytes.count == width * height * 4)
         self.width = width
         self.height = height
@@ -39,7 +39,7 @@ public struct PixelBuffer: Sendable, Equatable {
     }
 
     /// The pixel at (`x`, `y`) as (r, g, b, a).
-    public subscript(x: Int, y: Int) -> (UInt8, UInt8, UInt8, UInt8) {
+    package subscript(x: Int, y: Int) -> (UInt8, UInt8, UInt8, UInt8) {
         get {
             let i = (y * width + x) * 4
             return (bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3])
@@ -54,7 +54,7 @@ public struct PixelBuffer: Sendable, Equatable {
     }
 
     /// Whether any pixel is less than fully opaque.
-    public var hasTransparency: Bool {
+    package var hasTransparency: Bool {
         bytes.withUnsafeBufferPointer { p in
             var all: UInt8 = 0xFF
             var i = 3

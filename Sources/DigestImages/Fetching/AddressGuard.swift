@@ -6,9 +6,9 @@ public import DigestImageCodecs
 /// allow list (`--allow-hosts`).
 public struct AddressGuard: Sendable {
     /// Ranges allowed even though internal.
-    public var allowed: [AddressRange]
+    package var allowed: [AddressRange]
 
-    public init(allowed: [AddressRange] = []) {
+    package init(allowed: [AddressRange] = []) {
         self.allowed = allowed
     }
 
@@ -25,7 +25,7 @@ public struct AddressGuard: Sendable {
     }
 
     /// Why `address` is refused, or nil when it may be used.
-    public func refusal(for address: IPAddress) -> String? {
+    package func refusal(for address: IPAddress) -> String? {
         if allowed.contains(where: { $0.contains(address) }) { return nil }
         if let mapped = address.mappedIPv4 {
             if allowed.contains(where: { $0.contains(mapped) }) { return nil }

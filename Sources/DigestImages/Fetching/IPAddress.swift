@@ -5,10 +5,10 @@ import Darwin
 #endif
 
 /// An IPv4 or IPv6 address as its network-order bytes (4 or 16).
-public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
-    public let bytes: [UInt8]
+package struct IPAddress: Sendable, Hashable, CustomStringConvertible {
+    package let bytes: [UInt8]
 
-    public var isIPv4: Bool { bytes.count == 4 }
+    package var isIPv4: Bool { bytes.count == 4 }
 
     init(bytes: [UInt8]) {
         precondition(bytes.count == 4 || bytes.count == 16)
@@ -16,7 +16,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses a literal (`203.0.113.7`, `2001:db8::1`, `[2001:db8::1]`); nil when it is not one.
-    public init?(_ text: some StringProtocol) {
+    package init?(_ text: some StringProtocol) {
         var literal = String(text)
         if literal.hasPrefix("["), literal.hasSuffix("]") { literal = String(literal.dropFirst().dropLast()) }
         var v4 = in_addr()
@@ -33,12 +33,12 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
-    public var mappedIPv4: IPAddress? {
+    package var mappedIPv4: IPAddress? {
         guard bytes.count == 16, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF else { return nil }
         return IPAddress(bytes: Array(bytes[12..<16]))
     }
 
-    public var description: String {
+    package var description: String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         let family = isIPv4 ? AF_INET : AF_INET6
         let ok = bytes.withUnsafeBytes { raw in
@@ -50,18 +50,18 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// An address range in CIDR notation (`10.0.0.0/8`, `fd00::/8`); a bare address is a range of one.
-public struct AddressRange: Sendable, Hashable, CustomStringConvertible {
-    public let network: IPAddress
-    public let prefixLength: Int
+package struct AddressRange: Sendable, Hashable, CustomStringConvertible {
+    package let network: IPAddress
+    package let prefixLength: Int
 
-    public init(_ network: IPAddress, prefixLength: Int) {
+    package init(_ network: IPAddress, prefixLength: Int) {
         precondition(prefixLength >= 0 && prefixLength <= network.bytes.count * 8)
         self.network = network
         self.prefixLength = prefixLength
     }
 
     /// Parses `ADDRESS` or `ADDRESS/PREFIX`; nil when malformed.
-    public init?(_ text: some StringProtocol) {
+    package init?(_ text: some StringProtocol) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard let address = IPAddress(parts[0].trimmingSpaces) else { return nil }
         var length = address.bytes.count * 8
@@ -73,7 +73,7 @@ public struct AddressRange: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether `address` (same family) lies in the range.
-    public func contains(_ address: IPAddress) -> Bool {
+    package func contains(_ address: IPAddress) -> Bool {
         guard address.bytes.count == network.bytes.count else { return false }
         var remaining = prefixLength
         for (a, b) in zip(address.bytes, network.bytes) {
@@ -86,7 +86,7 @@ public struct AddressRange: Sendable, Hashable, CustomStringConvertible {
         return true
     }
 
-    public var description: String { "\(network)/\(prefixLength)" }
+    package var description: String { "\(network)/\(prefixLength)" }
 }
 
 extension StringProtocol {

@@ -1,9 +1,9 @@
 import AsyncHTTPClient
-public import DigestImageCodecs
+package import DigestImageCodecs
 import Foundation
-public import NIOCore
+package import NIOCore
 import NIOHTTP1
-public import NIOPosix
+package import NIOPosix
 
 /// Downloads one image over http or https with hard limits: connect and total time, a byte cap
 /// enforced while the body streams, a redirect limit, and the address guard.
@@ -32,20 +32,20 @@ public struct ImageDownloader: Sendable {
     }
 
     /// A finished download.
-    public struct Download: Sendable {
-        public var bytes: [UInt8]
+    package struct Download: Sendable {
+        package var bytes: [UInt8]
         /// The response's Content-Type, without parameters.
-        public var contentType: String?
+        package var contentType: String?
         /// The URL that answered (after redirects).
-        public var finalURL: String
-        public var redirects: Int
+        package var finalURL: String
+        package var redirects: Int
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let eventLoopGroup: any EventLoopGroup
     private let resolver: HostResolver
 
-    public init(
+    package init(
         configuration: Configuration = Configuration(),
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         threadPool: NIOThreadPool = .singleton
@@ -56,7 +56,7 @@ public struct ImageDownloader: Sendable {
     }
 
     /// Downloads `url`, or throws an `ImageError` saying why not.
-    public func fetch(_ url: String) async throws(ImageError) -> Download {
+    package func fetch(_ url: String) async throws(ImageError) -> Download {
         let deadline = ContinuousClock.now + configuration.totalTimeout
         do {
             return try await withThrowingTaskGroup(of: Download?.self) { group in

@@ -1,12 +1,12 @@
 import Crypto
-public import DigestCore
-public import DigestImageCodecs
+package import DigestCore
+package import DigestImageCodecs
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-public import Foundation
+package import Foundation
 
 /// The directory of rendition files and the public URL it is served under.
 ///
@@ -15,12 +15,12 @@ public import Foundation
 /// name in the same directory and renamed, so a reader never sees half a file and two writers of
 /// the same name cannot interleave. Names are content-derived: a file already present is the same
 /// file and is reused.
-public struct AttachmentStore: Sendable {
-    public let directory: URL
+package struct AttachmentStore: Sendable {
+    package let directory: URL
     /// Public base URL, without a trailing slash.
-    public let baseURL: String
+    package let baseURL: String
 
-    public init(directory: URL, baseURL: String) throws(ImageError) {
+    package init(directory: URL, baseURL: String) throws(ImageError) {
         self.directory = directory
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         do {
@@ -31,17 +31,17 @@ public struct AttachmentStore: Sendable {
     }
 
     /// The hex SHA-256 of a source.
-    public static func sourceHash(_ bytes: [UInt8]) -> String {
+    package static func sourceHash(_ bytes: [UInt8]) -> String {
         SHA256.hash(data: bytes).hexString
     }
 
     /// The file name stem of `spec` made from the source with hash `sourceHash`.
-    public static func stem(sourceHash: String, spec: RenditionSpec) -> String {
+    package static func stem(sourceHash: String, spec: RenditionSpec) -> String {
         String(SHA256.hash(data: Array("\(sourceHash):\(spec.identity)".utf8)).hexString.prefix(32))
     }
 
     /// An existing file for `stem`: its name and size.
-    public func existing(stem: String) -> (name: String, bytes: Int)? {
+    package func existing(stem: String) -> (name: String, bytes: Int)? {
         for ext in ["jpg", "png", "gif"] {
             let name = "\(stem).\(ext)"
             if let bytes = size(of: name) { return (name, bytes) }
@@ -50,7 +50,7 @@ public struct AttachmentStore: Sendable {
     }
 
     /// The size of file `name` in the directory, or nil when it is missing, empty or not a regular file.
-    public func size(of name: String) -> Int? {
+    package func size(of name: String) -> Int? {
         var info = stat()
         guard stat(directory.appendingPathComponent(name).path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 else {
             return nil
@@ -60,7 +60,7 @@ public struct AttachmentStore: Sendable {
 
     /// Writes `data` as `<stem>.<ext of mimeType>` (temporary name, then rename); returns the name.
     @discardableResult
-    public func write(_ data: [UInt8], stem: String, mimeType: String) throws(ImageError) -> String {
+    package func write(_ data: [UInt8], stem: String, mimeType: String) throws(ImageError) -> String {
         let name = "\(stem).\(fileExtension(forMIMEType: mimeType))"
         try Self.write(data, named: name, in: directory)
         return name
@@ -94,12 +94,12 @@ public struct AttachmentStore: Sendable {
     }
 
     /// The public URL of file `name`.
-    public func url(of name: String) -> String { "\(baseURL)/\(name)" }
+    package func url(of name: String) -> String { "\(baseURL)/\(name)" }
 
     /// Sets the modification time of the files of `renditions` in this store to now: a file reused for
     /// new messages counts as new, so a sweep (``AttachmentSweep``, which spares recent files) cannot
     /// delete it before the messages that link to it are in the outbox. A file that is gone is left so.
-    public func markUsed(_ renditions: ImageRenditions) {
+    package func markUsed(_ renditions: ImageRenditions) {
         let prefix = url(of: "")
         for rendition in [renditions.hero] + (renditions.icon.map { [$0] } ?? []) where rendition.url.hasPrefix(prefix) {
             _ = utimes(directory.appendingPathComponent(String(rendition.url.dropFirst(prefix.count))).path, nil)

@@ -77,7 +77,7 @@ public struct AttachmentSweep: Sendable {
     }
 
     /// `<32 lowercase hex digits>.jpg|png|gif`, as ``AttachmentStore`` names its files.
-    public static func isRenditionName(_ name: String) -> Bool {
+    package static func isRenditionName(_ name: String) -> Bool {
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 2 && isKey(parts[0]) && ["jpg", "png", "gif"].contains(parts[1])
     }

@@ -43,17 +43,17 @@ struct TextStyle: Sendable, Hashable {
 }
 
 /// The lines a text shows on a surface: what is visible, and whether it was cut with "…".
-public struct TextLines: Sendable, Hashable, Codable {
+package struct TextLines: Sendable, Hashable, Codable {
     /// `title`, `subtitle`, `body`, `header`, `action`, `note`.
-    public var role: String
+    package var role: String
     /// Lines the surface allows.
-    public var limit: Int
+    package var limit: Int
     /// Each visible line's text, as laid out (the last ends in "…" when cut).
-    public var lines: [String]
+    package var lines: [String]
     /// Whether the text was cut at the limit.
-    public var ellipsized: Bool
+    package var ellipsized: Bool
     /// Lines the whole text would take without a limit (at most the pre-cut the renderer makes).
-    public var fullLineCount: Int
+    package var fullLineCount: Int
 }
 
 /// One laid-out text: a Pango layout owned for its lifetime, with its visible lines.

@@ -3,15 +3,15 @@ import Foundation
 /// Where the previews find pictures. Previews never download: a URL under the attachments base URL
 /// is read from the attachments directory (where the image pipeline writes its renditions), and a
 /// `file://` URL from disk when allowed. Anything else is drawn as "image not readable".
-public struct PreviewImages: Sendable, Hashable {
+package struct PreviewImages: Sendable, Hashable {
     /// The directory holding rendition files (`<hash>.<ext>`).
-    public var attachmentsDirectory: String?
+    package var attachmentsDirectory: String?
     /// The public base URL those files are served under (the run's `--attachments-url`).
-    public var attachmentsURL: String?
+    package var attachmentsURL: String?
     /// Whether `file://` URLs are read (the command line: yes; the server: no).
-    public var allowFileURLs: Bool
+    package var allowFileURLs: Bool
 
-    public init(attachmentsDirectory: String? = nil, attachmentsURL: String? = nil, allowFileURLs: Bool = false) {
+    package init(attachmentsDirectory: String? = nil, attachmentsURL: String? = nil, allowFileURLs: Bool = false) {
         self.attachmentsDirectory = attachmentsDirectory
         self.attachmentsURL = attachmentsURL
         self.allowFileURLs = allowFileURLs

@@ -1,4 +1,4 @@
-public import DigestCore
+package import DigestCore
 import Foundation
 
 /// What an FCM HTTP v1 request body asks devices to show, one ``NotificationContent`` per platform
@@ -11,19 +11,19 @@ import Foundation
 /// let message = try PreviewMessage(json: Array(row.message.utf8))
 /// for content in message.contents { … }
 /// ```
-public struct PreviewMessage: Sendable, Hashable {
+package struct PreviewMessage: Sendable, Hashable {
     /// One entry per platform section, in the order android, ios, web.
-    public var contents: [NotificationContent]
+    package var contents: [NotificationContent]
     /// Problems with the message as a whole (unknown sections, no platform section).
-    public var notes: [String]
+    package var notes: [String]
 
-    public init(contents: [NotificationContent], notes: [String] = []) {
+    package init(contents: [NotificationContent], notes: [String] = []) {
         self.contents = contents
         self.notes = notes
     }
 
     /// Reads a request body `{"message":{…}}` (a bare message object is accepted too).
-    public init(json: [UInt8]) throws(PreviewError) {
+    package init(json: [UInt8]) throws(PreviewError) {
         let root: Any
         do {
             root = try JSONSerialization.jsonObject(with: Data(json), options: [.fragmentsAllowed])
@@ -76,7 +76,7 @@ public struct PreviewMessage: Sendable, Hashable {
     }
 
     /// The content for one platform, if the message carries its section.
-    public func content(for platform: Platform) -> NotificationContent? {
+    package func content(for platform: Platform) -> NotificationContent? {
         contents.first { $0.platform == platform }
     }
 
@@ -185,29 +185,29 @@ public struct PreviewMessage: Sendable, Hashable {
 }
 
 /// How Android lays a notification out: the `type` the app reads from `android.data`.
-public enum AndroidStyle: String, Sendable, Hashable, Codable, CaseIterable {
+package enum AndroidStyle: String, Sendable, Hashable, Codable, CaseIterable {
     case bigText = "BigText"
     case bigPicture = "BigPicture"
     case standard = "Default"
 }
 
 /// What one platform section asks a device to show.
-public struct NotificationContent: Sendable, Hashable {
-    public var platform: Platform
-    public var title: String?
+package struct NotificationContent: Sendable, Hashable {
+    package var platform: Platform
+    package var title: String?
     /// iOS only.
-    public var subtitle: String?
-    public var body: String?
+    package var subtitle: String?
+    package var body: String?
     /// Android's layout; on iOS and web `bigPicture` means "has an image".
-    public var style: AndroidStyle = .standard
-    public var imageURL: String?
-    public var iconURL: String?
+    package var style: AndroidStyle = .standard
+    package var imageURL: String?
+    package var iconURL: String?
     /// Button titles, in order.
-    public var actions: [String] = []
+    package var actions: [String] = []
     /// Problems the preview draws beside this platform's surfaces.
-    public var notes: [String] = []
+    package var notes: [String] = []
 
-    public init(
+    package init(
         platform: Platform, title: String? = nil, body: String? = nil, style: AndroidStyle = .standard,
         imageURL: String? = nil, iconURL: String? = nil, actions: [String] = []
     ) {
@@ -227,30 +227,30 @@ public struct NotificationContent: Sendable, Hashable {
 }
 
 /// A preview that cannot be made; the message says what was wrong.
-public struct PreviewError: Error, CustomStringConvertible, Sendable {
+package struct PreviewError: Error, CustomStringConvertible, Sendable {
     /// What kind of failure (extensible).
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Value: String { case malformedMessage, cairo, fonts, io }
         private let value: Value
         private init(_ value: Value) { self.value = value }
         /// The bytes are not an FCM v1 message object.
-        public static let malformedMessage = Code(.malformedMessage)
+        package static let malformedMessage = Code(.malformedMessage)
         /// Cairo reported a failure (status in the message).
-        public static let cairo = Code(.cairo)
+        package static let cairo = Code(.cairo)
         /// A required font is missing.
-        public static let fonts = Code(.fonts)
+        package static let fonts = Code(.fonts)
         /// Reading or writing a file failed.
-        public static let io = Code(.io)
-        public var description: String { value.rawValue }
+        package static let io = Code(.io)
+        package var description: String { value.rawValue }
     }
 
-    public let code: Code
-    public let message: String
+    package let code: Code
+    package let message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -1,20 +1,20 @@
-public import DigestCore
-public import Foundation
+package import DigestCore
+package import Foundation
 
 /// The JSON written beside a set of previews: where the message came from, the rules that fired, the
 /// bytes per budget, and what each PNG shows (visible lines, notes).
-public struct PreviewSidecar: Codable, Sendable {
+package struct PreviewSidecar: Codable, Sendable {
     /// Bytes one platform's message counts against its budget.
-    public struct BudgetUse: Codable, Sendable, Hashable {
-        public var platform: String
-        public var bytes: Int
+    package struct BudgetUse: Codable, Sendable, Hashable {
+        package var platform: String
+        package var bytes: Int
         /// The configured budget in force (capped by the ceiling).
-        public var budget: Int
+        package var budget: Int
         /// The platform's hard limit (4096; web 3993).
-        public var ceiling: Int
-        public var overBudget: Bool { bytes > budget }
+        package var ceiling: Int
+        package var overBudget: Bool { bytes > budget }
 
-        public init(platform: Platform, bytes: Int, budget: Int) {
+        package init(platform: Platform, bytes: Int, budget: Int) {
             self.platform = platform.rawValue
             self.bytes = bytes
             ceiling = Self.ceiling(for: platform)
@@ -22,25 +22,25 @@ public struct PreviewSidecar: Codable, Sendable {
         }
 
         /// FCM and APNs take 4096 bytes; web push 3993 of plaintext (aes128gcm).
-        public static func ceiling(for platform: Platform) -> Int { platform == .web ? 3993 : 4096 }
+        package static func ceiling(for platform: Platform) -> Int { platform == .web ? 3993 : 4096 }
 
         enum CodingKeys: String, CodingKey { case platform, bytes, budget, ceiling }
     }
 
     /// One PNG.
-    public struct Entry: Codable, Sendable {
-        public var file: String
-        public var platform: String
-        public var state: String
-        public var surface: String
-        public var pixelWidth: Int
-        public var pixelHeight: Int
-        public var texts: [TextLines]
-        public var notes: [String]
+    package struct Entry: Codable, Sendable {
+        package var file: String
+        package var platform: String
+        package var state: String
+        package var surface: String
+        package var pixelWidth: Int
+        package var pixelHeight: Int
+        package var texts: [TextLines]
+        package var notes: [String]
         /// Where the surface's line limits come from.
-        public var limits: String
+        package var limits: String
 
-        public init(_ preview: RenderedPreview, file: String) {
+        package init(_ preview: RenderedPreview, file: String) {
             self.file = file
             platform = preview.platform.rawValue
             state = preview.state.rawValue
@@ -54,15 +54,15 @@ public struct PreviewSidecar: Codable, Sendable {
     }
 
     /// `outbox` (the enqueued message), `computed` (what a run would enqueue now) or `file`.
-    public var source: String
-    public var userID: String?
-    public var week: String?
-    public var variant: String?
-    public var rules: [String]
-    public var budgets: [BudgetUse]
-    public var previews: [Entry]
+    package var source: String
+    package var userID: String?
+    package var week: String?
+    package var variant: String?
+    package var rules: [String]
+    package var budgets: [BudgetUse]
+    package var previews: [Entry]
 
-    public init(
+    package init(
         source: String, userID: String? = nil, week: String? = nil, variant: String? = nil, rules: [String] = [],
         budgets: [BudgetUse] = [], previews: [Entry] = []
     ) {
@@ -75,7 +75,7 @@ public struct PreviewSidecar: Codable, Sendable {
         self.previews = previews
     }
 
-    public func json() throws -> Data {
+    package func json() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(self)
@@ -83,11 +83,11 @@ public struct PreviewSidecar: Codable, Sendable {
 }
 
 /// Reads budget figures from messages and reports.
-public enum MessageBudget {
+package enum MessageBudget {
     /// The bytes each platform section of an FCM v1 body counts against its budget, as the planner
     /// counts them: the top-level `data` plus the platform's section (for iOS, the APNs payload).
     /// Counted on a compact re-serialization, which for the run's own messages has the same length.
-    public static func bytes(ofMessage json: [UInt8]) -> [Platform: Int] {
+    package static func bytes(ofMessage json: [UInt8]) -> [Platform: Int] {
         guard let root = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else { return [:] }
         let message = root["message"] as? [String: Any] ?? root
         func size(_ value: Any?) -> Int {

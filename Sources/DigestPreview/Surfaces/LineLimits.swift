@@ -1,33 +1,33 @@
-public import DigestCore
+package import DigestCore
 
 /// Collapsed (as the notification first appears) or expanded (pulled down, long-pressed, or
 /// Chrome's expanded card).
-public enum PreviewState: String, Sendable, Hashable, Codable, CaseIterable {
+package enum PreviewState: String, Sendable, Hashable, Codable, CaseIterable {
     case collapsed
     case expanded
 }
 
 /// How many lines of title and body a surface shows, and any character cut the platform makes first.
-public struct TextLimits: Sendable, Hashable, Codable {
+package struct TextLimits: Sendable, Hashable, Codable {
     /// Visible title lines; the last one ends in "…" when the title is longer.
-    public var titleLines: Int
+    package var titleLines: Int
     /// Visible body lines.
-    public var bodyLines: Int
+    package var bodyLines: Int
     /// The platform cuts the title to this many characters before laying it out (Chrome: 180).
-    public var titleCharacters: Int?
+    package var titleCharacters: Int?
     /// The platform cuts the body first (Chrome: 600; Android: 1024 UTF-16 units, see ``bodyUTF16``).
-    public var bodyCharacters: Int?
+    package var bodyCharacters: Int?
     /// Android 11+ cuts notification text to 1024 UTF-16 units.
-    public var bodyUTF16: Int?
+    package var bodyUTF16: Int?
     /// Newlines become spaces (Android's single-line text view).
-    public var singleLineBody: Bool
+    package var singleLineBody: Bool
     /// Where the numbers come from (docs/007-rules-and-limits.md, "What devices show").
-    public var source: String
+    package var source: String
 }
 
 /// The one table of line limits per surface, style and state (docs/007-rules-and-limits.md, "What
 /// devices show"). Numbers marked unconfirmed there are defaults here too.
-public enum LineLimits {
+package enum LineLimits {
     struct Key: Hashable {
         var platform: Platform
         var style: AndroidStyle
@@ -81,7 +81,7 @@ public enum LineLimits {
         source: "Chrome: title 2 lines (cut at 180 chars), body 4 lines expanded (cut at 600 chars)")
 
     /// The limits of one surface; iOS and web ignore Android's styles except "has a picture".
-    public static func limits(platform: Platform, style: AndroidStyle, state: PreviewState) -> TextLimits {
+    package static func limits(platform: Platform, style: AndroidStyle, state: PreviewState) -> TextLimits {
         let key = platform == .android
             ? Key(platform: platform, style: style, state: state)
             : Key(platform: platform, style: style == .bigPicture ? .bigPicture : .standard, state: state)

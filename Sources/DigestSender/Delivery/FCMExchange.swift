@@ -1,5 +1,5 @@
-package import AsyncHTTPClient
-package import NIOCore
+public import AsyncHTTPClient
+public import NIOCore
 import NIOHPACK
 import NIOHTTP1
 import NIOHTTP2
@@ -18,12 +18,15 @@ import Synchronization
 /// one request at a time: at most `http1Connections` requests go to the client at once, the others
 /// wait here (``ConnectionTurns``) instead of in the client's pool behind connections being opened.
 /// Either way a request's deadline counts from when it is written, not from when it was queued.
-package final class FCMExchange: Sendable {
+///
+/// `@_spi(Benchmarks)`: public only for Benchmarks/'s `digest-fcm-load`, which measures this request
+/// path on its own; not part of the library's API.
+@_spi(Benchmarks) public final class FCMExchange: Sendable {
     /// What came back.
-    package struct Answer: Sendable {
-        package var status: Int
-        package var retryAfter: String?
-        package var body: ByteBuffer
+    @_spi(Benchmarks) public struct Answer: Sendable {
+        @_spi(Benchmarks) public var status: Int
+        @_spi(Benchmarks) public var retryAfter: String?
+        @_spi(Benchmarks) public var body: ByteBuffer
     }
 
     private let client: HTTPClient
@@ -49,7 +52,7 @@ package final class FCMExchange: Sendable {
     private let turns: ConnectionTurns
 
     /// Every request through `client`; over HTTP/1.1 at most `http1Connections` at once.
-    package init(client: HTTPClient, url: String, http1Connections: Int = 1) {
+    @_spi(Benchmarks) public init(client: HTTPClient, url: String, http1Connections: Int = 1) {
         self.client = client
         self.url = url
         self.lane = nil
@@ -77,7 +80,7 @@ package final class FCMExchange: Sendable {
 
     /// Posts `body` with `token` on `eventLoop`; throws when no answer came (refused, dropped, timed
     /// out `timeout` after the request was written).
-    package func post(_ body: ByteBuffer, token: String, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> Answer {
+    @_spi(Benchmarks) public func post(_ body: ByteBuffer, token: String, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> Answer {
         if let lane, let laneLoop, !noHTTP2.load(ordering: .relaxed) {
             do {
                 return try await post(body, token: token, lane: lane, on: laneLoop, timeout: timeout)

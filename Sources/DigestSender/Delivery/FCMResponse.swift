@@ -1,7 +1,7 @@
-public import Foundation
+package import Foundation
 
 /// What to do with a message after one try (docs/007-rules-and-limits.md, "FCM errors and what the sender does").
-public enum FCMVerdict: Sendable, Hashable {
+package enum FCMVerdict: Sendable, Hashable {
     /// Accepted: FCM's message name.
     case sent(name: String)
     /// Try again after `after`; `code` is FCM's error code (or `NETWORK`).
@@ -14,7 +14,7 @@ public enum FCMVerdict: Sendable, Hashable {
     case stop(SenderError.Code, code: String, detail: String)
 
     /// The error code recorded with the outcome (`last_error` starts with it; metrics use it).
-    public var code: String {
+    package var code: String {
         switch self {
         case .sent: "OK"
         case .retry(_, let code, _), .dead(let code, _, _), .stop(_, let code, _): code
@@ -24,9 +24,9 @@ public enum FCMVerdict: Sendable, Hashable {
 }
 
 /// Reads FCM HTTP v1 responses into verdicts. Pure: no I/O, the random source is injected.
-public enum FCMResponse {
+package enum FCMResponse {
     /// The verdict for an HTTP answer to the `attempt`-th try of a message.
-    public static func verdict(
+    package static func verdict(
         status: Int, retryAfter: String?, body: [UInt8], attempt: Int, policy: RetryPolicy, now: Date,
         random: inout some RandomNumberGenerator
     ) -> FCMVerdict {
@@ -68,7 +68,7 @@ public enum FCMResponse {
     }
 
     /// The verdict when no answer came (refused or dropped connection, timeout).
-    public static func verdict(networkError: any Error, attempt: Int, policy: RetryPolicy, random: inout some RandomNumberGenerator) -> FCMVerdict {
+    package static func verdict(networkError: any Error, attempt: Int, policy: RetryPolicy, random: inout some RandomNumberGenerator) -> FCMVerdict {
         .retry(after: policy.backoff(attempt: attempt, using: &random), code: "NETWORK", detail: String(describing: networkError).prefix(200).description)
     }
 
@@ -85,7 +85,7 @@ public enum FCMResponse {
     }
 
     /// `Retry-After`: delta seconds or an HTTP date.
-    public static func parseRetryAfter(_ value: String, now: Date) -> Duration? {
+    package static func parseRetryAfter(_ value: String, now: Date) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
         let formatter = DateFormatter()

@@ -1,4 +1,4 @@
-package import AsyncHTTPClient
+public import AsyncHTTPClient
 import NIOCore
 import NIOSSL
 
@@ -8,7 +8,7 @@ extension HTTPClient.Configuration {
     /// outbox thread and the server (FCM's, or the fake one on loopback) have the other cores.
     /// Measured on two cores against the fake server: about 10% less sender CPU a message than with a
     /// loop per core (medians of eight interleaved runs, 77 against 85 µs), as many messages a second.
-    package static let fcmSenderEventLoops = 1
+    public static let fcmSenderEventLoops = 1
 
     /// The client configuration of `digest send`, shared with the `digest-fcm-load` driver so that the
     /// two measure the same client.
@@ -20,7 +20,7 @@ extension HTTPClient.Configuration {
     /// - FCM does not redirect (a redirect stops the sender: the endpoint is wrong) and no tracer is
     ///   bootstrapped; without these settings every request would carry redirect state and a no-op span.
     /// - `caFile`: a PEM file of extra trusted CA certificates (a private FCM-compatible endpoint).
-    package static func fcmSender(concurrency: Int, caFile: String? = nil) -> Self {
+    public static func fcmSender(concurrency: Int, caFile: String? = nil) -> Self {
         var configuration = HTTPClient.Configuration()
         configuration.httpVersion = .automatic
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: concurrency)

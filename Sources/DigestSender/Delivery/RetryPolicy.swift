@@ -13,7 +13,7 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// Exponential backoff with jitter for the `attempt`-th try (1-based): a random delay between half
     /// and all of `min(cap, base·2^(attempt-1))`, so senders that failed together spread out.
-    public func backoff(attempt: Int, using random: inout some RandomNumberGenerator) -> Duration {
+    package func backoff(attempt: Int, using random: inout some RandomNumberGenerator) -> Duration {
         let exponent = min(max(attempt - 1, 0), 30)
         let ceiling = min(base.seconds * Double(1 << exponent), cap.seconds)
         let jittered = ceiling * Double.random(in: 0.5...1.0, using: &random)
@@ -21,12 +21,12 @@ public struct RetryPolicy: Sendable, Hashable {
     }
 
     /// A server-given delay, scaled.
-    public func scaled(_ delay: Duration) -> Duration { .seconds(delay.seconds * timeScale) }
+    package func scaled(_ delay: Duration) -> Duration { .seconds(delay.seconds * timeScale) }
 }
 
 extension Duration {
     /// The duration in seconds, as a `Double`.
-    public var seconds: Double {
+    package var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }

@@ -1,5 +1,5 @@
-public import Hummingbird
-public import Logging
+package import Hummingbird
+package import Logging
 import NIOCore
 
 /// What operators poll on a long-running command (`digest send --metrics-port P`): `/healthz` and
@@ -19,54 +19,54 @@ import NIOCore
 ///     metrics: { "# TYPE digest_up gauge\ndigest_up 1\n" })
 /// services.append(.init(service: endpoint.application()))  // beside the sender's service
 /// ```
-public struct OperatorEndpoint: Sendable {
+package struct OperatorEndpoint: Sendable {
     /// Where the endpoint listens.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Loopback unless the metrics are meant to be scraped from elsewhere.
-        public var host: String
+        package var host: String
         /// 0 picks a free port (see `onServerRunning`).
-        public var port: Int
+        package var port: Int
 
-        public init(host: String = "127.0.0.1", port: Int) {
+        package init(host: String = "127.0.0.1", port: Int) {
             self.host = host
             self.port = port
         }
     }
 
     /// The answer of `/healthz`.
-    public struct Health: Sendable, Hashable {
+    package struct Health: Sendable, Hashable {
         /// One aspect and what it is doing ("credentials": "token valid for 3540 s").
-        public struct Check: Sendable, Hashable {
-            public var name: String
-            public var detail: String
+        package struct Check: Sendable, Hashable {
+            package var name: String
+            package var detail: String
 
-            public init(_ name: String, _ detail: String) {
+            package init(_ name: String, _ detail: String) {
                 self.name = name
                 self.detail = detail
             }
         }
 
         /// 200 when true, 503 when false.
-        public var isReady: Bool
-        public var checks: [Check]
+        package var isReady: Bool
+        package var checks: [Check]
 
-        public init(isReady: Bool, checks: [Check]) {
+        package init(isReady: Bool, checks: [Check]) {
             self.isReady = isReady
             self.checks = checks
         }
 
         /// `ok` or `unavailable`, then `name: detail` lines, each line ending in a newline.
-        public var text: String {
+        package var text: String {
             ([isReady ? "ok" : "unavailable"] + checks.map { "\($0.name): \($0.detail)" }).map { $0 + "\n" }.joined()
         }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let health: @Sendable () async -> Health
     private let metrics: @Sendable () -> String
     private let logger: Logger
 
-    public init(
+    package init(
         configuration: Configuration, logger: Logger = Logger(label: "digest.operator"),
         health: @escaping @Sendable () async -> Health, metrics: @escaping @Sendable () -> String
     ) {
@@ -77,7 +77,7 @@ public struct OperatorEndpoint: Sendable {
     }
 
     /// `/healthz` and `/metrics`; Hummingbird answers 404 to anything else.
-    public func router() -> Router<BasicRequestContext> {
+    package func router() -> Router<BasicRequestContext> {
         let router = Router()
         let health = self.health, metrics = self.metrics
         router.get("healthz") { _, _ in
@@ -97,7 +97,7 @@ public struct OperatorEndpoint: Sendable {
     }
 
     /// The endpoint as a Hummingbird application; `onServerRunning` learns the port it got.
-    public func application(
+    package func application(
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
@@ -108,7 +108,7 @@ public struct OperatorEndpoint: Sendable {
     }
 
     /// Serves until the enclosing `ServiceGroup` shuts down gracefully; throws when it cannot listen.
-    public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    package func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await application(onServerRunning: onServerRunning).run()
     }
 }

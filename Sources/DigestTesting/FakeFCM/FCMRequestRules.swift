@@ -3,17 +3,17 @@ import Foundation
 /// The FCM HTTP v1 rules the fake server checks each `messages:send` body against: the request shape,
 /// exactly one target, string data values and unreserved keys, the platform sections' shapes and the
 /// byte budgets (docs/007-rules-and-limits.md). Returns what FCM's `INVALID_ARGUMENT` would say, or nil.
-public enum FCMRequestRules {
+package enum FCMRequestRules {
     /// What a valid request carried that the tests look at.
-    public struct Accepted: Sendable, Hashable {
-        public var token: String
-        public var validateOnly: Bool
+    package struct Accepted: Sendable, Hashable {
+        package var token: String
+        package var validateOnly: Bool
         /// `android.collapse_key`, `apns.headers.apns-collapse-id`, `webpush.notification.tag`.
-        public var collapseKey: String?
+        package var collapseKey: String?
     }
 
-    public static let maxPayloadBytes = 4096
-    public static let maxWebPushBytes = 3993
+    package static let maxPayloadBytes = 4096
+    package static let maxWebPushBytes = 3993
 
     /// The names each part of a request may hold, the Android priorities and the other bounds: one
     /// list for the full check and the quick one, so they cannot drift apart.
@@ -27,7 +27,7 @@ public enum FCMRequestRules {
     static let maxAPNsCollapseIDBytes = 64
     static let maxWebPushActions = 2
 
-    public static func check(_ body: [UInt8]) -> Result<Accepted, RuleViolation> {
+    package static func check(_ body: [UInt8]) -> Result<Accepted, RuleViolation> {
         // The common valid request without Foundation; anything else, and every violation, in full.
         if let accepted = quickCheck(body) { return .success(accepted) }
         return fullCheck(body)
@@ -168,8 +168,8 @@ public enum FCMRequestRules {
 }
 
 /// Why a request breaks the v1 rules.
-public struct RuleViolation: Error, Sendable, Hashable, CustomStringConvertible {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
+package struct RuleViolation: Error, Sendable, Hashable, CustomStringConvertible {
+    package let message: String
+    package init(_ message: String) { self.message = message }
+    package var description: String { message }
 }

@@ -24,43 +24,43 @@ import _CryptoExtras
 /// // digest send --credentials sa.json --endpoint server.url …
 /// try await server.shutdown()
 /// ```
-public final class FakeFCMServer: Sendable {
+package final class FakeFCMServer: Sendable {
     /// Faults injected into `messages:send`, each decided per request.
-    public struct Faults: Sendable, Hashable, Codable {
+    package struct Faults: Sendable, Hashable, Codable {
         /// Share answered 503 `UNAVAILABLE` with `Retry-After: retryAfterSeconds`.
-        public var unavailableRate = 0.0
-        public var retryAfterSeconds = 1
+        package var unavailableRate = 0.0
+        package var retryAfterSeconds = 1
         /// Send that `Retry-After` as an HTTP date (the server's now plus `retryAfterSeconds`).
-        public var retryAfterAsDate = false
+        package var retryAfterAsDate = false
         /// Share answered 500 `INTERNAL` (no `Retry-After`).
-        public var internalRate = 0.0
+        package var internalRate = 0.0
         /// Share whose connection is closed without an answer, before anything is delivered.
-        public var dropRate = 0.0
+        package var dropRate = 0.0
         /// Share of tokens (by a stable hash of the token) that are `UNREGISTERED`.
-        public var unregisteredRate = 0.0
+        package var unregisteredRate = 0.0
         /// These tokens are `UNREGISTERED` too.
-        public var unregisteredTokens: Set<String>? = nil
+        package var unregisteredTokens: Set<String>? = nil
         /// Every `quotaBurstEvery` seconds, `quotaBurstLength` seconds of 429 `QUOTA_EXCEEDED` (0: never).
-        public var quotaBurstEvery = 0.0
-        public var quotaBurstLength = 0.0
+        package var quotaBurstEvery = 0.0
+        package var quotaBurstLength = 0.0
         /// Each answer waits a random time in this range, milliseconds.
-        public var minDelayMilliseconds = 0
-        public var maxDelayMilliseconds = 0
+        package var minDelayMilliseconds = 0
+        package var maxDelayMilliseconds = 0
         /// Every request answered 401 `THIRD_PARTY_AUTH_ERROR`.
-        public var thirdPartyAuthError = false
+        package var thirdPartyAuthError = false
         /// `Retry-After` of the 429 answers, seconds (nil: none, as FCM often sends).
-        public var quotaRetryAfterSeconds: Int? = nil
+        package var quotaRetryAfterSeconds: Int? = nil
 
-        public init() {}
+        package init() {}
     }
 
     /// A certificate and key (PEM files) to serve HTTPS with; ALPN offers `applicationProtocols`.
-    public struct TLS: Sendable, Hashable {
-        public var certificatePath: String
-        public var privateKeyPath: String
+    package struct TLS: Sendable, Hashable {
+        package var certificatePath: String
+        package var privateKeyPath: String
         /// `h2` and `http/1.1` by default; without `h2` the server speaks HTTP/1.1 only.
-        public var applicationProtocols: [String]
-        public init(certificatePath: String, privateKeyPath: String, applicationProtocols: [String] = ["h2", "http/1.1"]) {
+        package var applicationProtocols: [String]
+        package init(certificatePath: String, privateKeyPath: String, applicationProtocols: [String] = ["h2", "http/1.1"]) {
             self.certificatePath = certificatePath
             self.privateKeyPath = privateKeyPath
             self.applicationProtocols = applicationProtocols
@@ -68,49 +68,49 @@ public final class FakeFCMServer: Sendable {
     }
 
     /// What the server saw.
-    public struct Stats: Sendable, Hashable, Codable {
+    package struct Stats: Sendable, Hashable, Codable {
         /// `messages:send` requests received.
-        public var requests = 0
+        package var requests = 0
         /// Answers by kind: `200`, `503`, `429`, `500`, `404`, `400`, `401`, `drop`.
-        public var answers: [String: Int] = [:]
+        package var answers: [String: Int] = [:]
         /// Distinct tokens delivered (200, not a dry run).
-        public var delivered = 0
+        package var delivered = 0
         /// Deliveries beyond the first per token.
-        public var duplicates = 0
+        package var duplicates = 0
         /// Distinct messages delivered (200, not a dry run): a message is its request body
         /// (``messageDeliveries``).
-        public var deliveredMessages = 0
+        package var deliveredMessages = 0
         /// Deliveries of a message beyond its first: the same body accepted again.
-        public var duplicateMessages = 0
+        package var duplicateMessages = 0
         /// Dry-run requests accepted.
-        public var validated = 0
+        package var validated = 0
         /// Access tokens issued.
-        public var accessTokens = 0
+        package var accessTokens = 0
         /// Most `messages:send` requests waiting for an answer at once.
-        public var maxInFlight = 0
+        package var maxInFlight = 0
         /// `messages:send` requests that came over HTTP/2.
-        public var http2Requests = 0
+        package var http2Requests = 0
         /// HTTP/2 connections opened.
-        public var http2Connections = 0
+        package var http2Connections = 0
         /// Most HTTP/2 connections open at once.
-        public var maxHTTP2Connections = 0
+        package var maxHTTP2Connections = 0
         /// GOAWAY frames sent.
-        public var goAways = 0
+        package var goAways = 0
     }
 
     /// One token's deliveries.
-    public struct Delivery: Sendable, Hashable {
-        public var count: Int
+    package struct Delivery: Sendable, Hashable {
+        package var count: Int
         /// The collapse key each delivery carried.
-        public var collapseKeys: [String?]
+        package var collapseKeys: [String?]
     }
 
     /// One message's deliveries. A message is identified by its request body: a sender posts an
     /// outbox row's `message` as it is, so sending it again repeats the same bytes, while two messages
     /// to one token (two weeks' digests) differ.
-    public struct MessageDelivery: Sendable, Hashable {
-        public var token: String
-        public var count: Int
+    package struct MessageDelivery: Sendable, Hashable {
+        package var token: String
+        package var count: Int
     }
 
     private struct State {
@@ -124,11 +124,11 @@ public final class FakeFCMServer: Sendable {
         var connections: [ObjectIdentifier: @Sendable () -> Void] = [:]
     }
 
-    public let projectID: String
-    public let clientEmail = "digest-sender@digest-test.iam.gserviceaccount.com"
-    public let keyID: String
+    package let projectID: String
+    package let clientEmail = "digest-sender@digest-test.iam.gserviceaccount.com"
+    package let keyID: String
     /// Lifetime of the access tokens it issues, seconds.
-    public let tokenLifetime: Int
+    package let tokenLifetime: Int
     private let privateKey: _RSA.Signing.PrivateKey
     private let state: Mutex<State>
     private let started = ContinuousClock.now
@@ -147,7 +147,7 @@ public final class FakeFCMServer: Sendable {
 
     /// Starts a server on `host:port` (0: any free port) with a new service-account key.
     /// `maxConcurrentStreams`: the SETTINGS_MAX_CONCURRENT_STREAMS of its HTTP/2 connections (FCM's: 100).
-    public static func start(
+    package static func start(
         host: String = "127.0.0.1", port: Int = 0, projectID: String = "digest-test", tokenLifetime: Int = 3600,
         faults: Faults = Faults(), tls: TLS? = nil, maxConcurrentStreams: Int = 100
     ) async throws -> FakeFCMServer {
@@ -200,25 +200,25 @@ public final class FakeFCMServer: Sendable {
         return server
     }
 
-    public var port: Int { boundPort.load(ordering: .acquiring) }
+    package var port: Int { boundPort.load(ordering: .acquiring) }
 
     /// `http://127.0.0.1:<port>` (`https` with TLS): the sender's `--endpoint`.
-    public var url: String { "\(scheme)://127.0.0.1:\(port)" }
+    package var url: String { "\(scheme)://127.0.0.1:\(port)" }
 
-    public func shutdown() async throws {
+    package func shutdown() async throws {
         let channel = self.channel.withLock { $0 }
         try await channel?.close()
     }
 
     /// Accepts `token` as a bearer token for `lifetime` seconds (load tools that cannot sign JWTs).
-    public func registerAccessToken(_ token: String, lifetime: Int64 = 86_400) {
+    package func registerAccessToken(_ token: String, lifetime: Int64 = 86_400) {
         let now = Int64(Date().timeIntervalSince1970)
         state.withLock { $0.accessTokens[token] = now + lifetime }
     }
 
     /// Sends GOAWAY on every open HTTP/2 connection: each answers the streams opened so far and no
     /// other, and the client must open a new connection for the rest.
-    public func goAway() {
+    package func goAway() {
         for send in state.withLock({ Array($0.connections.values) }) { send() }
     }
 
@@ -235,20 +235,20 @@ public final class FakeFCMServer: Sendable {
     func countGoAway() { state.withLock { $0.stats.goAways += 1 } }
 
     /// Changes the faults from now on.
-    public func setFaults(_ faults: Faults) { state.withLock { $0.faults = faults } }
+    package func setFaults(_ faults: Faults) { state.withLock { $0.faults = faults } }
 
-    public var stats: Stats { state.withLock { $0.stats } }
+    package var stats: Stats { state.withLock { $0.stats } }
 
-    public var deliveries: [String: Delivery] { state.withLock { $0.deliveries } }
+    package var deliveries: [String: Delivery] { state.withLock { $0.deliveries } }
 
     /// Every message delivered, with how many times.
-    public var messageDeliveries: [MessageDelivery] { state.withLock { Array($0.messages.values) } }
+    package var messageDeliveries: [MessageDelivery] { state.withLock { Array($0.messages.values) } }
 
     /// `messages:send` requests received and not yet answered.
-    public var inFlight: Int { state.withLock { $0.inFlight } }
+    package var inFlight: Int { state.withLock { $0.inFlight } }
 
     /// The service-account JSON for this server: its key, project and token endpoint.
-    public func serviceAccountJSON() -> String {
+    package func serviceAccountJSON() -> String {
         let fields: [String: String] = [
             "type": "service_account", "project_id": projectID, "private_key_id": keyID,
             "private_key": privateKey.pkcs8PEMRepresentation, "client_email": clientEmail,
@@ -260,7 +260,7 @@ public final class FakeFCMServer: Sendable {
     }
 
     /// Writes ``serviceAccountJSON()`` to `path` (mode 0600: it holds a private key).
-    public func writeServiceAccount(to path: String) throws {
+    package func writeServiceAccount(to path: String) throws {
         try Data(serviceAccountJSON().utf8).write(to: URL(fileURLWithPath: path))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
     }

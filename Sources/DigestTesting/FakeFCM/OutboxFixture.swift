@@ -6,14 +6,14 @@ import Foundation
 
 /// Fills a SQLite outbox with valid FCM v1 messages for sender tests: user `u<i>` with device token
 /// `token-<i>` on android, ios and web in turn, each message due at `availableAt`.
-public enum OutboxFixture {
+package enum OutboxFixture {
     /// The token of message `i`.
-    public static func token(_ i: Int) -> String { "token-\(i)-" + String(repeating: "x", count: 100) }
+    package static func token(_ i: Int) -> String { "token-\(i)-" + String(repeating: "x", count: 100) }
 
-    public static func platform(_ i: Int) -> String { ["android", "ios", "web"][i % 3] }
+    package static func platform(_ i: Int) -> String { ["android", "ios", "web"][i % 3] }
 
     /// The request body of message `i` (`invalid`: a data value that is not a string).
-    public static func message(_ i: Int, week: String = "2026-W46", invalid: Bool = false) -> String {
+    package static func message(_ i: Int, week: String = "2026-W46", invalid: Bool = false) -> String {
         let collapse = "digest-\(week)"
         let data = invalid ? #"{"digest_id":42}"# : #"{"digest_id":"\#(week):u\#(i)","deep_link":"https://digest.example/weekly/\#(week)"}"#
         let section: String
@@ -29,7 +29,7 @@ public enum OutboxFixture {
     }
 
     /// Adds messages `1...count` (and their users and devices); `invalid` picks messages to break.
-    public static func fill(path: String, count: Int, availableAt: Int64 = 0, week: String = "2026-W46",
+    package static func fill(path: String, count: Int, availableAt: Int64 = 0, week: String = "2026-W46",
                             invalid: (Int) -> Bool = { _ in false }) throws {
         let connection = try SQLiteDatabase.sqlite(path: path).connect()
         try connection.transaction {
@@ -63,7 +63,7 @@ public enum OutboxFixture {
     }
 
     /// Messages by state.
-    public static func states(path: String) throws -> [String: Int] {
+    package static func states(path: String) throws -> [String: Int] {
         let statement = try SQLiteDatabase.sqlite(path: path).connect().statement("SELECT state, count(*) FROM digest_outbox GROUP BY state")
         var counts: [String: Int] = [:]
         while try statement.step() { counts[statement.string(0)] = statement.int(1) }
@@ -71,7 +71,7 @@ public enum OutboxFixture {
     }
 
     /// One SQL value (the first column of the first row) as text.
-    public static func scalar(path: String, _ sql: String) throws -> String? {
+    package static func scalar(path: String, _ sql: String) throws -> String? {
         let statement = try SQLiteDatabase.sqlite(path: path).connect().statement(sql)
         return try statement.step() ? statement.optionalString(0) : nil
     }
@@ -80,7 +80,7 @@ public enum OutboxFixture {
 extension OutboxFixture {
     /// Adds messages `1...count` to a migrated PostgreSQL outbox, through the run's own ledger (one
     /// multi-row insert per thousand).
-    public static func fill(postgres url: String, count: Int, availableAt: Int64 = 0, week: String = "2026-W46") async throws {
+    package static func fill(postgres url: String, count: Int, availableAt: Int64 = 0, week: String = "2026-W46") async throws {
         let isoWeek = try ISOWeek(parsing: week)
         try await PostgresDatabase.postgres(url: url).withLedger { ledger in
             _ = try await ledger.begin(week: isoWeek, now: 0)

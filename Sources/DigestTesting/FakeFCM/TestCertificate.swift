@@ -1,10 +1,10 @@
-public import Foundation
+package import Foundation
 
 /// A throwaway self-signed certificate for `127.0.0.1` and `localhost`, made with the `openssl` program
 /// (Debian's openssl package), for HTTPS tests on loopback.
-public enum TestCertificate {
+package enum TestCertificate {
     /// Writes `cert.pem` and `key.pem` into `directory`; nil when openssl is not installed.
-    public static func make(in directory: URL) throws -> FakeFCMServer.TLS? {
+    package static func make(in directory: URL) throws -> FakeFCMServer.TLS? {
         guard let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first(where: FileManager.default.isExecutableFile) else {
             return nil
         }

@@ -15,9 +15,9 @@ import Synchronization
 /// // GCE_METADATA_HOST=\(metadata.host) digest send --credentials metadata --endpoint \(fcm.url) …
 /// try await metadata.shutdown()
 /// ```
-public final class FakeMetadataServer: Sendable {
+package final class FakeMetadataServer: Sendable {
     /// How a token request is answered.
-    public enum TokenAnswer: Sendable, Hashable {
+    package enum TokenAnswer: Sendable, Hashable {
         /// A new token, valid for the server's token lifetime.
         case token
         /// That HTTP status with a short text body (404: no service account; 503: failing).
@@ -29,13 +29,13 @@ public final class FakeMetadataServer: Sendable {
     }
 
     /// What the server saw.
-    public struct Stats: Sendable, Hashable {
-        public var tokenRequests = 0
-        public var projectRequests = 0
+    package struct Stats: Sendable, Hashable {
+        package var tokenRequests = 0
+        package var projectRequests = 0
         /// Requests without `Metadata-Flavor: Google` (answered 403).
-        public var unflavored = 0
+        package var unflavored = 0
         /// Tokens handed out.
-        public var tokensIssued = 0
+        package var tokensIssued = 0
     }
 
     private struct State {
@@ -45,7 +45,7 @@ public final class FakeMetadataServer: Sendable {
         var stats = Stats()
     }
 
-    public let projectID: String
+    package let projectID: String
     private let onToken: @Sendable (String, Int64) -> Void
     private let state: Mutex<State>
     private let channel: Mutex<(any Channel)?> = Mutex(nil)
@@ -59,7 +59,7 @@ public final class FakeMetadataServer: Sendable {
 
     /// Starts a server on a free loopback port; `onToken` learns each token issued and its lifetime
     /// (hand it to ``FakeFCMServer/registerAccessToken(_:lifetime:)``).
-    public static func start(
+    package static func start(
         projectID: String = "digest-test", tokenLifetime: Int64 = 3599,
         onToken: @escaping @Sendable (String, Int64) -> Void = { _, _ in }
     ) async throws -> FakeMetadataServer {
@@ -79,12 +79,12 @@ public final class FakeMetadataServer: Sendable {
     }
 
     /// `127.0.0.1:PORT`: the value of `GCE_METADATA_HOST`.
-    public var host: String { "127.0.0.1:\(boundPort.load(ordering: .acquiring))" }
+    package var host: String { "127.0.0.1:\(boundPort.load(ordering: .acquiring))" }
 
-    public var stats: Stats { state.withLock { $0.stats } }
+    package var stats: Stats { state.withLock { $0.stats } }
 
     /// The next token requests get `answers` in order, every later one `then`.
-    public func scriptTokenAnswers(_ answers: [TokenAnswer], then: TokenAnswer = .token) {
+    package func scriptTokenAnswers(_ answers: [TokenAnswer], then: TokenAnswer = .token) {
         state.withLock {
             $0.script = answers
             $0.then = then
@@ -92,9 +92,9 @@ public final class FakeMetadataServer: Sendable {
     }
 
     /// The lifetime (`expires_in`) of tokens issued from now on.
-    public func setTokenLifetime(_ seconds: Int64) { state.withLock { $0.tokenLifetime = seconds } }
+    package func setTokenLifetime(_ seconds: Int64) { state.withLock { $0.tokenLifetime = seconds } }
 
-    public func shutdown() async throws {
+    package func shutdown() async throws {
         let channel = self.channel.withLock { $0 }
         try await channel?.close()
     }

@@ -1,4 +1,5 @@
 import DigestPreview
+import DigestCore
 import Foundation
 
 // Time per PNG (layout, drawing and PNG encoding) for each surface and state, on one thread.

@@ -1,11 +1,11 @@
 /// A small, fast, seedable generator (SplitMix64): the same seed gives the same sequence on every
 /// machine (the demo data set, the benchmark generator, the tests' mutation loops).
-public struct SplitMix64: RandomNumberGenerator, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -13,9 +13,9 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 
-    public mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
+    package mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
 
-    public mutating func next(in range: ClosedRange<Int>) -> Int {
+    package mutating func next(in range: ClosedRange<Int>) -> Int {
         range.lowerBound + next(below: range.count)
     }
 }

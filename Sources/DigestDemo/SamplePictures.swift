@@ -1,16 +1,18 @@
+package import DigestImageCodecs
+
 /// Pictures made from a seed, for the demo, the benchmark corpus and tests: photo-like landscapes
 /// (gradient sky, sun, hills, textured grass, sensor noise) and logo-like shapes on a transparent
 /// background. Encoded with the project's own JPEG and PNG encoders.
-public enum SamplePictures {
+package enum SamplePictures {
     /// A file to serve or write.
-    public struct Picture: Sendable {
-        public var name: String
-        public var bytes: [UInt8]
-        public var contentType: String
+    package struct Picture: Sendable {
+        package var name: String
+        package var bytes: [UInt8]
+        package var contentType: String
     }
 
     /// A landscape `width`×`height`, opaque.
-    public static func photo(width: Int, height: Int, seed: UInt64) -> PixelBuffer {
+    package static func photo(width: Int, height: Int, seed: UInt64) -> PixelBuffer {
         var random = SampleRandom(seed: seed)
         let skyTop = (random.byte(40...120), random.byte(90...170), random.byte(170...250))
         let skyLow = (random.byte(180...250), random.byte(160...230), random.byte(150...220))
@@ -73,7 +75,7 @@ public enum SamplePictures {
     }
 
     /// A logo: a coloured disc with a soft edge and a square hole, on a transparent background.
-    public static func logo(width: Int, height: Int, seed: UInt64) -> PixelBuffer {
+    package static func logo(width: Int, height: Int, seed: UInt64) -> PixelBuffer {
         var random = SampleRandom(seed: seed)
         let colour = (UInt8(random.byte(0...255)), UInt8(random.byte(0...200)), UInt8(random.byte(60...255)))
         var pixels = PixelBuffer(width: width, height: height)
@@ -99,7 +101,7 @@ public enum SamplePictures {
     }
 
     /// `pixels` as a JPEG (RGBX input), optionally progressive and with an EXIF orientation.
-    public static func jpeg(_ pixels: PixelBuffer, quality: Int = 88, progressive: Bool = false, orientation: Int? = nil) throws(ImageError) -> [UInt8] {
+    package static func jpeg(_ pixels: PixelBuffer, quality: Int = 88, progressive: Bool = false, orientation: Int? = nil) throws(ImageError) -> [UInt8] {
         let encoder = try JPEGEncoder()
         return try pixels.bytes.withImageBytes { (raw) throws(ImageError) in
             try encoder.encode(
@@ -109,19 +111,19 @@ public enum SamplePictures {
     }
 
     /// `pixels` (straight alpha) as an RGBA PNG, or RGB when `opaque`.
-    public static func png(_ pixels: PixelBuffer, opaque: Bool = false) throws(ImageError) -> [UInt8] {
+    package static func png(_ pixels: PixelBuffer, opaque: Bool = false) throws(ImageError) -> [UInt8] {
         try PNGCodec.encode(pixels, opaque: opaque)
     }
 
     /// A palette PNG made by quantising `pixels` to a 6×6×6 colour cube (plus alpha as tRNS when
     /// `keepAlpha`), written through libpng's colour-mapped simplified API.
-    public static func palettePNG(_ pixels: PixelBuffer, keepAlpha: Bool = false) throws(ImageError) -> [UInt8] {
+    package static func palettePNG(_ pixels: PixelBuffer, keepAlpha: Bool = false) throws(ImageError) -> [UInt8] {
         try PNGCodec.encodePalette(pixels, keepAlpha: keepAlpha)
     }
 
     /// The demo's pictures: `count` distinct images, mostly photos (baseline and progressive JPEG,
     /// one turned by EXIF orientation), some opaque PNGs and some logos with transparency.
-    public static func demo(count: Int, width: Int = 960, height: Int = 640) throws(ImageError) -> [Picture] {
+    package static func demo(count: Int, width: Int = 960, height: Int = 640) throws(ImageError) -> [Picture] {
         var pictures: [Picture] = []
         for index in 0..<count {
             let seed = UInt64(index + 1) &* 0x9E37_79B9_7F4A_7C15

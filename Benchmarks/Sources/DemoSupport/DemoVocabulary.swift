@@ -1,0 +1,1 @@
+../../../Sources/DigestDemo/DemoVocabulary.swift

@@ -1,0 +1,1 @@
+../../../Sources/DigestDemo/LoopbackHTTPServer.swift

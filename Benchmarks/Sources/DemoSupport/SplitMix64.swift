@@ -1,0 +1,1 @@
+../../../Sources/DigestDemo/SplitMix64.swift
