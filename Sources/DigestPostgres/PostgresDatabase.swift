@@ -35,7 +35,8 @@ public struct PostgresDatabase: DigestDatabase {
     /// Connections at most in the pool the database's parts share.
     public var connections: Int { clients.size }
 
-    /// Ends the database's connections (waits until they are closed); later calls fail.
+    /// Ends the database's connections and waits until they are closed; later calls fail. Call it
+    /// once the database's work is done: a unit of work still running then fails.
     public func close() async {
         await clients.close()
     }

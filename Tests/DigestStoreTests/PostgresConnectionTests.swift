@@ -25,6 +25,13 @@ import Testing
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(application)'", database: "postgres")) ?? -1
     }
 
+    /// The backends of `application`: start, state and its last statement, one line each.
+    static func activity(_ application: String) throws -> String {
+        try PostgresCluster.shared().sql(
+            "SELECT backend_start, state, state_change, left(query, 60) FROM pg_stat_activity WHERE application_name = '\(application)'",
+            database: "postgres")
+    }
+
     @Test func concurrentCallsShareOnePoolOfTheGivenSize() async throws {
         let (database, application) = try await Self.database(connections: 2)
         #expect(database.connections == 2)
@@ -52,7 +59,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(50))
             left = try Self.backends(application)
         }
-        #expect(left == 0)
+        #expect(left == 0, "still open: \(try Self.activity(application))")
         await #expect(throws: PostgresStoreError.self) { _ = try await database.outboxStats(now: 0) }
     }
 
