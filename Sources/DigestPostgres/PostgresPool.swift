@@ -29,10 +29,13 @@ final class PostgresClients: Sendable {
     private let state = Mutex(State())
 
     private struct Clients: Sendable {
-        let shared: PostgresClient
-        let leases: PostgresClient
-        /// Runs both clients' `run()`; cancelling it closes their connections.
-        let run: Task<Void, Never>
+        var shared: PostgresClient
+        var leases: PostgresClient
+        /// The tasks running the clients' `run()` (cancelling one closes its client's connections),
+        /// by client.
+        var runs: [ObjectIdentifier: Task<Void, Never>]
+        /// Runs of clients replaced (``PostgresClients/replace(_:of:)``), cancelled, not waited for.
+        var replaced: [Task<Void, Never>] = []
     }
 
     private enum Phase: Sendable {
@@ -54,7 +57,9 @@ final class PostgresClients: Sendable {
     }
 
     deinit {
-        if case .open(let clients) = state.withLock({ $0.phase }) { clients.run.cancel() }
+        if case .open(let clients) = state.withLock({ $0.phase }) {
+            for run in clients.runs.values { run.cancel() }
+        }
     }
 
     /// The client of `lane`, opening the connections first when this is the first use. Cancelling the
@@ -102,8 +107,9 @@ final class PostgresClients: Sendable {
             // It stops its clients itself once it sees the database closed.
             _ = await task.result
         case .open(let clients):
-            clients.run.cancel()
-            await clients.run.value
+            for run in clients.replaced { run.cancel() }
+            for run in clients.runs.values { run.cancel() }
+            for run in clients.runs.values { await run.value }
         case .idle, .closed:
             break
         }
@@ -120,25 +126,22 @@ final class PostgresClients: Sendable {
         do {
             let version = try await firstConnection()
             try Task.checkCancellation()
-            var logger = Logger(label: "digest.postgres")
-            logger.logLevel = .critical
-            let shared = PostgresClient(configuration: location.clientConfiguration(connections: size), backgroundLogger: logger)
-            let leases = PostgresClient(configuration: location.clientConfiguration(connections: 1), backgroundLogger: logger)
-            let run = Task {
-                await withDiscardingTaskGroup { group in
-                    group.addTask { await shared.run() }
-                    group.addTask { await leases.run() }
-                }
-            }
+            let (shared, sharedRun) = makeClient(.shared)
+            let (leases, leasesRun) = makeClient(.leases)
             let kept = state.withLock { state -> Bool in
                 guard case .opening = state.phase else { return false }
-                state.phase = .open(Clients(shared: shared, leases: leases, run: run))
+                state.phase = .open(
+                    Clients(
+                        shared: shared, leases: leases,
+                        runs: [ObjectIdentifier(shared): sharedRun, ObjectIdentifier(leases): leasesRun]))
                 state.schema = version
                 return true
             }
             if !kept {
-                run.cancel()
-                await run.value
+                sharedRun.cancel()
+                leasesRun.cancel()
+                await sharedRun.value
+                await leasesRun.value
                 throw closedError
             }
         } catch {
@@ -146,6 +149,35 @@ final class PostgresClients: Sendable {
                 if case .opening = state.phase { state.phase = .idle }
             }
             throw error
+        }
+    }
+
+    /// A client of `lane` and the task running it.
+    private func makeClient(_ lane: Lane) -> (PostgresClient, Task<Void, Never>) {
+        let client = PostgresClient(
+            configuration: location.clientConfiguration(connections: lane == .shared ? size : 1), backgroundLogger: PostgresConnection.quiet)
+        return (client, Task { await client.run() })
+    }
+
+    /// Replaces `client`, which gave no connection in time, with a new client of `lane`, and returns
+    /// the lane's client (nil once closed). postgres-nio's pool can stop making connections after a
+    /// server restart (seen once under load: after the server refused one connection while it
+    /// recovered, the pool made no other and a request waited for half an hour); a new client starts
+    /// afresh. The old one is cancelled, not waited for.
+    func replace(_ client: PostgresClient, of lane: Lane) -> PostgresClient? {
+        state.withLock { state -> PostgresClient? in
+            guard case .open(var clients) = state.phase else { return nil }
+            let current = lane == .shared ? clients.shared : clients.leases
+            guard current === client else { return current }  // another unit replaced it already
+            let (fresh, run) = makeClient(lane)
+            if let old = clients.runs.removeValue(forKey: ObjectIdentifier(client)) {
+                old.cancel()
+                clients.replaced.append(old)
+            }
+            clients.runs[ObjectIdentifier(fresh)] = run
+            if lane == .shared { clients.shared = fresh } else { clients.leases = fresh }
+            state.phase = .open(clients)
+            return fresh
         }
     }
 
@@ -205,17 +237,24 @@ struct PostgresPool: Sendable {
     /// Runs `body` on a borrowed connection, again on another after a connection loss. Cancelling the
     /// calling task ends a wait for a connection or between attempts with `CancellationError`.
     func perform<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        let client = try await clients.client(lane)
+        var client = try await clients.client(lane)
         let started = ContinuousClock.now
         var delay = Duration.milliseconds(100)
         var retrying = false
         while true {
             do {
-                // After a loss, the wait for a connection (the pool reconnecting) counts in the window.
-                return try await Self.borrow(client, until: retrying ? started + reconnectWindow : nil, body)
+                // A wait for a connection is bounded (a client that gives none in time is replaced):
+                // after a loss, by what is left of the window, at least a few seconds; otherwise by
+                // the window or a minute, whichever is longer (units before it may be slow).
+                let wait = retrying ? max(reconnectWindow - started.duration(to: .now), .seconds(5)) : max(reconnectWindow, .seconds(60))
+                return try await Self.borrow(client, until: .now + wait, body)
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 if error is CancellationError { throw error }
+                if error is NoConnection {
+                    guard let fresh = clients.replace(client, of: lane) else { throw clients.closedError }
+                    client = fresh
+                }
                 if clients.isClosed { throw clients.closedError }
                 guard Self.isRetryable(error), started.duration(to: .now) + delay < reconnectWindow else {
                     throw describe(error)
@@ -265,27 +304,14 @@ struct PostgresPool: Sendable {
     }
 
     /// The client gave no connection: it could not make one (in time), or it was shut down.
-    struct NoConnection: Error {
-        var window: Duration?
-    }
+    struct NoConnection: Error {}
 
-    /// Runs `body` on a connection of `client`, held for its whole duration. With a `deadline`, waiting
-    /// for the connection ends then with ``NoConnection``.
+    /// Runs `body` on a connection of `client`, held for its whole duration. Waiting for the
+    /// connection ends at `deadline` with ``NoConnection``.
     private static func borrow<T: Sendable>(
-        _ client: PostgresClient, until deadline: ContinuousClock.Instant?,
+        _ client: PostgresClient, until deadline: ContinuousClock.Instant,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        guard let deadline else {
-            var leased = false
-            do {
-                return try await client.withConnection { connection in
-                    leased = true
-                    return try await body(connection)
-                }
-            } catch where !leased {
-                throw NoConnection()
-            }
-        }
         // 0 waiting, 1 leased, 2 given up: the connection and the deadline race for it.
         let race = LeaseRace()
         return try await withThrowingTaskGroup(of: T?.self) { group in
