@@ -57,10 +57,7 @@ public final class SQLiteDatabase: DigestDatabase {
     /// Opens a connection of the caller's own, outside the store's pool, creating and migrating the
     /// schema of a new file. Blocks: for tools and tests that work on the file directly.
     public func connect() throws -> SQLiteConnection {
-        let connection = try SQLiteConnection(path: path)
-        let version = try SQLiteSchema.version(connectionAfterEnsuringTable: connection)
-        if version < SQLiteSchema.migrations.count { _ = try SQLiteSchema.migrate(connection) }
-        return connection
+        try SQLiteSchema.open(path).connection
     }
 
     /// Runs `body` on the store's writer connection, between the other writes.
@@ -237,8 +234,13 @@ extension DigestPipelineStore where Self == SQLiteDatabase {
 }
 
 extension SQLiteSchema {
-    static func version(connectionAfterEnsuringTable connection: SQLiteConnection) throws -> Int {
+    /// Opens `path`, creating a new file's schema or migrating an older one (a newer one is opened as
+    /// it is: `digest migrate` is what refuses it); returns the connection and the versions before
+    /// and after.
+    static func open(_ path: String) throws -> (connection: SQLiteConnection, migration: (from: Int, to: Int)) {
+        let connection = try SQLiteConnection(path: path)
         try connection.execute("CREATE TABLE IF NOT EXISTS digest_schema (version INTEGER NOT NULL)")
-        return try version(connection)
+        let version = try version(connection)
+        return (connection, version < migrations.count ? try migrate(connection) : (version, version))
     }
 }

@@ -125,9 +125,7 @@ final class SQLiteWriter {
     private var parts: [UInt64: AnyObject] = [:]
 
     init(path: String) throws {
-        connection = try SQLiteConnection(path: path)
-        let version = try SQLiteSchema.version(connectionAfterEnsuringTable: connection)
-        migration = version < SQLiteSchema.migrations.count ? try SQLiteSchema.migrate(connection) : (version, version)
+        (connection, migration) = try SQLiteSchema.open(path)
     }
 
     /// The object `scope` keeps on this connection, made on first use.

@@ -47,12 +47,7 @@ package final class AsyncSemaphore: Sendable {
     package func wait() async throws {
         // A free permit is taken without suspending. There is none while anyone waits: `signal` hands
         // its permit to the first waiter, so the order of arrival holds.
-        let taken = state.withLock { state -> Bool in
-            guard state.permits > 0 else { return false }
-            state.permits -= 1
-            return true
-        }
-        if taken { return }
+        if takeFree() { return }
         let ticket = state.withLock { state -> UInt64 in
             state.nextTicket &+= 1
             return state.nextTicket
@@ -87,12 +82,7 @@ package final class AsyncSemaphore: Sendable {
     /// Takes a permit, waiting behind those who asked first, whether or not the task is cancelled: for
     /// work that must run even then (writing the outcomes of requests already made).
     package func waitIgnoringCancellation() async {
-        let taken = state.withLock { state -> Bool in
-            guard state.permits > 0 else { return false }
-            state.permits -= 1
-            return true
-        }
-        if taken { return }
+        if takeFree() { return }
         _ = try? await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let proceed = state.withLock { state -> Bool in
                 if state.permits > 0 {
@@ -105,6 +95,15 @@ package final class AsyncSemaphore: Sendable {
                 return false
             }
             if proceed { continuation.resume() }
+        }
+    }
+
+    /// Takes a free permit, if there is one.
+    private func takeFree() -> Bool {
+        state.withLock { state in
+            guard state.permits > 0 else { return false }
+            state.permits -= 1
+            return true
         }
     }
 
