@@ -93,8 +93,7 @@ struct DatabaseOptions: ParsableArguments {
         help: ArgumentHelp(
             """
             Connections the store keeps open for the command's life: SQLite readers beside its one writer \
-            (default \(SQLiteDatabase.defaultReaders)), or the PostgreSQL pool (default \(PostgresDatabase.defaultConnections), \
-            and one more for the chunk-lease renewer).
+            (default \(SQLiteDatabase.defaultReaders)), or the PostgreSQL pool.
             """, valueName: "n"))
     var connections: Int?
 
@@ -121,7 +120,7 @@ struct DatabaseOptions: ParsableArguments {
     static func open(
         _ db: String, run: PostgresRunCoordination.Settings = .init(), existing: Bool = false, connections: Int? = nil
     ) throws -> any DigestDatabase {
-        if PostgresLocation.isURL(db) { return try PostgresDatabase.postgres(url: db, run: run, connections: connections ?? PostgresDatabase.defaultConnections) }
+        if PostgresLocation.isURL(db) { return try PostgresDatabase.postgres(url: db, run: run) }
         if existing && !FileManager.default.fileExists(atPath: db) { throw CommandError("\(db): no such database") }
         return SQLiteDatabase(path: db, readers: connections ?? SQLiteDatabase.defaultReaders)
     }
