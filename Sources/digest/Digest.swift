@@ -92,8 +92,8 @@ struct DatabaseOptions: ParsableArguments {
         name: .customLong("db-connections"),
         help: ArgumentHelp(
             """
-            Connections the store keeps open for the command's life: SQLite readers beside its one writer \
-            (default \(SQLiteDatabase.defaultReaders)), or the PostgreSQL pool.
+            SQLite: the readers the store keeps open beside its one writer for the command's life \
+            (default \(SQLiteDatabase.defaultReaders)). PostgreSQL opens a session per call and ignores it.
             """, valueName: "n"))
     var connections: Int?
 
