@@ -130,8 +130,9 @@ public struct PostgresDatabase: DigestDatabase {
         }
     }
 
-    public func peek(limit: Int, state: String?) async throws -> [OutboxRow] {
-        try await withSession { session in
+    public func peek(limit: Int, state: OutboxDelivery.State?) async throws -> [OutboxRow] {
+        let state = state?.rawValue
+        return try await withSession { session in
             try Self.rows(
                 await session.rows(
                     "SELECT \(unescaped: Self.rowColumns) FROM digest_outbox WHERE (\(state)::text IS NULL OR state = \(state)) ORDER BY id LIMIT \(limit)"))
@@ -206,9 +207,10 @@ public struct PostgresDatabase: DigestDatabase {
                     (Int64, String, String, String, String, String, String, String, Int64, String, Int, String?, String?, String?).self)
             result.append(
                 OutboxRow(
-                    id: id, dedupeKey: key, week: week, userID: user, platform: platform, variant: variant, message: message,
-                    report: report, availableAt: available, state: state, attempts: attempts, lastError: error,
-                    messageID: messageID, locale: locale))
+                    id: id, dedupeKey: key, week: week, userID: user, platform: try OutboxRow.column(platform, "platform", row: id),
+                    variant: try OutboxRow.column(variant, "variant", row: id), message: message, report: report,
+                    availableAt: available, state: try OutboxRow.column(state, "state", row: id), attempts: attempts,
+                    lastError: error, messageID: messageID, locale: locale))
         }
         return result
     }

@@ -163,13 +163,13 @@ public final class SQLiteDatabase: DigestDatabase {
         }
     }
 
-    public func peek(limit: Int, state: String?) async throws -> [OutboxRow] {
+    public func peek(limit: Int, state: OutboxDelivery.State?) async throws -> [OutboxRow] {
         try await read { connection in
             let statement = try connection.statement(
                 """
                 SELECT \(Self.rowColumns) FROM digest_outbox WHERE (?1 IS NULL OR state = ?1) ORDER BY id LIMIT ?2
                 """)
-            statement.bind(state, at: 1)
+            statement.bind(state?.rawValue, at: 1)
             statement.bind(limit, at: 2)
             return try Self.rows(statement)
         }
@@ -216,13 +216,16 @@ public final class SQLiteDatabase: DigestDatabase {
     static func rows(_ statement: SQLiteStatement) throws -> [OutboxRow] {
         var rows: [OutboxRow] = []
         while try statement.step() {
+            let id = statement.int64(0)
             rows.append(
                 OutboxRow(
-                    id: statement.int64(0), dedupeKey: statement.string(1), week: statement.string(2),
-                    userID: statement.string(3), platform: statement.string(4), variant: statement.string(5),
+                    id: id, dedupeKey: statement.string(1), week: statement.string(2), userID: statement.string(3),
+                    platform: try OutboxRow.column(statement.string(4), "platform", row: id),
+                    variant: try OutboxRow.column(statement.string(5), "variant", row: id),
                     message: statement.string(6), report: statement.string(7), availableAt: statement.int64(8),
-                    state: statement.string(9), attempts: statement.int(10), lastError: statement.optionalString(11),
-                    messageID: statement.optionalString(12), locale: statement.optionalString(13)))
+                    state: try OutboxRow.column(statement.string(9), "state", row: id), attempts: statement.int(10),
+                    lastError: statement.optionalString(11), messageID: statement.optionalString(12),
+                    locale: statement.optionalString(13)))
         }
         return rows
     }

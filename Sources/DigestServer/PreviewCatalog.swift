@@ -84,14 +84,15 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
             variant: messages.variant, skipped: messages.skipped, rules: messages.rules, budgets: [], surfaces: [])
         let outbox = try await database.outboxRows(week: messages.week, userID: userID)
         page.outbox = outbox.map {
-            PreviewPage.OutboxEntry(platform: $0.platform, variant: $0.variant, state: $0.state, messageID: $0.messageID, locale: $0.locale)
+            PreviewPage.OutboxEntry(
+                platform: $0.platform.rawValue, variant: $0.variant.rawValue, state: $0.state.rawValue, messageID: $0.messageID, locale: $0.locale)
         }
         page.report = DeliveryReport(week: messages.week, counts: try await database.eventCounts(week: messages.week))
         for platform in Platform.allCases {
             guard let bytes = messages.messages[platform] else { continue }
             let count = messages.bytes[platform] ?? MessageBudget.bytes(ofMessage: bytes)[platform] ?? bytes.count
             page.budgets.append(PreviewSidecar.BudgetUse(platform: platform, bytes: count, budget: configuration.byteBudget))
-            if messages.source == .computed, let row = outbox.first(where: { $0.platform == platform.rawValue }) {
+            if messages.source == .computed, let row = outbox.first(where: { $0.platform == platform }) {
                 page.outboxDiffers[platform.rawValue] = Array(row.message.utf8) != bytes
             }
             page.surfaces.append(contentsOf: try await surfaces(of: bytes, platform: platform))

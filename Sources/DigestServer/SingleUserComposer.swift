@@ -81,11 +81,11 @@ extension SingleUserComposer {
                     guard try await database.withHistoryReader({ try await $0.user(id: userID) }) != nil else { return nil }
                 }
                 var result = UserMessages(
-                    source: .outbox, userID: userID, week: week, variant: rows.first?.variant, rules: [], bytes: [:],
+                    source: .outbox, userID: userID, week: week, variant: rows.first?.variant.rawValue, rules: [], bytes: [:],
                     messages: [:], skipped: rows.isEmpty ? "not_in_outbox" : nil)
                 for row in rows {
-                    guard let platform = Platform(rawValue: row.platform), result.messages[platform] == nil else { continue }
-                    result.messages[platform] = Array(row.message.utf8)
+                    guard result.messages[row.platform] == nil else { continue }
+                    result.messages[row.platform] = Array(row.message.utf8)
                     let report = OutboxReport(json: row.report)
                     result.rules = report.rules
                     result.bytes.merge(report.bytes) { first, _ in first }

@@ -99,7 +99,7 @@ struct DemoCommand: AsyncParsableCommand {
         var written: [String] = []
         let rows = try await SQLiteDatabase.sqlite(path: databasePath).peek(limit: 5000, state: nil)
         for row in rows {
-            let name = "\(row.variant)-\(row.platform).json"
+            let name = "\(row.variant.rawValue)-\(row.platform.rawValue).json"
             guard !written.contains(name) else { continue }
             try Data(row.message.utf8).write(to: samples.appendingPathComponent(name))
             written.append(name)
@@ -179,7 +179,7 @@ struct DemoCommand: AsyncParsableCommand {
         try await database.withHistoryReader { history in
             for row in rows where chosen.count < 6 && !chosen.contains(row.userID) {
                 let language = try await history.user(id: row.userID)?.reader.locale.split(separator: "-").first.map(String.init) ?? ""
-                let kinds = ["variant:\(row.variant)", "platform:\(row.platform)", "language:\(language)"]
+                let kinds = ["variant:\(row.variant.rawValue)", "platform:\(row.platform.rawValue)", "language:\(language)"]
                 guard kinds.contains(where: { !covered.contains($0) }) else { continue }
                 covered.formUnion(kinds)
                 chosen.append(row.userID)

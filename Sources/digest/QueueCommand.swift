@@ -39,26 +39,27 @@ struct QueueCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
         @Option(help: "How many.") var limit = 5
         @Option(help: "Only this state (ready, leased, sent, dead, expired).") var state: String?
+
         @Flag(help: "Print the whole FCM request body, token included.") var showTokens = false
 
         func validate() throws {
-            let states = ["ready", "leased", "sent", "dead", "expired"]
+            let states = OutboxDelivery.State.allCases.map(\.rawValue)
             if let state, !states.contains(state) {
                 throw ValidationError("unknown state '\(state)': one of \(states.joined(separator: ", "))")
             }
         }
 
         func run() async throws {
-            for row in try await database.open().peek(limit: limit, state: state) {
+            for row in try await database.open().peek(limit: limit, state: state.flatMap(OutboxDelivery.State.init(rawValue:))) {
                 var writer = JSONWriter()
                 writer.beginObject()
                 writer.field("id", Int(row.id))
                 writer.field("dedupe_key", row.dedupeKey)
                 writer.field("week", row.week)
                 writer.field("user_id", row.userID)
-                writer.field("platform", row.platform)
-                writer.field("variant", row.variant)
-                writer.field("state", row.state)
+                writer.field("platform", row.platform.rawValue)
+                writer.field("variant", row.variant.rawValue)
+                writer.field("state", row.state.rawValue)
                 writer.field("available_at", Timestamp.format(row.availableAt))
                 writer.field("attempts", row.attempts)
                 if let id = row.messageID { writer.field("message_id", id) }

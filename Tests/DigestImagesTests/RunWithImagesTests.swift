@@ -1,3 +1,4 @@
+import DigestCore
 import DigestDemo
 import DigestImageCodecs
 import DigestImages
@@ -49,7 +50,7 @@ import Testing
             #expect(run.stdout.contains("http_404"), "\(run.stdout)")
 
             let rows = try await SQLiteDatabase.sqlite(path: db).peek(limit: 50, state: nil)
-            let image = rows.filter { $0.variant == "Image" }
+            let image = rows.filter { $0.variant == .image }
             #expect(!image.isEmpty)
             for row in image {
                 let urls = row.message.matches(of: /https:\/\/cdn\.example\/a\/([0-9a-f]{32}\.jpg)/).map { String($0.output.1) }
@@ -60,7 +61,7 @@ import Testing
             }
             let fallbacks = rows.filter { $0.report.contains("image.unavailable") }
             #expect(!fallbacks.isEmpty)
-            #expect(fallbacks.allSatisfy { $0.variant != "Image" && $0.report.contains("http_404") })
+            #expect(fallbacks.allSatisfy { $0.variant != .image && $0.report.contains("http_404") })
             #expect(routes.hits["/img/a7.jpg"] == 1)
 
             // A preview composed now goes through the same image pipeline: the run's variant, with the

@@ -39,10 +39,10 @@ import DigestImport
         let rows = try await database.peek(limit: 20, state: nil).filter { $0.userID == "u-pl" }
         #expect(rows.count == 2)
         for row in rows {
-            #expect(row.variant == "Image")
+            #expect(row.variant == .image)
             let object = try JSONSerialization.jsonObject(with: Data(row.message.utf8)) as! [String: Any]
             let message = object["message"] as! [String: Any]
-            if row.platform == "android" {
+            if row.platform == .android {
                 let data = (message["android"] as! [String: Any])["data"] as! [String: String]
                 #expect(data["imageUrl"] == hero.url)
                 #expect(data["iconUrl"] == icon.url)

@@ -113,7 +113,7 @@ import Testing
         let run = try DigestBinary.run(["run", "--db", database.path, "--week", FixtureDatabase.week])
         #expect(run.status == 0, "\(run.stderr)")
         let rows = try await database.outboxRows(week: FixtureDatabase.week, userID: "u-pl")
-        #expect(rows.map(\.platform) == ["android", "ios"])
+        #expect(rows.map(\.platform) == [.android, .ios])
         let android = try #require(rows.first)
         try database.connect().execute("UPDATE digest_outbox SET state = 'sent' WHERE user_id = 'u-pl'")
         // The run wrote its rows at the wall clock's now: the tap comes after.

@@ -73,12 +73,26 @@ import DigestImport
         try await store.outbox(count: 3)
         let rows = try await store.database.outboxRows(week: "2026-W46", userID: "u2")
         #expect(rows.count == 1)
-        #expect(rows.first?.dedupeKey == "2026-W46:u2:h2" && rows.first?.state == "ready" && rows.first?.attempts == 0)
+        #expect(rows.first?.dedupeKey == "2026-W46:u2:h2" && rows.first?.state == .ready && rows.first?.attempts == 0)
         let body = try JSONSerialization.jsonObject(with: Data(rows.first!.message.utf8)) as? [String: [String: String]]
         #expect(body?["message"]?["token"] == "tok-2")
         #expect(try await store.database.outboxWeeks(userID: "u2") == ["2026-W46"])
-        #expect(try await store.database.peek(limit: 2, state: "ready").map(\.userID) == ["u1", "u2"])
-        #expect(try await store.database.peek(limit: 2, state: "dead").isEmpty)
+        #expect(try await store.database.peek(limit: 2, state: .ready).map(\.userID) == ["u1", "u2"])
+        #expect(try await store.database.peek(limit: 2, state: .dead).isEmpty)
+    }
+
+    @Test(arguments: Backend.allCases) func aRowOfAVariantThisVersionDoesNotKnowIsAnErrorNamingIt(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        try await store.outbox(count: 2)
+        _ = try store.sql("UPDATE digest_outbox SET variant = 'Carousel' WHERE user_id = 'u2'")
+        #expect(try await store.database.outboxRows(week: "2026-W46", userID: "u1").map(\.variant) == [.defaultText])
+        do {
+            _ = try await store.database.peek(limit: 5, state: nil)
+            Issue.record("a row of an unknown variant was read")
+        } catch let error as UnknownOutboxValue {
+            #expect(error.column == "variant" && error.value == "Carousel")
+            #expect(error.description.contains("unknown variant 'Carousel'"), "\(error)")
+        }
     }
 
     @Test(arguments: Backend.allCases) func importingTwiceChangesNothingAndDroppedDevicesGo(backend: Backend) async throws {

@@ -60,7 +60,7 @@ public protocol DigestOperatorViews: Sendable {
     /// Messages in the outbox by state, platform, variant and week; `due` counts those due at `now`.
     func outboxStats(now: Int64) async throws -> OutboxStats
     /// The first `limit` messages (optionally of one state), oldest first.
-    func peek(limit: Int, state: String?) async throws -> [OutboxRow]
+    func peek(limit: Int, state: OutboxDelivery.State?) async throws -> [OutboxRow]
     /// A user's messages for a week (one per device), oldest first.
     func outboxRows(week: String, userID: String) async throws -> [OutboxRow]
     /// The weeks the outbox holds messages of this user for, newest first.
@@ -119,12 +119,12 @@ public struct OutboxRow: Sendable, Hashable {
     public var dedupeKey: String
     public var week: String
     public var userID: String
-    public var platform: String
-    public var variant: String
+    public var platform: Platform
+    public var variant: Variant
     public var message: String
     public var report: String
     public var availableAt: Int64
-    public var state: String
+    public var state: OutboxDelivery.State
     public var attempts: Int
     public var lastError: String?
     /// The id the apps report events with (`nil` on rows written before messages carried one).
@@ -132,8 +132,8 @@ public struct OutboxRow: Sendable, Hashable {
     /// The locale whose templates composed the message (`nil` on rows from before it was kept).
     public var locale: String?
 
-    public init(id: Int64, dedupeKey: String, week: String, userID: String, platform: String, variant: String,
-                message: String, report: String, availableAt: Int64, state: String, attempts: Int, lastError: String?,
+    public init(id: Int64, dedupeKey: String, week: String, userID: String, platform: Platform, variant: Variant,
+                message: String, report: String, availableAt: Int64, state: OutboxDelivery.State, attempts: Int, lastError: String?,
                 messageID: String? = nil, locale: String? = nil) {
         self.messageID = messageID
         self.locale = locale
@@ -149,5 +149,25 @@ public struct OutboxRow: Sendable, Hashable {
         self.state = state
         self.attempts = attempts
         self.lastError = lastError
+    }
+}
+
+extension OutboxRow {
+    /// A `platform`, `variant` or `state` column's value as its enum; a value this version does not
+    /// know (a row written by a newer one, or by hand) is an error naming the column and the row.
+    package static func column<Value: RawRepresentable<String>>(_ raw: String, _ name: String, row id: Int64) throws -> Value {
+        guard let value = Value(rawValue: raw) else { throw UnknownOutboxValue(column: name, value: raw, rowID: id) }
+        return value
+    }
+}
+
+/// An outbox row whose `platform`, `variant` or `state` holds a value this version does not know.
+public struct UnknownOutboxValue: Error, CustomStringConvertible, Hashable {
+    package var column: String
+    package var value: String
+    package var rowID: Int64
+
+    public var description: String {
+        "outbox row \(rowID): unknown \(column) '\(value)' (written by a newer digest? see `digest migrate`)"
     }
 }
