@@ -211,7 +211,7 @@ let package = Package(
         .target(
             name: "DigestServer",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestPreview", "DigestEvents",
+                "DigestCore", "DigestStore", "DigestPreview", "DigestReport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -219,7 +219,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // App events in (`digest collect`) and the week's delivery and open report (`digest report`).
+        // The week's delivery and open report (`digest report`, the preview page's figures): counts in,
+        // rates with their intervals out; no I/O.
+        .target(
+            name: "DigestReport",
+            dependencies: ["DigestStore"],
+            swiftSettings: swiftSettings
+        ),
+        // App events in (`digest collect`): the batch parser and the collector's HTTP endpoint.
         .target(
             name: "DigestEvents",
             dependencies: [
@@ -230,12 +237,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What tests share: fixtures, an in-memory attachment provider, the binary runner, the
-        // fake FCM server.
+        // The fake servers (FCM HTTP v1 over HTTP/1.1 and HTTP/2, the GCE metadata server) with the test
+        // CA: behind the tests, `digest-fake-fcm` (for `make demo-send` and the delivery benchmark).
         .target(
-            name: "DigestTesting",
+            name: "DigestFakes",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres",
+                "DigestCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -247,11 +254,25 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What the test targets share (linked by them only): fixtures, the backend harness and the
+        // conformance suites every store runs (swift-testing suites, found in whichever test bundle
+        // links this), an in-memory attachment provider, the binary runner; the fakes re-exported.
+        .target(
+            name: "DigestTesting",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestDemo", "DigestImages",
+                "DigestFakes",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
         // The fake FCM server as a program, for `make demo-send` and the delivery benchmark.
         .executableTarget(
             name: "digest-fake-fcm",
             dependencies: [
-                "DigestTesting",
+                "DigestFakes",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -268,7 +289,7 @@ let package = Package(
             name: "digest",
             dependencies: [
                 "DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestPreview",
-                "DigestServer", "DigestSender", "DigestImageCodecs", "DigestImages", "DigestDemo", "DigestEvents",
+                "DigestServer", "DigestSender", "DigestImageCodecs", "DigestImages", "DigestDemo", "DigestEvents", "DigestReport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -297,10 +318,39 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "DigestThreadsTests",
+            dependencies: ["DigestThreads"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "DigestStoreTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestThreads", "DigestImages", "DigestDemo", "DigestTesting",
-                           .product(name: "PostgresNIO", package: "postgres-nio")],
-            exclude: ["Fixtures"],
+            dependencies: ["DigestStore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestImportTests",
+            dependencies: ["DigestCore", "DigestStore", "DigestImport", "DigestDemo", "DigestTesting"],
+            swiftSettings: swiftSettings
+        ),
+        // The backends' own tests; what both must do is in DigestTesting's conformance suites, which
+        // run in this bundle (every test target links into one on Linux).
+        .testTarget(
+            name: "DigestSQLiteTests",
+            dependencies: ["DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestPostgresTests",
+            dependencies: [
+                "DigestStore", "DigestPostgres", "DigestTesting",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestImageCodecsTests",
+            dependencies: ["DigestCore", "DigestImageCodecs", "DigestDemo", "DigestTesting"],
+            exclude: ["Corpus"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -308,7 +358,11 @@ let package = Package(
             dependencies: [
                 "DigestCore", "DigestStore", "DigestSQLite", "DigestImageCodecs", "DigestImages", "DigestDemo", "DigestTesting",
             ],
-            exclude: ["Corpus"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DigestReportTests",
+            dependencies: ["DigestCore", "DigestStore", "DigestReport", "DigestTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -330,7 +384,7 @@ let package = Package(
         .testTarget(
             name: "DigestSenderTests",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestSender", "DigestTesting",
+                "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestSender", "DigestTesting", "DigestFakes",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -10,7 +10,7 @@ import Glibc
 //   swift build -c release --product DigestImagesFuzz --build-path .build-fuzz \
 //     -Xswiftc -sanitize=fuzzer,address -Xswiftc -DDIGEST_FUZZ -Xcc -fsanitize=fuzzer-no-link,address
 //   .build-fuzz/release/DigestImagesFuzz -max_total_time=600 -rss_limit_mb=2048 \
-//     Tests/DigestImagesTests/Corpus/fuzz-work Tests/DigestImagesTests/Corpus/fuzz
+//     Tests/DigestImageCodecsTests/Corpus/fuzz-work Tests/DigestImageCodecsTests/Corpus/fuzz
 //
 // Without -DDIGEST_FUZZ the program replays the files named on its command line (a regression run).
 

@@ -1,5 +1,5 @@
 package import DigestCore
-import DigestEvents
+import DigestReport
 package import DigestPreview
 package import DigestStore
 package import Foundation

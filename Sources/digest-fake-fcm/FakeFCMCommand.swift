@@ -1,5 +1,5 @@
 import ArgumentParser
-import DigestTesting
+import DigestFakes
 import Foundation
 
 /// `digest-fake-fcm`: the fake FCM server as a program, for `make demo-send` and the delivery

@@ -1,6 +1,6 @@
 import ArgumentParser
 import DigestCore
-import DigestEvents
+import DigestReport
 import DigestStore
 import Foundation
 

@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test func collectReloadsKeysOnSIGHUPAndReportShowsTheEvents() async throws {
-        let store = try await EventsHarness(.sqlite)
+        let store = try await StoreHarness(.sqlite)
         let message = FixtureMessage(user: "u1", variant: .image, arm: "image")
         try await store.write([message])
         let db = store.directory.path("store.sqlite")

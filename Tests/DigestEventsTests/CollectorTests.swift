@@ -10,11 +10,11 @@ import Testing
     static let key = "app-key-0123456789abcdef"
 
     @Test(arguments: Backend.allCases) func eventsAreRecordedOnceWithEveryReason(backend: Backend) async throws {
-        let store = try await EventsHarness(backend)
+        let store = try await StoreHarness(backend)
         let a = FixtureMessage(user: "u1"), b = FixtureMessage(user: "u2", platform: .ios, variant: .image, locale: "pl")
         try await store.write([a, b])
         let unknown = OutboxMessage.messageID(dedupeKey: "2026-W47:nobody:x")
-        let created = EventsHarness.createdAt
+        let created = StoreHarness.createdAt
         let result = try await store.withCollector(keys: AppKeys(keys: [Self.key])) { port in
             let first = try await HTTP.post(port: port, key: Self.key, body: HTTP.body([
                 HTTP.event(a.messageID, "received"),
@@ -25,7 +25,7 @@ import Testing
                 HTTP.event(b.messageID, "received", at: created),
                 HTTP.event(b.messageID, "action", action: "later"),
                 HTTP.event(b.messageID, "action", action: "open"),
-                HTTP.event(b.messageID, "opened", at: EventsHarness.now + 86_401),
+                HTTP.event(b.messageID, "opened", at: StoreHarness.now + 86_401),
                 #"{"message_id":"\#(b.messageID)","type":"clicked","at":"2026-11-23T10:00:00Z"}"#,
             ]))
             #expect(first.0 == 202)
@@ -55,7 +55,7 @@ import Testing
     }
 
     @Test(arguments: Backend.allCases) func earlierAndOrderedIDsAreBothFoundByTheMigratedIndex(backend: Backend) async throws {
-        let store = try await EventsHarness(backend)
+        let store = try await StoreHarness(backend)
         // Every migrated store has the unique index, before any collector opened it.
         let unique =
             backend == .sqlite
@@ -65,10 +65,10 @@ import Testing
         // A row enqueued before ids were ordered keeps its hash id; a run's row leads with its instant.
         let earlier = FixtureMessage(user: "u1")
         let ordered = FixtureMessage(
-            user: "u2", position: OutboxMessage.RunPosition(instant: EventsHarness.createdAt, batch: 3, ordinal: 7))
+            user: "u2", position: OutboxMessage.RunPosition(instant: StoreHarness.createdAt, batch: 3, ordinal: 7))
         try await store.write([earlier, ordered])
         #expect(earlier.messageID == OutboxMessage.messageID(dedupeKey: earlier.dedupeKey))
-        #expect(ordered.messageID.hasPrefix(String(EventsHarness.createdAt, radix: 16)))
+        #expect(ordered.messageID.hasPrefix(String(StoreHarness.createdAt, radix: 16)))
         let rows = try store.sql("SELECT user_id, message_id FROM digest_outbox ORDER BY user_id")
         #expect(rows == "u1|\(earlier.messageID)\nu2|\(ordered.messageID)")
         let result = try await store.withCollector(keys: AppKeys(keys: [Self.key])) { port in
@@ -83,7 +83,7 @@ import Testing
     }
 
     @Test(arguments: Backend.allCases) func badRequestsGetTheirStatus(backend: Backend) async throws {
-        let store = try await EventsHarness(backend)
+        let store = try await StoreHarness(backend)
         let a = FixtureMessage(user: "u1")
         try await store.write([a])
         try await store.withCollector(keys: AppKeys(keys: [Self.key])) { port in
@@ -107,7 +107,7 @@ import Testing
     /// Sixteen clients post the same 40 events at once: each event is recorded once, and the
     /// responses' accepted counts add up to 40.
     @Test(arguments: Backend.allCases) func concurrentDuplicatePostsRecordEachEventOnce(backend: Backend) async throws {
-        let store = try await EventsHarness(backend)
+        let store = try await StoreHarness(backend)
         let messages = (1...10).map { FixtureMessage(user: "u\($0)") }
         try await store.write(messages)
         let events = messages.flatMap { m in

@@ -26,13 +26,13 @@ import Testing
 
     static let photo = (try? SamplePictures.jpeg(SamplePictures.photo(width: 800, height: 600, seed: 21))) ?? []
     static let logo = (try? SamplePictures.png(SamplePictures.logo(width: 300, height: 300, seed: 22))) ?? []
-    static let gif = RenditionTests.gif(width: 30, height: 20)
+    static let gif = ImageBytes.gif(width: 30, height: 20)
 
     static func routes() -> LoopbackRoutes {
         var truncatedPNG = (try? SamplePictures.png(SamplePictures.photo(width: 200, height: 100, seed: 3), opaque: true)) ?? []
         truncatedPNG = Array(truncatedPNG.prefix(truncatedPNG.count / 2))
         var badCRC = (try? SamplePictures.png(SamplePictures.photo(width: 200, height: 100, seed: 4), opaque: true)) ?? []
-        if let idat = RenditionTests.find(Array("IDAT".utf8), in: badCRC) { badCRC[idat + 10] ^= 0x01 }
+        if let idat = ImageBytes.find(Array("IDAT".utf8), in: badCRC) { badCRC[idat + 10] ^= 0x01 }
         let hugePNG = PNGFixture.signature + PNGFixture.chunk("IHDR", PNGFixture.header(width: 100_000, height: 100_000, bitDepth: 8, colorType: 6))
             + PNGFixture.chunk("IEND", [])
         let zeroPNG = PNGFixture.signature + PNGFixture.chunk("IHDR", PNGFixture.header(width: 0, height: 0, bitDepth: 8, colorType: 6))

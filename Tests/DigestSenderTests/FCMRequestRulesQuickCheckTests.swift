@@ -1,4 +1,5 @@
-@testable import DigestTesting
+@testable import DigestFakes
+import DigestTesting
 import Testing
 
 /// The fake server's quick check of a request body only ever accepts what the full check (Foundation's

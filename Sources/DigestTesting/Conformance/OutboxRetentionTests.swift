@@ -1,7 +1,6 @@
 import DigestCore
 import DigestImages
 import DigestStore
-import DigestTesting
 import Foundation
 import Testing
 

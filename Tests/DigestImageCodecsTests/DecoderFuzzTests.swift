@@ -32,7 +32,7 @@ import Testing
             try JPEGDecodingTests.encode(JPEGDecodingTests.quadrants(width: 24, height: 16), layout: .gray),
             try SamplePictures.png(SamplePictures.logo(width: 20, height: 20, seed: 2)),
             try SamplePictures.palettePNG(SamplePictures.logo(width: 20, height: 12, seed: 3), keepAlpha: true),
-            RenditionTests.gif(width: 10, height: 10),
+            ImageBytes.gif(width: 10, height: 10),
         ]
         seeds.append(PNGFixture.make(width: 9, height: 7, colorType: .gray, bitDepth: 2, interlaced: true) { x, y in [(x + y) % 4] })
         seeds.append(PNGFixture.make(width: 9, height: 7, colorType: .rgba, bitDepth: 16) { x, y in [x * 7000, y * 9000, 100, 65535] })

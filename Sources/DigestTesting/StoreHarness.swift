@@ -1,28 +1,27 @@
-import DigestCore
+package import DigestCore
 import DigestPostgres
 import DigestSQLite
-import DigestStore
-import DigestTesting
+package import DigestStore
 import Foundation
-import Testing
-import DigestImport
+package import Testing
+package import DigestImport
 
 /// The two implementations of the store; the conformance suites run every test on both.
-enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+package enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite, postgres
 
-    var testDescription: String { rawValue }
+    package var testDescription: String { rawValue }
 }
 
 /// A new, empty, migrated store of one backend, with what a test needs to set it up and look inside.
-struct StoreHarness {
-    let backend: Backend
-    let directory: TemporaryDirectory
-    let database: any DigestDatabase
+package struct StoreHarness: Sendable {
+    package let backend: Backend
+    package let directory: TemporaryDirectory
+    package let database: any DigestDatabase
     /// The PostgreSQL URL (nil on SQLite).
-    let url: String?
+    package let url: String?
 
-    init(_ backend: Backend, chunkSize: Int = 1000) async throws {
+    package init(_ backend: Backend, chunkSize: Int = 1000) async throws {
         self.backend = backend
         directory = try TemporaryDirectory()
         switch backend {
@@ -43,7 +42,7 @@ struct StoreHarness {
     }
 
     /// Runs `body` with an importer into this store.
-    func withImporter<T>(_ body: (HistoryImporter<AnySink>) async throws -> T) async throws -> T {
+    package func withImporter<T>(_ body: (HistoryImporter<AnySink>) async throws -> T) async throws -> T {
         try await Self.withImporter(database, body)
     }
 
@@ -52,7 +51,7 @@ struct StoreHarness {
     }
 
     /// Runs `body` with a reader of this store's history.
-    func withReader<T>(_ body: (any HistoryReader) async throws -> T) async throws -> T {
+    package func withReader<T>(_ body: (any HistoryReader) async throws -> T) async throws -> T {
         try await Self.withReader(database, body)
     }
 
@@ -61,7 +60,7 @@ struct StoreHarness {
     }
 
     /// Runs `body` with this store's run ledger.
-    func withLedger<T>(_ body: (any RunLedger) async throws -> T) async throws -> T {
+    package func withLedger<T>(_ body: (any RunLedger) async throws -> T) async throws -> T {
         try await Self.withLedger(database, body)
     }
 
@@ -70,17 +69,17 @@ struct StoreHarness {
     }
 
     /// Runs `body` with a consumer of this store's outbox.
-    func withConsumer<T>(_ body: (any OutboxConsumer) async throws -> T) async throws -> T {
+    package func withConsumer<T>(_ body: (any OutboxConsumer) async throws -> T) async throws -> T {
         try await Self.withConsumer(database, body)
     }
 
-    static func withConsumer<D: DigestDatabase, T>(_ database: D, _ body: (any OutboxConsumer) async throws -> T) async throws -> T {
+    package static func withConsumer<D: DigestDatabase, T>(_ database: D, _ body: (any OutboxConsumer) async throws -> T) async throws -> T {
         try await database.withOutboxConsumer { try await body($0) }
     }
 
     /// Users `u1…u<count>` (token `tok-<i>`, android), each with one message due at `availableAt(i)`,
     /// with the delivery window `window(i)` gives (end, quiet until, expiry; none by default).
-    func outbox(
+    package func outbox(
         count: Int, availableAt: (Int) -> Int64 = { _ in 0 },
         window: (Int) -> (end: Int64, quietUntil: Int64, expiresAt: Int64)? = { _ in nil }
     ) async throws {
@@ -102,7 +101,7 @@ struct StoreHarness {
     }
 
     /// Every outbox row's delivery bookkeeping, by id.
-    func rows() throws -> [Int64: OutboxDelivery] {
+    package func rows() throws -> [Int64: OutboxDelivery] {
         var rows: [Int64: OutboxDelivery] = [:]
         switch backend {
         case .sqlite:
@@ -149,7 +148,7 @@ struct StoreHarness {
     /// Runs SQL on the store (PostgreSQL through psql; SQLite through its connection) and returns
     /// rows as `a|b` lines.
     @discardableResult
-    func sql(_ statement: String) throws -> String {
+    package func sql(_ statement: String) throws -> String {
         switch backend {
         case .sqlite:
             return try SQLiteDatabase.sqlite(path: directory.path("store.sqlite")).connect().lines(statement)
@@ -160,8 +159,14 @@ struct StoreHarness {
 }
 
 /// Either backend's import sink.
-struct AnySink: HistoryImportSink {
-    let base: any HistoryImportSink
-    init(_ base: any HistoryImportSink) { self.base = base }
-    func write(_ batch: ImportBatch) async throws -> ImportBatchResult { try await base.write(batch) }
+package struct AnySink: HistoryImportSink {
+    package let base: any HistoryImportSink
+    package init(_ base: any HistoryImportSink) { self.base = base }
+    package func write(_ batch: ImportBatch) async throws -> ImportBatchResult { try await base.write(batch) }
+}
+
+/// The importer's problem lines, collected from its `onProblem` callback.
+package final class ImportProblemLog {
+    package var lines: [String] = []
+    package init() {}
 }

@@ -114,7 +114,7 @@ import Testing
         var outcomes: [Backend: [[String]]] = [:]
         for backend in Backend.allCases {
             let store = try await StoreHarness(backend)
-            let log = ImportConformanceTests.ProblemLog()
+            let log = ImportProblemLog()
             let summaries = try await store.withImporter { base in
                 var importer = base
                 importer.batchSize = 50

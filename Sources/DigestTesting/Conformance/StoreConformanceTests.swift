@@ -1,6 +1,5 @@
 import DigestCore
 import DigestStore
-import DigestTesting
 import Foundation
 import Testing
 import DigestImport

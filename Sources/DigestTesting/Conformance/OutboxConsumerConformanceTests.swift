@@ -1,7 +1,6 @@
 import DigestCore
 import DigestDemo
 import DigestStore
-import DigestTesting
 import Foundation
 import Testing
 

@@ -1,6 +1,5 @@
 import DigestCore
 import DigestStore
-import DigestTesting
 import Foundation
 import Testing
 import DigestImport
@@ -9,7 +8,7 @@ import DigestImport
 /// docs/008-import.md at least once, and good lines around them) into SQLite and into PostgreSQL:
 /// the same readers, devices, articles and reads, and the same report of skipped lines, line for line.
 @Suite struct ImportConformanceTests {
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/import")
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/import")
     /// The report the corpus gives (`file:line: reason: detail`); `DIGEST_RECORD_GOLDENS=1` rewrites it.
     static let expectedReport = fixtures.appendingPathComponent("expected-report.txt")
 
@@ -23,15 +22,11 @@ import DigestImport
     }
 
     /// Every problem the importer reports, in order.
-    final class ProblemLog {
-        var lines: [String] = []
-    }
-
     /// Imports the corpus into a new store of `backend`, in batches of `batchSize` lines (small, so
     /// duplicates fall both inside a batch and across batches), and reads everything back.
     static func importCorpus(_ backend: Backend, batchSize: Int = 7) async throws -> Outcome {
         let store = try await StoreHarness(backend)
-        let log = ProblemLog()
+        let log = ImportProblemLog()
         var outcome = Outcome()
         outcome.summaries = try await store.withImporter { base in
             var importer = base

@@ -1,5 +1,5 @@
 import DigestCore
-import DigestEvents
+import DigestReport
 import DigestStore
 import DigestTesting
 import Foundation
@@ -56,7 +56,7 @@ import Testing
     ]
 
     static func events() -> [AppEvent] {
-        let at = EventsHarness.createdAt + 120
+        let at = StoreHarness.createdAt + 120
         func id(_ user: String, _ platform: Platform = .android, week: String = "2026-W47") -> String {
             FixtureMessage(user: user, platform: platform, week: week).messageID
         }
@@ -74,7 +74,7 @@ import Testing
     }
 
     @Test(arguments: Backend.allCases) func aSplitWeekAgainstHandComputedFigures(backend: Backend) async throws {
-        let store = try await EventsHarness(backend)
+        let store = try await StoreHarness(backend)
         try await store.write(Self.fixture)
         let result = try await Self.record(store.database, Self.events())
         #expect(result == EventBatchResult(accepted: 17))
@@ -126,7 +126,7 @@ import Testing
         // Retention deletes the sent messages (in batches of 4), the report of their week stays the
         // same: the prune counted what it deleted.
         let retention = try OutboxRetention(age: OutboxRetention.minimumAge, batchSize: 4)
-        let pruned = try await store.database.prune(retention, now: EventsHarness.createdAt + OutboxRetention.minimumAge + 86_400)
+        let pruned = try await store.database.prune(retention, now: StoreHarness.createdAt + OutboxRetention.minimumAge + 86_400)
         #expect(pruned.messages == ["sent": 11])
         #expect(try store.sql("SELECT count(*) FROM digest_outbox") == "1", "the unsent one stays")
         let after = DeliveryReport(week: "2026-W47", counts: try await store.database.eventCounts(week: "2026-W47"))
@@ -136,7 +136,7 @@ import Testing
 
     static func record<D: DigestDatabase>(_ database: D, _ events: [AppEvent]) async throws -> EventBatchResult {
         try await database.withEventSink { sink in
-            try await sink.record(events.enumerated().map { IndexedEvent(index: $0.offset, event: $0.element) }, now: EventsHarness.now)
+            try await sink.record(events.enumerated().map { IndexedEvent(index: $0.offset, event: $0.element) }, now: StoreHarness.now)
         }
     }
 

@@ -110,32 +110,14 @@ import Testing
     }
 
     @Test func gifsPassThroughUnchangedForTheHeroOnly() throws {
-        let gif = Self.gif(width: 40, height: 20)
+        let gif = ImageBytes.gif(width: 40, height: 20)
         let files = try Self.maker.render(gif, specs: [.hero, .icon])
         #expect(files.count == 1)
         #expect(files[0].mimeType == "image/gif" && files[0].data == gif && files[0].width == 40 && files[0].height == 20)
-        let big = Self.gif(width: 40, height: 20, padding: 1_100_000)
+        let big = ImageBytes.gif(width: 40, height: 20, padding: 1_100_000)
         #expect(Self.reason(big) == "rendition_too_large")
     }
 
-    /// A tiny valid GIF89a (one 1×1 frame) claiming `width`×`height`.
-    static func gif(width: Int, height: Int, padding: Int = 0) -> [UInt8] {
-        var bytes = Array("GIF89a".utf8) + [UInt8(width & 0xFF), UInt8(width >> 8), UInt8(height & 0xFF), UInt8(height >> 8)]
-        bytes += [0x80, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF]  // global colour table of 2
-        if padding > 0 {
-            // A comment extension in 255-byte sub-blocks.
-            bytes += [0x21, 0xFE]
-            var left = padding
-            while left > 0 {
-                let n = min(255, left)
-                bytes += [UInt8(n)] + [UInt8](repeating: 0x41, count: n)
-                left -= n
-            }
-            bytes.append(0)
-        }
-        bytes += [0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3B]
-        return bytes
-    }
 
     // MARK: Bad files
 
@@ -153,7 +135,7 @@ import Testing
         #expect(Self.reason(Array(png.prefix(40))) != nil)
         // Flip a byte inside the first IDAT's data: its CRC no longer matches.
         var damaged = png
-        let idat = Self.find(Array("IDAT".utf8), in: png)!
+        let idat = ImageBytes.find(Array("IDAT".utf8), in: png)!
         damaged[idat + 20] ^= 0x55
         #expect(Self.reason(damaged) == "corrupt")
         // A bad CRC on IHDR itself.
@@ -168,12 +150,12 @@ import Testing
         #expect(Self.reason(png) == "too_many_pixels")
         // JPEG sizes are 16-bit: 65,535 × 65,535 is the largest claim possible.
         var jpeg = try Self.jpeg(64, 48)
-        let sof = Self.find([0xFF, 0xC0], in: jpeg)!
+        let sof = ImageBytes.find([0xFF, 0xC0], in: jpeg)!
         jpeg[sof + 5] = 0xFF; jpeg[sof + 6] = 0xFF; jpeg[sof + 7] = 0xFF; jpeg[sof + 8] = 0xFF
         #expect(Self.reason(jpeg) == "too_many_pixels")
         jpeg[sof + 5] = 0xEA; jpeg[sof + 6] = 0x60; jpeg[sof + 7] = 0xEA; jpeg[sof + 8] = 0x60  // 60,000 × 60,000
         #expect(Self.reason(jpeg) == "too_many_pixels")
-        #expect(Self.reason(Self.gif(width: 65_535, height: 65_535)) == "too_many_pixels")
+        #expect(Self.reason(ImageBytes.gif(width: 65_535, height: 65_535)) == "too_many_pixels")
     }
 
     @Test func zeroSizedImagesAreRejected() throws {
@@ -181,10 +163,10 @@ import Testing
             + PNGFixture.chunk("IEND", [])
         #expect(Self.reason(png) == "zero_size")
         var jpeg = try Self.jpeg(64, 48)
-        let sof = Self.find([0xFF, 0xC0], in: jpeg)!
+        let sof = ImageBytes.find([0xFF, 0xC0], in: jpeg)!
         jpeg[sof + 5] = 0; jpeg[sof + 6] = 0
         #expect(Self.reason(jpeg) == "zero_size")
-        #expect(Self.reason(Self.gif(width: 0, height: 0)) == "zero_size")
+        #expect(Self.reason(ImageBytes.gif(width: 0, height: 0)) == "zero_size")
     }
 
     @Test func otherTypesAreRejectedWithTheirReason() {
@@ -205,11 +187,5 @@ import Testing
         #expect(ImageKind(sniffing: Array("\u{FEFF}<svg>".utf8)) == .svg)
         #expect(ImageKind(sniffing: Array("<HTML>".utf8)) == .html)
         #expect(ImageKind(sniffing: [UInt8]()) == .empty)
-    }
-
-    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        guard haystack.count >= needle.count else { return nil }
-        for i in 0...(haystack.count - needle.count) where haystack[i..<i + needle.count].elementsEqual(needle) { return i }
-        return nil
     }
 }

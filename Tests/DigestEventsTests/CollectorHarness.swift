@@ -1,0 +1,88 @@
+import DigestCore
+import DigestEvents
+import DigestPostgres
+import DigestSQLite
+import DigestStore
+import DigestTesting
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension StoreHarness {
+    /// Runs a collector over this store on a free loopback port for `body`, with the fixed clock.
+    func withCollector<T: Sendable>(keys: AppKeys, _ body: @Sendable @escaping (Int) async throws -> T) async throws -> T {
+        try await Self.withCollector(database, keys: keys, body)
+    }
+
+    private static func withCollector<D: DigestDatabase, T: Sendable>(
+        _ database: D, keys: AppKeys, _ body: @Sendable @escaping (Int) async throws -> T
+    ) async throws -> T {
+        try await database.withEventSink { sink in
+            var logger = Logger(label: "digest.collect.test")
+            logger.logLevel = .critical  // not the server's cancellation at the end of each test
+            let collector = EventCollector(sink: sink, keys: keys, configuration: .init(port: 0, now: { now }), logger: logger)
+            let (ports, continuation) = AsyncStream<Int>.makeStream()
+            let app = collector.application { port in continuation.yield(port) }
+            return try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    defer { continuation.finish() }
+                    try await app.run()
+                }
+                var iterator = ports.makeAsyncIterator()
+                guard let port = await iterator.next() else { throw HTTP.Failure(message: "the collector did not start") }
+                let result: T
+                do {
+                    result = try await body(port)
+                } catch {
+                    group.cancelAll()
+                    throw error
+                }
+                group.cancelAll()
+                while let _ = try? await group.next() {}
+                return result
+            }
+        }
+    }
+}
+
+/// A small HTTP client for the tests (Foundation's, over real loopback sockets).
+enum HTTP {
+    struct Failure: Error { let message: String }
+
+    /// POSTs `body` to the collector on `port`; returns the status and the body.
+    static func post(port: Int, path: String = "/v1/events", key: String?, body: Data) async throws -> (Int, Data) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = "POST"
+        request.httpBody = body
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+
+    static func get(port: Int, path: String) async throws -> (Int, Data) {
+        let (data, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+
+    /// `{"events":[…]}` of `events` (each a JSON object's text).
+    static func body(_ events: [String]) -> Data {
+        Data(#"{"events":[\#(events.joined(separator: ","))]}"#.utf8)
+    }
+
+    /// One event's JSON.
+    static func event(_ id: String, _ type: String, at: Int64 = StoreHarness.createdAt + 60, action: String? = nil) -> String {
+        let action = action.map { #","action":"\#($0)""# } ?? ""
+        return #"{"message_id":"\#(id)","type":"\#(type)"\#(action),"at":"\#(Timestamp.format(at))"}"#
+    }
+
+    static func result(_ data: Data) throws -> EventBatchResult {
+        try JSONDecoder().decode(EventBatchResult.self, from: data)
+    }
+}
