@@ -272,12 +272,14 @@ import Testing
         let db = dir.path("outbox.sqlite")
         try OutboxFixture.fill(path: db, count: 20)
         var slow = FakeFCMServer.Faults()
-        slow.minDelayMilliseconds = 400
-        slow.maxDelayMilliseconds = 400
+        // Deadline and delay far apart, so a loaded machine's slow answers to the retries (no delay
+        // then) still come in time (with 100 ms against 400 ms they did not, on 2 busy cores).
+        slow.minDelayMilliseconds = 4_000
+        slow.maxDelayMilliseconds = 4_000
         let server = try await FakeFCMServer.start(faults: slow, tls: tls)
         let quick = Watcher.start(when: { server.stats.requests >= 20 }) { server.setFaults(FakeFCMServer.Faults()) }
         let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir, trusting: tls.certificatePath) { configuration in
-            configuration.requestTimeout = .milliseconds(100)
+            configuration.requestTimeout = .milliseconds(1_000)
             configuration.concurrency = 20
         } _: { sender, _ in try await sender.send() }
         quick.cancel()
