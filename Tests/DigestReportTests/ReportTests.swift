@@ -35,8 +35,26 @@ import Testing
         #expect(abs(test.z - z) < 1e-9 && abs(test.pValue - p) < 1e-9, "\(test)")
     }
 
+    /// Newcombe's (1998) hybrid score intervals of a difference: his Table II examples (to the four
+    /// places he gives: 56/70 − 48/80 is (0.0524, 0.3339), …), here to 1e-9 from the closed form
+    /// computed with Python.
+    @Test(arguments: [
+        (56, 70, 48, 80, 0.0524314724, 0.3338726540),
+        (9, 10, 3, 10, 0.1705227239, 0.8090179735),
+        (5, 56, 0, 29, -0.0381371479, 0.1925600139),
+        (0, 10, 0, 20, -0.1611251581, 0.2775327999),
+        (0, 10, 0, 10, -0.2775327999, 0.2775327999),
+        (10, 10, 0, 20, 0.6790860371, 1.0),
+        (10, 10, 0, 10, 0.6075093504, 1.0),
+    ])
+    func differenceIntervals(x1: Int, n1: Int, x2: Int, n2: Int, low: Double, high: Double) throws {
+        let interval = try #require(OpenRateStatistics.newcombe(x1: x1, n1: n1, x2: x2, n2: n2))
+        #expect(abs(interval.low - low) < 1e-9 && abs(interval.high - high) < 1e-9, "\(interval)")
+    }
+
     @Test func degenerateCases() {
         #expect(OpenRateStatistics.wilson(successes: 0, trials: 0) == nil)
+        #expect(OpenRateStatistics.newcombe(x1: 1, n1: 2, x2: 0, n2: 0) == nil)
         #expect(OpenRateStatistics.twoProportionTest(x1: 0, n1: 0, x2: 1, n2: 2) == nil)
         #expect(OpenRateStatistics.twoProportionTest(x1: 0, n1: 5, x2: 0, n2: 7).map { [$0.z, $0.pValue] } == [0, 1])
     }
