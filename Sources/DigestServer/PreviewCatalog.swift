@@ -87,7 +87,9 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
             PreviewPage.OutboxEntry(
                 platform: $0.platform.rawValue, variant: $0.variant.rawValue, state: $0.state.rawValue, messageID: $0.messageID, locale: $0.locale)
         }
-        page.report = DeliveryReport(week: messages.week, counts: try await database.eventCounts(week: messages.week))
+        let report = DeliveryReport(week: messages.week, counts: try await database.eventCounts(week: messages.week))
+        page.report = report
+        page.chart = report.rows.contains { $0.sent > 0 } ? ReportChart.svg(report) : nil
         for platform in Platform.allCases {
             guard let bytes = messages.messages[platform] else { continue }
             let count = messages.bytes[platform] ?? MessageBudget.bytes(ofMessage: bytes)[platform] ?? bytes.count
@@ -172,4 +174,6 @@ struct PreviewPage: Codable, Sendable {
     var outbox: [OutboxEntry] = []
     /// The week's delivery and open figures (`digest report`), every reader's.
     var report: DeliveryReport?
+    /// Their chart (`digest report --chart`), SVG; `nil` while nothing was sent.
+    var chart: String?
 }

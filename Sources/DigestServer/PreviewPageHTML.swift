@@ -151,6 +151,11 @@ enum PreviewPageHTML {
           ...[r.sent, r.received, r.displayed, r.opened].map((n) => el('td', { class: 'n' }, n)),
           el('td', { class: 'n' }, `${pct(r.open_rate)}` + (r.open_rate_low === null ? '' : ` (${pct(r.open_rate_low)}–${pct(r.open_rate_high)})`))));
       }
+      // The same chart as `digest report --chart`, as an image (an SVG in an img runs nothing).
+      if (page.chart) {
+        card.append(el('img', { id: 'report-chart', alt: 'open rate per variant and arm, with 95% intervals',
+          src: 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(page.chart), style: 'max-width: 100%' }));
+      }
       card.append(table);
       if (report.split && report.split.p_value !== undefined && report.split.p_value !== null) {
         card.append(el('div', {}, `split: image − text ${(100 * report.split.difference).toFixed(1)} points, p = ${report.split.p_value.toFixed(4)}`));

@@ -12,12 +12,15 @@ struct ReportCommand: AsyncParsableCommand {
             sent counts outbox messages in state sent; received, displayed, opened, dismissed and actions \
             count the events the apps posted to `digest collect` (each once per message, type and action). \
             Open rate = opened / sent, with its 95% Wilson interval; a split week (--policy split:50) also \
-            compares the arms' open rates (two-sided pooled two-proportion z-test).
+            compares the arms' open rates (two-sided pooled two-proportion z-test). --chart FILE.svg also \
+            draws the open rates per variant and arm with their intervals.
             """)
 
     @OptionGroup var database: DatabaseOptions
     @Option(help: "The ISO week, e.g. 2026-W47.") var week: String
     @Flag(help: "Print JSON instead of a table.") var json = false
+    @Option(help: ArgumentHelp("Also write the open rates per variant and arm, with their 95% intervals, as an SVG chart.", valueName: "file.svg"))
+    var chart: String?
 
     func validate() throws {
         do { _ = try ISOWeek(parsing: week) } catch { throw ValidationError("--week: \(error)") }
@@ -27,6 +30,13 @@ struct ReportCommand: AsyncParsableCommand {
         let week = try ISOWeek(parsing: self.week).description
         let counts = try await ExitStatus.mapping { try await database.open(existing: true).eventCounts(week: week) }
         let report = DeliveryReport(week: week, counts: counts)
+        if let chart {
+            do {
+                try Data(ReportChart.svg(report).utf8).write(to: URL(fileURLWithPath: chart), options: .atomic)
+            } catch {
+                throw CommandError("cannot write the chart to \(chart): \(error.localizedDescription)")
+            }
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

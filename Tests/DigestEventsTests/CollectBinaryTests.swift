@@ -58,6 +58,14 @@ import Testing
         #expect(rows.first?["variant"] as? String == "Image" && rows.first?["sent"] as? Int == 1 && rows.first?["opened"] as? Int == 1)
         let split = try #require(json["split"] as? [String: Any])
         #expect((split["arms"] as? [[String: Any]])?.map { $0["arm"] as? String } == ["image"])
+        // --chart writes the same figures as a chart beside the table.
+        let chart = store.directory.path("week.svg")
+        let drawn = try DigestBinary.run(["report", "--db", db, "--week", "2026-W47", "--chart", chart])
+        #expect(drawn.status == 0 && drawn.stdout.contains("week 2026-W47: 1 sent, 1 opened"), "\(drawn.stderr)")
+        let svg = try String(contentsOfFile: chart, encoding: .utf8)
+        #expect(svg.hasPrefix("<svg ") && svg.contains(#"data-label="Image""#) && svg.contains(#"data-label="image arm""#), "\(svg)")
+        let unwritable = try DigestBinary.run(["report", "--db", db, "--week", "2026-W47", "--chart", store.directory.path("no/such/dir.svg")])
+        #expect(unwritable.status != 0 && unwritable.stderr.contains("cannot write the chart to"), "\(unwritable.stderr)")
 
         let bad = try DigestBinary.run(["collect", "--db", db, "--key-file", store.directory.path("missing")])
         #expect(bad.status != 0 && bad.stderr.contains("--key-file"), "\(bad.stderr)")

@@ -138,6 +138,9 @@ import Testing
                 #expect(figures.map { [$0["platform"] as? String, $0["locale"] as? String] } == [["android", "pl"], ["ios", "pl"]])
                 #expect(figures.map { $0["sent"] as? Int } == [1, 1])
                 #expect(figures.map { $0["opened"] as? Int } == [1, 0])
+                // The chart the page shows is `digest report --chart`'s: one open of two sent.
+                let chart = try #require(page["chart"] as? String)
+                #expect(chart.hasPrefix("<svg ") && chart.contains("50.0% (9.5–90.5%), 1 of 2"), "\(chart)")
             }
             // Asked for, the composed message is still there, with the outbox rows beside it.
             try await client.execute(uri: "/api/preview?user=u-pl&week=2026-W46&source=computed", method: .get) { response in
