@@ -11,11 +11,13 @@ import Foundation
 struct PreviewCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "preview",
-        abstract: "Render what devices will show for a user's message (or any FCM v1 body) as PNG files.",
+        abstract: "Render what devices will show for a user's message (or any FCM v1 body or APNs message) as PNG files.",
         discussion: """
             With --db and --user, previews the user's messages for the week: the ones in the outbox when a \
             run enqueued them, else composed now exactly as a run would (--source picks one). With --message, \
-            previews any FCM v1 request body (for example one from `digest queue peek --show-tokens`). Writes \
+            previews any FCM v1 request body (for example one from `digest queue peek --show-tokens`) or direct \
+            APNs message: its payload alone ({"aps":…}) or {"headers":{…},"payload":{…}}, drawn as the apns \
+            section of an FCM body is. Writes \
             <platform>-<state>.png per surface and preview.json with the rules that fired, the bytes per \
             budget and each surface's visible lines. Previews never download: pictures are read from \
             --attachments when their URL starts with --attachments-url, else drawn as "image not readable".
@@ -23,7 +25,7 @@ struct PreviewCommand: AsyncParsableCommand {
 
     @Option(help: "The database: a SQLite file path or a postgres:// URL.") var db: String?
     @Option(help: "The user's id.") var user: String?
-    @Option(help: "A file holding one FCM v1 request body.") var message: String?
+    @Option(help: "A file holding one FCM v1 request body, or one APNs payload ({\"aps\":…}) or {\"headers\":…,\"payload\":…}.") var message: String?
     @Option(help: "The ISO week (default: the latest complete week).") var week: String?
     @Option(help: "Platforms to render, comma-separated (android,ios,web).") var platform: String?
     @Option(help: "outbox, computed, or auto (the outbox when it has the week's messages).") var source: String = "auto"

@@ -36,11 +36,15 @@ public struct Device: Sendable, Hashable {
     /// unregistered is alive again once registered after that; of a token listed under several
     /// readers, the latest registration wins.
     public var registeredAt: Int64?
+    /// The app's bundle id, a direct APNs request's `apns-topic`, for publishers with several apps
+    /// (`nil`: ``APNsEncoder/Configuration/topic``).
+    public var topic: String?
 
-    public init(token: String, platform: Platform, registeredAt: Int64? = nil) {
+    public init(token: String, platform: Platform, registeredAt: Int64? = nil, topic: String? = nil) {
         self.token = token
         self.platform = platform
         self.registeredAt = registeredAt
+        self.topic = topic
     }
 
     /// The token shortened for logs and errors: its last four characters.

@@ -114,9 +114,10 @@ public struct FCMEncoder: Sendable {
     }
 
     /// The bytes a platform's budget counts, what its request carries: for Android the `android`
-    /// section alone (its `data` holds every key; there is no top-level `data`), for iOS the top-level
-    /// data plus the APNs payload (what APNs limits), for the web the top-level data plus the
-    /// `webpush` section.
+    /// section alone (its `data` holds every key; there is no top-level `data`), for iOS the APNs
+    /// payload with the top-level data's keys beside `aps` (what APNs limits: ``APNsEncoder``'s payload
+    /// exactly; FCM builds the same from `apns.payload` and `data`), for the web the top-level data
+    /// plus the `webpush` section.
     package func budgetBytes(for plan: NotificationPlan, platform: Platform) -> Int {
         encode(plan, platforms: [platform]).bytes[platform]!
     }
@@ -213,7 +214,10 @@ public struct FCMEncoder: Sendable {
         return (writer.bytes, offset)
     }
 
-    func apnsSection(_ plan: NotificationPlan) -> (section: [UInt8], payloadBytes: Int) {
+    /// The APNs payload of the FCM `apns` section, `{"aps":{…}}` and `imageUrl` on Image messages:
+    /// the one place it is written. The direct APNs payload (``EncodedPlan``'s, for ``APNsEncoder``)
+    /// is these bytes with the top-level data's keys added beside `aps`, as FCM adds them.
+    func apnsPayload(_ plan: NotificationPlan) -> [UInt8] {
         var payload = JSONWriter(capacity: 1024)
         payload.beginObject()
         payload.key("aps")
@@ -230,18 +234,25 @@ public struct FCMEncoder: Sendable {
         payload.endObject()
         if let image = plan.image { payload.field("imageUrl", image.hero.url) }
         payload.endObject()
+        return payload.bytes
+    }
 
-        var writer = JSONWriter(capacity: payload.bytes.count + 256)
+    /// The APNs headers every device of `plan` shares; ``APNsEncoder`` adds `apns-id` and `apns-topic`.
+    package func apnsHeaders(_ plan: NotificationPlan) -> APNsHeaders {
+        APNsHeaders(
+            priority: configuration.apnsPriority, expiration: plan.deliverAt + Int64(configuration.ttlSeconds),
+            collapseID: collapseKey(plan))
+    }
+
+    /// The FCM `apns` section (headers, payload, `fcm_options.image`) and its payload alone.
+    func apnsSection(_ plan: NotificationPlan) -> (section: [UInt8], payload: [UInt8]) {
+        let payload = apnsPayload(plan)
+        var writer = JSONWriter(capacity: payload.count + 256)
         writer.beginObject()
         writer.key("headers")
-        writer.beginObject()
-        writer.field("apns-push-type", "alert")
-        writer.field("apns-priority", String(configuration.apnsPriority))
-        writer.field("apns-expiration", String(plan.deliverAt + Int64(configuration.ttlSeconds)))
-        writer.field("apns-collapse-id", collapseKey(plan))
-        writer.endObject()
+        apnsHeaders(plan).write(into: &writer)
         writer.key("payload")
-        writer.raw(payload.bytes)
+        writer.raw(payload)
         if let image = plan.image {
             writer.key("fcm_options")
             writer.beginObject()
@@ -249,7 +260,18 @@ public struct FCMEncoder: Sendable {
             writer.endObject()
         }
         writer.endObject()
-        return (writer.bytes, payload.bytes.count)
+        return (writer.bytes, payload)
+    }
+
+    /// The direct APNs payload: `payload` (`{"aps":…}`) with the members of `data` (the top-level
+    /// data, `{"message_id":…}`) after its own, and where the `message_id` placeholder starts in it.
+    static func apnsDirectPayload(
+        _ payload: [UInt8], data: [UInt8], dataIDOffset: Int
+    ) -> (payload: [UInt8], idOffset: Int) {
+        var bytes = payload.dropLast()  // `}`
+        bytes.append(UInt8(ascii: ","))
+        bytes.append(contentsOf: data.dropFirst())  // after `{`
+        return (Array(bytes), payload.count + dataIDOffset - 1)
     }
 
     func webpushSection(_ plan: NotificationPlan, link: String) -> [UInt8] {
@@ -296,6 +318,10 @@ public struct EncodedPlan: Sendable {
     /// first iOS or web section (an Android message has none, so an Android-only plan never makes it).
     private(set) var data: [UInt8] = []
     private(set) var dataIDOffset = 0
+    /// The direct APNs payload (``APNsEncoder``), with the `message_id` placeholder at
+    /// `apnsPayloadIDOffset`: encoded with the iOS section, whose budget counts it.
+    private(set) var apnsPayload: [UInt8] = []
+    private(set) var apnsPayloadIDOffset = 0
     /// What the message opens (``FCMEncoder/link(_:)``), in `data` and the sections alike.
     let link: String
     /// Each platform's section once encoded, in `Platform.allCases` order, with where the
@@ -324,14 +350,24 @@ public struct EncodedPlan: Sendable {
             (section, idOffset) = encoder.androidSection(plan, link: link)
             bytes[platform] = section.count
         case .ios:
-            let payload: Int  // APNs limits the payload, not the headers around it
+            let payload: [UInt8]
             (section, payload) = encoder.apnsSection(plan)
-            bytes[platform] = data.count + payload
+            // APNs limits the payload, not the headers around it: the payload as APNs gets it, with
+            // the data's keys beside `aps` (sent so directly; FCM builds the same, plus keys of its own).
+            (apnsPayload, apnsPayloadIDOffset) = FCMEncoder.apnsDirectPayload(payload, data: data, dataIDOffset: dataIDOffset)
+            bytes[platform] = apnsPayload.count
         case .web:
             section = encoder.webpushSection(plan, link: link)
             bytes[platform] = data.count + section.count
         }
         sections[slot] = (section, idOffset)
         return (section, idOffset)
+    }
+
+    /// The direct APNs payload and where its `message_id` placeholder starts, the iOS section
+    /// encoded first if it was not.
+    mutating func apnsDirectPayload(encoder: FCMEncoder) -> (bytes: [UInt8], idOffset: Int) {
+        _ = section(.ios, encoder: encoder)
+        return (apnsPayload, apnsPayloadIDOffset)
     }
 }

@@ -1,8 +1,10 @@
 package import DigestCore
 import Foundation
 
-/// What an FCM HTTP v1 request body asks devices to show, one ``NotificationContent`` per platform
-/// section it carries, read with the field rules each platform applies.
+/// What an FCM HTTP v1 request body or a direct APNs message asks devices to show, one
+/// ``NotificationContent`` per platform section it carries, read with the field rules each platform
+/// applies. A direct APNs message (``init(json:)`` tells the shapes apart) is read as the `apns`
+/// section of an FCM body, so the two render alike.
 ///
 /// Parsing never fails on content: a missing title, an unknown section or a non-string data value
 /// becomes a note that the preview draws. Only bytes that are not a JSON object are refused.
@@ -22,7 +24,10 @@ package struct PreviewMessage: Sendable, Hashable {
         self.notes = notes
     }
 
-    /// Reads a request body `{"message":{…}}` (a bare message object is accepted too).
+    /// Reads any message the outbox or a file holds: an FCM request body `{"message":{…}}` (a bare
+    /// message object is accepted too), or a direct APNs message, either its payload alone
+    /// (`{"aps":{…},…}`, what an APNs outbox row's `message` holds) or `{"headers":{…},"payload":{…}}`
+    /// (the shape of an FCM `apns` section, without `fcm_options`).
     package init(json: [UInt8]) throws(PreviewError) {
         let root: Any
         do {
@@ -32,6 +37,10 @@ package struct PreviewMessage: Sendable, Hashable {
         }
         guard let object = root as? [String: Any] else {
             throw PreviewError(.malformedMessage, "the message is not a JSON object")
+        }
+        if let section = Self.apnsDirect(object) {
+            self.init(contents: [Self.apns(section, shared: [:])])
+            return
         }
         var notes: [String] = []
         let message: [String: Any]
@@ -78,6 +87,19 @@ package struct PreviewMessage: Sendable, Hashable {
     /// The content for one platform, if the message carries its section.
     package func content(for platform: Platform) -> NotificationContent? {
         contents.first { $0.platform == platform }
+    }
+
+    /// A direct APNs message as the `apns` section of an FCM body would carry it, or `nil` when
+    /// `object` is an FCM body: a payload (`aps` at the top) becomes the section's `payload`; a
+    /// request (`payload` holding `aps`, beside `headers` at most) is one already.
+    static func apnsDirect(_ object: [String: Any]) -> [String: Any]? {
+        if object["message"] == nil, object["aps"] != nil { return ["payload": object] }
+        if let payload = object["payload"] as? [String: Any], payload["aps"] != nil,
+            Set(object.keys).isSubset(of: ["headers", "payload"])
+        {
+            return object
+        }
+        return nil
     }
 
     // MARK: - Sections

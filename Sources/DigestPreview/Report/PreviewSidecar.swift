@@ -84,23 +84,30 @@ package struct PreviewSidecar: Codable, Sendable {
 
 /// Reads budget figures from messages and reports.
 package enum MessageBudget {
-    /// The bytes each platform section of an FCM v1 body counts against its budget, as the planner
-    /// counts them: the top-level `data` plus the platform's section (for iOS, the APNs payload).
-    /// Counted on a compact re-serialization, which for the run's own messages has the same length.
+    /// The bytes each platform section of a message counts against its budget, as the planner
+    /// counts them: Android its section; iOS the APNs payload as APNs gets it (of an FCM body, the
+    /// `apns.payload` with the top-level `data`'s keys beside `aps`; of a direct APNs message, its
+    /// payload); web the top-level `data` plus the `webpush` section. Counted on a compact
+    /// re-serialization, which for the run's own messages has the same length.
     package static func bytes(ofMessage json: [UInt8]) -> [Platform: Int] {
         guard let root = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else { return [:] }
-        let message = root["message"] as? [String: Any] ?? root
         func size(_ value: Any?) -> Int {
             guard let value, JSONSerialization.isValidJSONObject(value),
                 let data = try? JSONSerialization.data(withJSONObject: value, options: [.withoutEscapingSlashes])
             else { return 0 }
             return data.count
         }
-        let data = size(message["data"])
+        if let direct = PreviewMessage.apnsDirect(root) { return [.ios: size(direct["payload"])] }
+        let message = root["message"] as? [String: Any] ?? root
+        let dataBytes = size(message["data"])  // 0 without
         var result: [Platform: Int] = [:]
-        if let android = message["android"] { result[.android] = data + size(android) }
-        if let apns = message["apns"] as? [String: Any] { result[.ios] = data + size(apns["payload"]) }
-        if let web = message["webpush"] { result[.web] = data + size(web) }
+        if let android = message["android"] { result[.android] = dataBytes + size(android) }
+        if let apns = message["apns"] as? [String: Any] {
+            // The keys FCM adds beside `aps`, the payload's own winning (key order does not change the size).
+            let payload = apns["payload"] as? [String: Any] ?? [:], data = message["data"] as? [String: Any] ?? [:]
+            result[.ios] = size(payload.merging(data) { own, _ in own })
+        }
+        if let web = message["webpush"] { result[.web] = dataBytes + size(web) }
         return result
     }
 }
