@@ -69,17 +69,13 @@ final class SQLitePool: Sendable {
     func withReader<T>(scope id: UInt64, _ body: (DedicatedThread<SQLiteReader>) async throws -> T) async throws -> T {
         func hold(_ thread: DedicatedThread<SQLiteReader>) async throws -> T {
             try await thread.run { $0.histories[id] = SQLiteHistoryQueries(connection: $0.connection) }
-            // The queries are dropped even when the task was cancelled: a task of its own asks.
-            let end = { _ = await Task { try? await thread.run { $0.histories[id] = nil } }.value }
-            do {
-                let value = try await SQLitePool.$held.withValue(HeldReader(pool: ObjectIdentifier(self), thread: thread)) {
+            // The queries are dropped even when the task was cancelled.
+            return try await withCleanup {
+                try await SQLitePool.$held.withValue(HeldReader(pool: ObjectIdentifier(self), thread: thread)) {
                     try await body(thread)
                 }
-                await end()
-                return value
-            } catch {
-                await end()
-                throw error
+            } cleanup: {
+                try? await thread.run { $0.histories[id] = nil }
             }
         }
         if let held = heldReader() { return try await hold(held) }
@@ -175,15 +171,7 @@ struct SQLiteWriterScope<Part: AnyObject>: Sendable {
     ) async throws -> T {
         let scope = Self(pool: pool, make: make)
         let id = scope.id
-        // The state is dropped even when the task was cancelled: a task of its own waits for the writer.
-        let end = { await Task { try? await pool.write { $0.end(id) } }.value }
-        do {
-            let value = try await body(scope)
-            await end()
-            return value
-        } catch {
-            await end()
-            throw error
-        }
+        // The state is dropped even when the task was cancelled.
+        return try await withCleanup { try await body(scope) } cleanup: { try? await pool.write { $0.end(id) } }
     }
 }
