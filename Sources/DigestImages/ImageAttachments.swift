@@ -33,11 +33,15 @@ public actor ImageAttachments: AttachmentProvider, AttachmentStatistics {
         /// The public URL the directory is served under.
         public var baseURL: String
         public var downloader = ImageDownloader.Configuration()
+        /// The processors this process may use, read once: Foundation reads the cgroup's files each
+        /// time it is asked, and a configuration is made for every preview request.
+        static let processors = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
         public var maker = RenditionMaker.Configuration()
         public var hero = RenditionSpec.hero
         public var icon: RenditionSpec? = RenditionSpec.icon
         public var maxConcurrentDownloads = 16
-        public var renderThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        public var renderThreads = Self.processors
         /// How long after its fetch a URL's outcome is answered from `<directory>/.urls/` by later
         /// processes without fetching it again. Longer than the hourly runs of one week, shorter than
         /// a week, so next week's digest sees an image that changed behind its URL. Zero turns the

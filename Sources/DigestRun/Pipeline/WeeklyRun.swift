@@ -265,7 +265,10 @@ public struct WeeklyRunConfiguration: Sendable {
     /// Users per batch (one outbox transaction each).
     public var batchSize = 1000
     /// Batches computed at once.
-    public var concurrency = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    public var concurrency = Self.processors
+    /// The processors this process may use, read once: Foundation reads the cgroup's files each time
+    /// it is asked, and `digest serve` makes a configuration for every preview it composes.
+    static let processors = max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// Run even when the week has no reads at all (everyone gets the re-engagement digest).
     public var allowEmptyWeek = false
 
