@@ -109,7 +109,16 @@ final class PostgresClients: Sendable {
         case .open(let clients):
             for run in clients.replaced { run.cancel() }
             for run in clients.runs.values { run.cancel() }
-            for run in clients.runs.values { await run.value }
+            // The clients close their connections as their runs end (replaced ones were cancelled when
+            // replaced). Waited for, but not forever: a run of postgres-nio's client was seen not to
+            // end under heavy load, and a close that never returns would hang its caller.
+            let runs = Array(clients.runs.values) + clients.replaced
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for run in runs { await run.value } }
+                group.addTask { try? await Task.sleep(for: .seconds(15)) }
+                await group.next()
+                group.cancelAll()
+            }
         case .idle, .closed:
             break
         }
