@@ -254,8 +254,9 @@ struct PostgresPool: Sendable {
             do {
                 // A wait for a connection is bounded (a client that gives none in time is replaced):
                 // after a loss, by what is left of the window, at least a few seconds; otherwise by
-                // the window or a minute, whichever is longer (units before it may be slow).
-                let wait = retrying ? max(reconnectWindow - started.duration(to: .now), .seconds(5)) : max(reconnectWindow, .seconds(60))
+                // the window or five minutes, whichever is longer: units before it may be slow, and
+                // a client replaced while it still works leaves its connections to close on their own.
+                let wait = retrying ? max(reconnectWindow - started.duration(to: .now), .seconds(5)) : max(reconnectWindow, .seconds(300))
                 return try await Self.borrow(client, until: .now + wait, body)
             } catch {
                 if Task.isCancelled { throw CancellationError() }
