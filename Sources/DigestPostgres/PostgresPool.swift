@@ -112,15 +112,52 @@ final class PostgresClients: Sendable {
             // The clients close their connections as their runs end (replaced ones were cancelled when
             // replaced). Waited for, but not forever: a run of postgres-nio's client was seen not to
             // end under heavy load, and a close that never returns would hang its caller.
-            let runs = Array(clients.runs.values) + clients.replaced
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { for run in runs { await run.value } }
-                group.addTask { try? await Task.sleep(for: .seconds(15)) }
-                await group.next()
-                group.cancelAll()
-            }
+            await Self.wait(for: Array(clients.runs.values) + clients.replaced, atMost: .seconds(15))
         case .idle, .closed:
             break
+        }
+    }
+
+    /// Returns once every run has ended, or after `limit`. Raced, not cancelled: awaiting a task's
+    /// value ignores cancellation, and a task group would wait for its children anyway (the wait this
+    /// replaces did, so it never returned while a run hung).
+    private static func wait(for runs: [Task<Void, Never>], atMost limit: Duration) async {
+        let first = FirstOf()
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            first.resume()
+        }
+        let ended = Task {
+            for run in runs { await run.value }
+            first.resume()
+        }
+        await withCheckedContinuation { first.wait($0) }
+        timer.cancel()
+        _ = ended
+    }
+
+    /// A continuation resumed by the first of several callers of ``resume()``, even one that comes
+    /// before ``wait(_:)``.
+    private final class FirstOf: Sendable {
+        private enum State { case idle, waiting(CheckedContinuation<Void, Never>), done }
+        private let state = Mutex(State.idle)
+
+        func wait(_ continuation: CheckedContinuation<Void, Never>) {
+            let resumeNow = state.withLock { state -> Bool in
+                guard case .idle = state else { return true }
+                state = .waiting(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+
+        func resume() {
+            let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                defer { state = .done }
+                if case .waiting(let continuation) = state { return continuation }
+                return nil
+            }
+            waiting?.resume()
         }
     }
 
