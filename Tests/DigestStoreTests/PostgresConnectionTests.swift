@@ -124,4 +124,49 @@ import Testing
         #expect(try await database.outboxStats(now: 0).total == 0)
         await database.close()
     }
+
+    /// A server restart closes every connection: the units that held one and those waiting for one
+    /// all run again on new connections of the same pool once the server is back (no client is
+    /// replaced), the lease renewer's too, and `close()` then closes everything.
+    @Test func aServerRestartIsRiddenOutByTheSamePool() async throws {
+        let cluster = try PostgresCluster()  // its own: the restart must not disturb other tests
+        let application = "digest_\(UUID().uuidString.prefix(8).lowercased())"
+        let url = try cluster.makeDatabase("restart") + "&application_name=\(application)"
+        let database = try DigestPostgres.PostgresDatabase.postgres(url: url, connections: 2)
+        _ = try await database.migrate()
+        let pool = try await database.pool()
+        let leases = PostgresPool(clients: database.clients, lane: .leases, reconnectWindow: .seconds(60))
+        func sleeping() throws -> Int {
+            Int(try cluster.sql(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(application)' AND query LIKE '%pg_sleep%' AND state = 'active'",
+                database: "postgres")) ?? -1
+        }
+        // More units than the pool holds: two hold its connections, the rest wait in its queue.
+        let units = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for unit in 1...8 { group.addTask { try await pool.rows("SELECT \(unit) FROM pg_sleep(2)").first?.decode(Int.self) ?? 0 } }
+                group.addTask { try await leases.rows("SELECT 100 FROM pg_sleep(3)").first?.decode(Int.self) ?? 0 }
+                return try await group.reduce(0, +)
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try sleeping() < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(25)) }
+        #expect(try sleeping() >= 2)
+        // From a thread of its own: the restart blocks until the server is up again.
+        let restart = Watcher.start(when: { true }) { try cluster.restart(downFor: 1.5) }
+        for _ in 0..<2400 where !restart.fired { try await Task.sleep(for: .milliseconds(25)) }
+        #expect(restart.fired && restart.error == nil, "\(restart.error ?? "the restart did not finish")")
+        #expect(try await units.value == (1...8).reduce(0, +) + 100)
+        #expect(try await leases.rows("SELECT 1").first?.decode(Int.self) == 1)
+        await database.close()
+        func backends() throws -> Int {
+            Int(try cluster.sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(application)'", database: "postgres")) ?? -1
+        }
+        var left = try backends()
+        for _ in 0..<200 where left > 0 {
+            try await Task.sleep(for: .milliseconds(50))
+            left = try backends()
+        }
+        #expect(left == 0)
+    }
 }
