@@ -5,47 +5,75 @@ import PostgresNIO
 /// PostgreSQL as the store: history read through the `digest_*` views, the outbox, and a run table
 /// that lets any number of `digest run` processes on any number of machines share one week.
 ///
-/// Every call is async and talks to the server through PostgresNIO's async API, on a connection of
-/// its own: each scoped part (a reader, a ledger, a consumer, an import sink) opens one for its body
-/// and closes it when the body returns or throws; the one-off calls (`migrate`, `runStatus`, the
-/// outbox views) open and close one each.
+/// Every call is async and talks to the server through PostgresNIO's async API. The database owns
+/// its connections for its lifetime (``PostgresClients``): a pool of at most `connections` that every
+/// part shares (the history reader, the ledger, the outbox consumer, the import and event sinks, the
+/// operator views), each unit of work (a statement or a transaction) on a connection borrowed for its
+/// whole duration, and one connection of the chunk-lease renewer's own. They open at the first call,
+/// which also checks the schema (once, not per call), and close with ``close()``, or when the last
+/// copy of the database is gone.
 public struct PostgresDatabase: DigestDatabase {
     public let location: PostgresLocation
     /// How this process takes part in a shared run.
     public let coordination: PostgresRunCoordination
+    let clients: PostgresClients
 
-    public init(location: PostgresLocation, run: PostgresRunCoordination.Settings = .init()) {
+    /// Connections at most in the pool when none is given: enough for a run's reader and ledger (and
+    /// a zone cursor's or an operator view's statement beside them) or for a sender's dispatcher,
+    /// outcome writer and lease keeper to work at once, few enough that many workers fit within the
+    /// server's `max_connections` (100 by default). The lease renewer's connection is one more.
+    public static let defaultConnections = 4
+
+    /// A database at `location`; `connections` bounds the pool its parts share (`--db-connections`).
+    public init(location: PostgresLocation, run: PostgresRunCoordination.Settings = .init(), connections: Int = Self.defaultConnections) {
         self.location = location
-        self.coordination = PostgresRunCoordination(location: location, settings: run)
+        let clients = PostgresClients(location: location, size: connections)
+        self.clients = clients
+        self.coordination = PostgresRunCoordination(clients: clients, settings: run)
     }
 
-    /// Runs `body` with a session on a database whose schema is current (or fails with what to run),
-    /// and closes the session afterwards.
-    func withSession<T>(
-        reconnectWindow: Duration? = nil, _ body: (PostgresSession) async throws -> T
-    ) async throws -> T {
-        try await PostgresSession.with(
-            location: location, reconnectWindow: reconnectWindow ?? coordination.settings.reconnectWindow
-        ) { session in
-            try await PostgresSchema.requireCurrent(session)
-            return try await body(session)
+    /// Connections at most in the pool the database's parts share.
+    public var connections: Int { clients.size }
+
+    /// Ends the database's connections and waits until they are closed; later calls fail. Call it
+    /// once the database's work is done: a unit of work still running then fails.
+    public func close() async {
+        await clients.close()
+    }
+
+    /// Units of work on the shared pool of a database whose schema is current (or fails with what to
+    /// run). The schema version is read when the database opens; it is read again only while it is
+    /// not current (a migration may have run since).
+    func pool(reconnectWindow: Duration? = nil, checkingSchema: Bool = true) async throws -> PostgresPool {
+        let pool = PostgresPool(
+            clients: clients, lane: .shared, reconnectWindow: reconnectWindow ?? coordination.settings.reconnectWindow)
+        _ = try await clients.client(.shared)
+        if checkingSchema && clients.schemaVersion != PostgresSchema.migrations.count {
+            clients.setSchemaVersion(try await pool.perform { try await PostgresSchema.version($0) })
+            try PostgresSchema.requireCurrent(clients.schemaVersion, location: location)
         }
+        return pool
+    }
+
+    /// Runs `body` with the shared pool of a database whose schema is current.
+    func withPool<T>(reconnectWindow: Duration? = nil, _ body: (PostgresPool) async throws -> T) async throws -> T {
+        try await body(try await pool(reconnectWindow: reconnectWindow))
     }
 
     public func migrate() async throws -> (from: Int, to: Int) {
-        try await PostgresSession.with(location: location, reconnectWindow: .seconds(60)) { session in
-            try await PostgresSchema.migrate(session)
-        }
+        let versions = try await PostgresSchema.migrate(try await pool(reconnectWindow: .seconds(60), checkingSchema: false))
+        clients.setSchemaVersion(versions.to)
+        return versions
     }
 
     /// Runs `body` with a reader whose batches are chunks claimed from the week's shared run; once
     /// the reader is closed, the leases of any chunk it still holds are no longer renewed.
     public func withHistoryReader<T>(_ body: (PostgresHistoryReader) async throws -> T) async throws -> T {
-        try await withSession { session in
+        try await withPool { pool in
             coordination.readerOpened()
             let value: T
             do {
-                value = try await body(PostgresHistoryReader(session: session, coordination: coordination))
+                value = try await body(PostgresHistoryReader(pool: pool, coordination: coordination))
             } catch {
                 await coordination.readerClosed()
                 throw error
@@ -56,22 +84,22 @@ public struct PostgresDatabase: DigestDatabase {
     }
 
     public func withLedger<T>(_ body: (PostgresRunLedger) async throws -> T) async throws -> T {
-        try await withSession { session in
-            try await body(PostgresRunLedger(session: session, coordination: coordination))
+        try await withPool { pool in
+            try await body(PostgresRunLedger(pool: pool, coordination: coordination))
         }
     }
 
     public func withOutboxConsumer<T>(_ body: (PostgresOutboxConsumer) async throws -> T) async throws -> T {
-        try await withSession { session in
-            try await body(PostgresOutboxConsumer(session: session))
+        try await withPool { pool in
+            try await body(PostgresOutboxConsumer(pool: pool))
         }
     }
 
     /// Runs `body` with an import sink whose lost connection fails the import instead of being
-    /// retried.
+    /// retried (its batches run on the shared pool, like every other part).
     public func withImportSink<T>(_ body: (PostgresImportSink) async throws -> T) async throws -> T {
-        try await withSession(reconnectWindow: .zero) { session in
-            try await body(PostgresImportSink(session: session))
+        try await withPool(reconnectWindow: .zero) { pool in
+            try await body(PostgresImportSink(pool: pool))
         }
     }
 
@@ -85,11 +113,11 @@ public struct PostgresDatabase: DigestDatabase {
     /// (in open chunks, or past the zone's plan: all of them before the zone's week has ended).
     public func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress] {
         let name = week.description
-        let rows: [(String, Int, Int)] = try await withSession { session in
-            try await PostgresRollingPlan.requireSeq(session)
+        let rows: [(String, Int, Int)] = try await withPool { pool in
+            try await PostgresRollingPlan.requireSeq(pool)
             // A week no rolling run has planned (a --week run's) has no zone lines.
-            guard try await !session.rows("SELECT 1 FROM digest_zone_runs WHERE week = \(name) LIMIT 1").isEmpty else { return [] }
-            return try await session.rows(
+            guard try await !pool.rows("SELECT 1 FROM digest_zone_runs WHERE week = \(name) LIMIT 1").isEmpty else { return [] }
+            return try await pool.rows(
                 """
                 WITH plans AS (SELECT time_zone, planned FROM digest_zone_runs WHERE week = \(name)),
                 chunks AS (
@@ -109,13 +137,13 @@ public struct PostgresDatabase: DigestDatabase {
     }
 
     public func outboxStats(now: Int64) async throws -> OutboxStats {
-        try await withSession { session in
+        try await withPool { pool in
             var stats = OutboxStats()
             let groups: [(String, WritableKeyPath<OutboxStats, [String: Int]>)] = [
                 ("state", \.byState), ("platform", \.byPlatform), ("variant", \.byVariant), ("week", \.byWeek),
             ]
             for (column, keyPath) in groups {
-                let rows = try await session.rows(
+                let rows = try await pool.rows(
                     PostgresQuery(unsafeSQL: "SELECT \(column), count(*) FROM digest_outbox GROUP BY \(column)"))
                 for row in rows {
                     let (key, count) = try row.decode((String, Int).self)
@@ -123,7 +151,7 @@ public struct PostgresDatabase: DigestDatabase {
                     if column == "state" { stats.total += count }
                 }
             }
-            stats.due = try await session.rows(
+            stats.due = try await pool.rows(
                 "SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= to_timestamp(\(now))"
             ).first?.decode(Int.self) ?? 0
             return stats
@@ -132,30 +160,30 @@ public struct PostgresDatabase: DigestDatabase {
 
     public func peek(limit: Int, state: OutboxDelivery.State?) async throws -> [OutboxRow] {
         let state = state?.rawValue
-        return try await withSession { session in
+        return try await withPool { pool in
             try Self.rows(
-                await session.rows(
+                await pool.rows(
                     "SELECT \(unescaped: Self.rowColumns) FROM digest_outbox WHERE (\(state)::text IS NULL OR state = \(state)) ORDER BY id LIMIT \(limit)"))
         }
     }
 
     public func outboxRows(week: String, userID: String) async throws -> [OutboxRow] {
-        try await withSession { session in
+        try await withPool { pool in
             try Self.rows(
-                await session.rows(
+                await pool.rows(
                     "SELECT \(unescaped: Self.rowColumns) FROM digest_outbox WHERE user_id = \(userID) AND week = \(week) ORDER BY id"))
         }
     }
 
     public func reviveToken(_ token: String) async throws -> Bool {
-        try await withSession { session in
-            try await !session.rows("DELETE FROM digest_dead_tokens WHERE token = \(token) RETURNING 1").isEmpty
+        try await withPool { pool in
+            try await !pool.rows("DELETE FROM digest_dead_tokens WHERE token = \(token) RETURNING 1").isEmpty
         }
     }
 
     public func outboxWeeks(userID: String) async throws -> [String] {
-        try await withSession { session in
-            let rows = try await session.rows(
+        try await withPool { pool in
+            let rows = try await pool.rows(
                 "SELECT DISTINCT week FROM digest_outbox WHERE user_id = \(userID) ORDER BY week DESC LIMIT 60")
             var weeks: [String] = []
             for row in rows { weeks.append(try row.decode(String.self)) }
@@ -166,8 +194,8 @@ public struct PostgresDatabase: DigestDatabase {
     /// Where each week's shared run stands, with its chunks. The run row keeps no counters (each
     /// done chunk keeps its own), so `counters` is empty.
     public func runStatus(week: ISOWeek?) async throws -> [RunStatus] {
-        try await withSession { session in
-            let rows = try await session.rows(
+        try await withPool { pool in
+            let rows = try await pool.rows(
                 """
                 SELECT r.week, r.state, r.chunks, r.users, extract(epoch FROM r.started_at)::bigint,
                        count(*) FILTER (WHERE c.state = 'done'),
@@ -218,7 +246,9 @@ public struct PostgresDatabase: DigestDatabase {
 
 extension DigestPipelineStore where Self == PostgresDatabase {
     /// The PostgreSQL database at `url` (`postgres://…`).
-    public static func postgres(url: String, run: PostgresRunCoordination.Settings = .init()) throws -> PostgresDatabase {
-        PostgresDatabase(location: try PostgresLocation(url: url), run: run)
+    public static func postgres(
+        url: String, run: PostgresRunCoordination.Settings = .init(), connections: Int = PostgresDatabase.defaultConnections
+    ) throws -> PostgresDatabase {
+        PostgresDatabase(location: try PostgresLocation(url: url), run: run, connections: connections)
     }
 }

@@ -1,22 +1,19 @@
 public import DigestStore
 import PostgresNIO
-import Synchronization
 
-/// ``EventSink`` on PostgreSQL: a few sessions (connections) taken in turn, each request's events
-/// looked up and inserted in one transaction with `ON CONFLICT DO NOTHING`, so any number of
-/// collectors on any number of machines record an event once.
+/// ``EventSink`` on PostgreSQL: each request's events looked up and inserted in one transaction with
+/// `ON CONFLICT DO NOTHING`, so any number of collectors on any number of machines record an event
+/// once. Requests recorded at once each borrow a connection of the database's pool.
 public final class PostgresEventSink: EventSink {
-    let sessions: [PostgresSession]
-    private let next = Atomic<Int>(0)
+    let pool: PostgresPool
 
-    init(sessions: [PostgresSession]) {
-        self.sessions = sessions
+    init(pool: PostgresPool) {
+        self.pool = pool
     }
 
     public func record(_ events: [IndexedEvent], now: Int64) async throws -> EventBatchResult {
         guard !events.isEmpty else { return EventBatchResult() }
-        let session = sessions[next.add(1, ordering: .relaxed).oldValue % sessions.count]
-        return try await session.transaction { connection in
+        return try await pool.transaction { connection in
             let ids = EventScreen.messageIDs(events)
             var targets: [String: EventTarget] = [:]
             for row in try await connection.rows(
@@ -59,29 +56,13 @@ public final class PostgresEventSink: EventSink {
 }
 
 extension PostgresDatabase {
-    /// Connections the event sink takes in turn.
-    static let eventSessions = 4
-
     public func withEventSink<T>(_ body: (PostgresEventSink) async throws -> T) async throws -> T {
-        var sessions: [PostgresSession] = []
-        do {
-            for _ in 0..<Self.eventSessions {
-                let session = try PostgresSession(location: location, reconnectWindow: coordination.settings.reconnectWindow)
-                sessions.append(session)
-                if sessions.count == 1 { try await PostgresSchema.requireCurrent(session) }
-            }
-            let value = try await body(PostgresEventSink(sessions: sessions))
-            for session in sessions { await session.close() }
-            return value
-        } catch {
-            for session in sessions { await session.close() }
-            throw error
-        }
+        try await withPool { try await body(PostgresEventSink(pool: $0)) }
     }
 
     public func eventCounts(week: String) async throws -> [EventCounts] {
-        try await withSession { session in
-            let sent = try await session.rows(
+        try await withPool { pool in
+            let sent = try await pool.rows(
                 """
                 SELECT variant, platform, coalesce(locale, ''), coalesce(report->>'arm', ''), count(*)::int8
                 FROM digest_outbox WHERE week = \(week) AND state = 'sent' GROUP BY 1, 2, 3, 4
@@ -92,7 +73,7 @@ extension PostgresDatabase {
                 let (variant, platform, locale, arm, count) = try row.decode((String, String, String, String, Int).self)
                 return ([variant, platform, locale, arm], count)
             }
-            let events = try await session.rows(
+            let events = try await pool.rows(
                 """
                 SELECT variant, platform, coalesce(locale, ''), coalesce(arm, ''), type, count(*)::int8
                 FROM digest_events WHERE week = \(week) GROUP BY 1, 2, 3, 4, 5

@@ -8,8 +8,8 @@ import PostgresNIO
 extension PostgresHistoryReader {
     /// The time zones of `digest_users`, each once (a skip scan of the index on the zone).
     public func timeZones() async throws -> [String] {
-        try await PostgresRollingPlan.requireSeq(session)
-        return try await session.rows(
+        try await PostgresRollingPlan.requireSeq(pool)
+        return try await pool.rows(
             """
             WITH RECURSIVE z(zone) AS (
                 SELECT min(time_zone) FROM digest_users
@@ -32,17 +32,17 @@ extension PostgresHistoryReader {
         while let claimed = try await claimChunk(of: week, zones: names) {
             let chunk = claimed.number
             guard let zone = claimed.zone, let after = claimed.afterSeq, let through = claimed.throughSeq else {
-                throw PostgresStoreError("\(session.location): zone chunk \(chunk) of \(week) has no zone or seq range")
+                throw PostgresStoreError("\(pool.location): zone chunk \(chunk) of \(week) has no zone or seq range")
             }
             let users = try await withDevices(
-                try await session.rows(
+                try await pool.rows(
                     """
                     SELECT id, locale, time_zone, opted_out FROM digest_users
                     WHERE time_zone = \(zone) AND seq > \(after) AND seq <= \(through)
                     ORDER BY id COLLATE "C"
                     """))
             guard !users.isEmpty else {
-                try await session.run(
+                try await pool.run(
                     """
                     UPDATE digest_run_chunks SET state = 'done', done_by = \(worker), done_at = now(),
                         lease_owner = NULL, leased_until = NULL
@@ -58,7 +58,7 @@ extension PostgresHistoryReader {
 
     /// The users in the open zone chunks of `week` among `zones`.
     public func countUsers(week: ISOWeek, zones: [ZoneCursor]) async throws -> Int {
-        try await session.rows(
+        try await pool.rows(
             """
             SELECT coalesce(sum(users), 0)::int8 FROM digest_run_chunks
             WHERE week = \(week.description) AND time_zone = ANY(\(zones.map(\.zone))::text[]) AND state <> 'done'
@@ -71,10 +71,10 @@ extension PostgresHistoryReader {
 enum PostgresRollingPlan {
     /// Fails with what to do unless `digest_users` has the `seq` column rolling runs walk (an
     /// adopter's own view from before it was part of the contract may lack it).
-    static func requireSeq(_ session: PostgresSession) async throws {
-        guard try await session.relation("digest_users", hasColumn: "seq") else {
+    static func requireSeq(_ pool: PostgresPool) async throws {
+        guard try await pool.relation("digest_users", hasColumn: "seq") else {
             throw PostgresStoreError(
-                "\(session.location): the digest_users view has no seq column, which rolling runs (digest run without --week) need: add it (docs/005-postgresql.md) or pass --week",
+                "\(pool.location): the digest_users view has no seq column, which rolling runs (digest run without --week) need: add it (docs/005-postgresql.md) or pass --week",
                 kind: .configuration)
         }
     }

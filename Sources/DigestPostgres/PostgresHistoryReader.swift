@@ -6,7 +6,7 @@ import PostgresNIO
 /// `digest_reads`; its batches are chunks claimed from the week's shared run, whose leases the run
 /// coordination renews on a connection of its own while this reader's queries run.
 public actor PostgresHistoryReader: HistoryReader {
-    let session: PostgresSession
+    let pool: PostgresPool
     let coordination: PostgresRunCoordination
     /// Topics by article id: the run's candidate articles, then any older article a read names,
     /// fetched once; bounded like SQLite's.
@@ -22,8 +22,8 @@ public actor PostgresHistoryReader: HistoryReader {
     /// earlier reads and picks are asked by the list of ids instead of by the range first…last.
     var byList = false
 
-    init(session: PostgresSession, coordination: PostgresRunCoordination) {
-        self.session = session
+    init(pool: PostgresPool, coordination: PostgresRunCoordination) {
+        self.pool = pool
         self.coordination = coordination
     }
 
@@ -60,7 +60,7 @@ public actor PostgresHistoryReader: HistoryReader {
             kind = "time_zone IS NULL"
         }
         while true {
-            let claimed = try await session.rows(
+            let claimed = try await pool.rows(
                 PostgresQuery(
                     unsafeSQL: """
                         UPDATE digest_run_chunks c
@@ -83,7 +83,7 @@ public actor PostgresHistoryReader: HistoryReader {
             var openBinds = PostgresBindings()
             openBinds.append(week.description)
             if let zones { openBinds.append(zones) }
-            let open = try await session.rows(
+            let open = try await pool.rows(
                 PostgresQuery(
                     unsafeSQL: """
                         SELECT count(*), coalesce(extract(epoch FROM min(leased_until) - now()), 0)::float8
@@ -101,7 +101,7 @@ public actor PostgresHistoryReader: HistoryReader {
         let query = PostgresQuery(
             unsafeSQL: "SELECT id, locale, time_zone, opted_out FROM digest_users WHERE \(range.sql) ORDER BY id COLLATE \"C\"",
             binds: range.binds)
-        return try await withDevices(try await session.rows(query))
+        return try await withDevices(try await pool.rows(query))
     }
 
     /// Users from rows of (id, locale, time zone, opted out) in id byte order, keyed by position,
@@ -139,7 +139,7 @@ public actor PostgresHistoryReader: HistoryReader {
                 """,
             binds: binds)
         var index = 0
-        for row in try await session.rows(devices) {
+        for row in try await pool.rows(devices) {
             let (owner, token, platformName, registeredAt, dead) = try row.decode((String, String, String, Int64?, Bool).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
             guard index < users.count, users[index].reader.id == owner, let platform = Platform(rawValue: platformName)
@@ -158,10 +158,10 @@ public actor PostgresHistoryReader: HistoryReader {
     /// never registered again, and as listed in byte order of token.
     private func deviceOrderColumns() async throws -> (registered: String, listPosition: String) {
         if devicesHaveRegistration == nil {
-            devicesHaveRegistration = try await session.relation("digest_devices", hasColumn: "registered_at")
+            devicesHaveRegistration = try await pool.relation("digest_devices", hasColumn: "registered_at")
         }
         if devicesHaveListPosition == nil {
-            devicesHaveListPosition = try await session.relation("digest_devices", hasColumn: "list_position")
+            devicesHaveListPosition = try await pool.relation("digest_devices", hasColumn: "list_position")
         }
         return (
             devicesHaveRegistration == true ? "d.registered_at" : "NULL::timestamptz",
@@ -194,7 +194,7 @@ public actor PostgresHistoryReader: HistoryReader {
         var binds = PostgresBindings()
         let condition = usersCondition(users, &binds)
         binds.append(earliest)
-        let rows = try await session.rows(
+        let rows = try await pool.rows(
             PostgresQuery(
                 unsafeSQL: """
                     SELECT user_id, array_agg(extract(epoch FROM read_at)::bigint), array_agg(article_id), array_agg(seconds::bigint)
@@ -213,7 +213,7 @@ public actor PostgresHistoryReader: HistoryReader {
             guard index < users.count, users[index].reader.id == owner else { continue }
             guard times.count == articles.count, times.count == seconds.count else {
                 throw PostgresStoreError(
-                    "\(session.location): the reads of user \(owner) came as arrays of different lengths (\(times.count) times, \(articles.count) articles, \(seconds.count) durations)")
+                    "\(pool.location): the reads of user \(owner) came as arrays of different lengths (\(times.count) times, \(articles.count) articles, \(seconds.count) durations)")
             }
             var reads: [ReadEvent] = []
             reads.reserveCapacity(times.count)
@@ -233,7 +233,7 @@ public actor PostgresHistoryReader: HistoryReader {
             let language = try await languageColumn()
             var binds = PostgresBindings()
             binds.append(Array(missing))
-            for row in try await session.rows(
+            for row in try await pool.rows(
                 PostgresQuery(
                     unsafeSQL: "SELECT id, topics, \(language) FROM digest_articles WHERE id = ANY($1)",
                     binds: binds))
@@ -258,7 +258,7 @@ public actor PostgresHistoryReader: HistoryReader {
         var binds = PostgresBindings()
         binds.append(from)
         binds.append(until)
-        let rows = try await session.rows(
+        let rows = try await pool.rows(
             PostgresQuery(
                 unsafeSQL: """
                     SELECT id, title, url, image_url, topics, extract(epoch FROM published_at)::bigint, reading_minutes,
@@ -285,7 +285,7 @@ public actor PostgresHistoryReader: HistoryReader {
     /// view from before it was part of the contract): read as no language.
     private func languageColumn() async throws -> String {
         if articlesHaveLanguage == nil {
-            articlesHaveLanguage = try await session.relation("digest_articles", hasColumn: "language")
+            articlesHaveLanguage = try await pool.relation("digest_articles", hasColumn: "language")
         }
         return articlesHaveLanguage == true ? "language" : "NULL::text"
     }
@@ -341,7 +341,7 @@ public actor PostgresHistoryReader: HistoryReader {
         position.reserveCapacity(users.count)
         for (index, user) in users.enumerated() { position[user.reader.id] = index }
         var result = [[String]](repeating: [], count: users.count)
-        for row in try await session.rows(query) {
+        for row in try await pool.rows(query) {
             let (user, ids) = try row.decode((String, [String]).self)
             if let index = position[user] { result[index].append(contentsOf: ids) }
         }
@@ -350,8 +350,8 @@ public actor PostgresHistoryReader: HistoryReader {
 
     /// Users in the week's chunks that are not done yet (all users before the week is split).
     public func countUsers(week: ISOWeek, after key: Int64) async throws -> Int {
-        let total = try await session.rows("SELECT count(*) FROM digest_users").first?.decode(Int.self) ?? 0
-        let done = try await session.rows(
+        let total = try await pool.rows("SELECT count(*) FROM digest_users").first?.decode(Int.self) ?? 0
+        let done = try await pool.rows(
             """
             SELECT coalesce(sum((counters->>'users')::bigint), 0)::bigint FROM digest_run_chunks
             WHERE week = \(week.description) AND time_zone IS NULL AND state = 'done'
@@ -361,7 +361,7 @@ public actor PostgresHistoryReader: HistoryReader {
     }
 
     public func hasReads(from: Int64, until: Int64) async throws -> Bool {
-        try await !session.rows(
+        try await !pool.rows(
             "SELECT 1 FROM digest_reads WHERE read_at >= to_timestamp(\(from)) AND read_at < to_timestamp(\(until)) LIMIT 1"
         ).isEmpty
     }
@@ -378,7 +378,7 @@ public actor PostgresHistoryReader: HistoryReader {
         var binds = PostgresBindings()
         binds.append(value)
         binds.append(limit)
-        let rows = try await session.rows(
+        let rows = try await pool.rows(
             PostgresQuery(
                 unsafeSQL: "SELECT id, locale, time_zone, opted_out FROM digest_users WHERE \(condition) ORDER BY id COLLATE \"C\" LIMIT $2",
                 binds: binds))

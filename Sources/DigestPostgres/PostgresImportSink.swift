@@ -6,15 +6,15 @@ import PostgresNIO
 /// the same records changes nothing. Each batch is one transaction. A lost connection fails the
 /// import (run it again: it is idempotent) rather than being retried.
 public final class PostgresImportSink: HistoryImportSink {
-    let session: PostgresSession
+    let pool: PostgresPool
 
-    init(session: PostgresSession) {
-        self.session = session
+    init(pool: PostgresPool) {
+        self.pool = pool
     }
 
     public func write(_ batch: ImportBatch) async throws -> ImportBatchResult {
         guard batch.count > 0 else { return ImportBatchResult() }
-        return try await session.transaction { connection in
+        return try await pool.transaction { connection in
             switch batch {
             case .users(let users): try await Self.write(users: users, on: connection)
             case .articles(let articles): try await Self.write(articles: articles, on: connection)

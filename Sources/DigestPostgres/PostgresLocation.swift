@@ -122,36 +122,67 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         return nil
     }
 
-    /// The connection settings postgres-nio needs.
-    func configuration() throws(PostgresStoreError) -> PostgresConnection.Configuration {
+    /// The TLS settings `sslmode` and `sslrootcert` ask for (nil: plain TCP).
+    func tlsConfiguration() -> TLSConfiguration? {
+        switch sslMode {
+        case .disable:
+            return nil
+        case .prefer, .require:
+            var settings = TLSConfiguration.makeClientConfiguration()
+            settings.certificateVerification = .none
+            return settings
+        case .verifyCA, .verifyFull:
+            var settings = TLSConfiguration.makeClientConfiguration()
+            settings.certificateVerification = sslMode == .verifyFull ? .fullVerification : .noHostnameVerification
+            if let sslRootCertificate {
+                settings.trustRoots = .file(sslRootCertificate)
+            }
+            return settings
+        }
+    }
+
+    /// The startup parameters of every connection digest makes. jit off: the server would compile
+    /// each of a run's statements with LLVM again at every call (their row estimates put them over
+    /// jit_above_cost), which took more of its CPU than running them did (docs/005, "Server settings of
+    /// digest's connections").
+    var startupParameters: [(String, String)] { [("application_name", applicationName), ("jit", "off")] }
+
+    /// The settings of one connection made directly (the database's first, which reports a wrong
+    /// host, password or TLS setting at once).
+    func connectionConfiguration() throws(PostgresStoreError) -> PostgresConnection.Configuration {
         let tls: PostgresConnection.Configuration.TLS
         do {
-            switch sslMode {
-            case .disable:
-                tls = .disable
-            case .prefer, .require:
-                var settings = TLSConfiguration.makeClientConfiguration()
-                settings.certificateVerification = .none
+            if let settings = tlsConfiguration() {
                 let context = try NIOSSLContext(configuration: settings)
                 tls = sslMode == .prefer ? .prefer(context) : .require(context)
-            case .verifyCA, .verifyFull:
-                var settings = TLSConfiguration.makeClientConfiguration()
-                settings.certificateVerification = sslMode == .verifyFull ? .fullVerification : .noHostnameVerification
-                if let sslRootCertificate {
-                    settings.trustRoots = .file(sslRootCertificate)
-                }
-                tls = .require(try NIOSSLContext(configuration: settings))
+            } else {
+                tls = .disable
             }
         } catch {
             throw PostgresStoreError("\(description): cannot set up TLS (\(error))")
         }
         var configuration = PostgresConnection.Configuration(
             host: host, port: port, username: user, password: password, database: database, tls: tls)
-        // jit off: the server would compile each of a run's statements with LLVM again at every call
-        // (their row estimates put them over jit_above_cost), which took more of its CPU than running
-        // them did (docs/005, "Server settings of digest's sessions").
-        configuration.options.additionalStartupParameters = [("application_name", applicationName), ("jit", "off")]
+        configuration.options.additionalStartupParameters = startupParameters
         configuration.options.connectTimeout = .seconds(10)
+        return configuration
+    }
+
+    /// The settings of a client (postgres-nio's pool) of at most `connections` connections, with the
+    /// same TLS and startup parameters as ``connectionConfiguration()``.
+    func clientConfiguration(connections: Int) -> PostgresClient.Configuration {
+        let tls: PostgresClient.Configuration.TLS
+        if let settings = tlsConfiguration() {
+            tls = sslMode == .prefer ? .prefer(settings) : .require(settings)
+        } else {
+            tls = .disable
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: tls)
+        configuration.options.additionalStartupParameters = startupParameters
+        configuration.options.connectTimeout = .seconds(10)
+        configuration.options.minimumConnections = 0
+        configuration.options.maximumConnections = connections
         return configuration
     }
 }

@@ -5,17 +5,18 @@ import PostgresNIO
 /// two lease the same message and none waits for another. Times are bound as Unix seconds and kept
 /// as `timestamptz`.
 ///
-/// Its calls share one session, which runs them one at a time in the order they arrive (a lease's
-/// transaction never interleaves with a settlement's).
+/// Each call is a unit of work on a connection borrowed from the database's pool for its duration (a
+/// lease's transaction never interleaves with a settlement's); calls made at once run at once, on
+/// connections of their own.
 public final class PostgresOutboxConsumer: OutboxConsumer {
-    let session: PostgresSession
+    let pool: PostgresPool
 
-    init(session: PostgresSession) {
-        self.session = session
+    init(pool: PostgresPool) {
+        self.pool = pool
     }
 
     public func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) async throws -> [LeasedMessage] {
-        try await session.transaction { connection in
+        try await pool.transaction { connection in
             try await connection.run(
                 """
                 WITH expired AS (
@@ -66,7 +67,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
             case .release(let id): released.append(id)
             }
         }
-        return try await session.transaction { [sent, retries, dead, unregistered, released] connection in
+        return try await pool.transaction { [sent, retries, dead, unregistered, released] connection in
             var applied = 0
             if !sent.ids.isEmpty {
                 applied += try await connection.changed(
@@ -133,7 +134,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
     @discardableResult
     public func extendLeases(ids: [Int64], owner: String, until: Int64) async throws -> Set<Int64> {
         guard !ids.isEmpty else { return [] }
-        let rows = try await session.rows(
+        let rows = try await pool.rows(
             """
             UPDATE digest_outbox SET leased_until = to_timestamp(\(until))
             WHERE id = ANY(\(ids)) AND state = 'leased' AND lease_owner = \(owner)
@@ -143,7 +144,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
     }
 
     public func requeueDead(reasonPrefix: String?, week: String?, now: Int64) async throws -> Int {
-        let rows = try await session.rows(
+        let rows = try await pool.rows(
             """
             WITH requeued AS (
                 UPDATE digest_outbox
@@ -160,7 +161,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
 
     public func peekDue(afterID: Int64, limit: Int, now: Int64) async throws -> [LeasedMessage] {
         try Self.messages(
-            await session.rows(
+            await pool.rows(
                 """
                 SELECT id, dedupe_key, user_id, platform, message::text, attempts FROM digest_outbox
                 WHERE id > \(afterID) AND state = 'ready' AND available_at <= to_timestamp(\(now)) ORDER BY id LIMIT \(limit)
@@ -168,9 +169,9 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
     }
 
     public func backlog(now: Int64) async throws -> OutboxBacklog {
-        try await session.transaction { try await Self.settleWindows($0, now: now) }
+        try await pool.transaction { try await Self.settleWindows($0, now: now) }
         guard
-            let row = try await session.rows(
+            let row = try await pool.rows(
                 """
                 SELECT
                     (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= to_timestamp(\(now))),

@@ -7,25 +7,25 @@ extension PostgresDatabase {
     /// transaction: a batch locks only its own rows (`FOR UPDATE SKIP LOCKED`, so a row a requeue is
     /// changing is left for the next prune) and never the table; with `dryRun` only counts.
     public func prune(_ retention: OutboxRetention, now: Int64) async throws -> OutboxPruneResult {
-        try await withSession { session in
+        try await withPool { pool in
             let cutoff = retention.cutoff(now: now)
             let week = retention.firstKeptPicksWeek(now: now).description
             let limit = retention.batchSize
             if retention.dryRun {
                 var result = OutboxPruneResult()
-                for row in try await session.rows(
+                for row in try await pool.rows(
                     "SELECT state, count(*)::int8 FROM digest_outbox WHERE \(unescaped: Self.settled) AND \(unescaped: Self.settleTime) < to_timestamp(\(cutoff)) GROUP BY state"
                 ) {
                     let (state, count) = try row.decode((String, Int).self)
                     result.messages[state] = count
                 }
-                result.picks = try await session.rows("SELECT count(*)::int8 FROM digest_picks WHERE week < \(week)").first?.decode(Int.self) ?? 0
+                result.picks = try await pool.rows("SELECT count(*)::int8 FROM digest_picks WHERE week < \(week)").first?.decode(Int.self) ?? 0
                 return result
             }
             var result = OutboxPruneResult()
             while true {
                 var deleted = 0
-                for row in try await session.rows(
+                for row in try await pool.rows(
                     """
                     WITH batch AS (
                         SELECT id FROM digest_outbox
@@ -55,7 +55,7 @@ extension PostgresDatabase {
             var after = (user: "", week: "")
             while true {
                 guard
-                    let row = try await session.rows(
+                    let row = try await pool.rows(
                         """
                         WITH last AS (
                             SELECT user_id, week FROM (
@@ -82,9 +82,9 @@ extension PostgresDatabase {
     }
 
     public func liveImageURLs(now: Int64) async throws -> Set<String> {
-        try await withSession { session in
+        try await withPool { pool in
             var urls = Set<String>()
-            for row in try await session.rows(
+            for row in try await pool.rows(
                 """
                 SELECT DISTINCT u.url FROM digest_outbox o
                 CROSS JOIN LATERAL (VALUES

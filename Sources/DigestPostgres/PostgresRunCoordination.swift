@@ -13,9 +13,9 @@ import Synchronization
 /// doubling a message.
 ///
 /// The renewer is a task started when the first chunk is held: it sleeps a third of the lease,
-/// renews every held chunk's lease in one statement on a connection of its own (never behind a
-/// slow chunk query on the reader's), and sleeps again. It is cancelled, and its connection closed,
-/// once no chunk is held any more or the last history reader is closed.
+/// renews every held chunk's lease in one statement on the database's connection for leases (its
+/// own, never behind a slow chunk query in the shared pool), and sleeps again. It is cancelled once
+/// no chunk is held any more or the last history reader is closed.
 public final class PostgresRunCoordination: Sendable {
     public struct Settings: Sendable {
         /// Users per chunk when this process is the one that splits the week.
@@ -31,7 +31,7 @@ public final class PostgresRunCoordination: Sendable {
     }
 
     public let settings: Settings
-    let location: PostgresLocation
+    let clients: PostgresClients
     private let state = Mutex(State())
 
     struct State {
@@ -41,14 +41,14 @@ public final class PostgresRunCoordination: Sendable {
         var readers = 0
         /// The renewer renewing now, by its number in `renewers`.
         var current: Int?
-        /// Renewers not yet ended (the current one, and cancelled ones closing their connection),
-        /// by number; each removes itself when it ends.
+        /// Renewers not yet ended (the current one, and cancelled ones finishing a renewal), by
+        /// number; each removes itself when it ends.
         var renewers: [Int: Task<Void, Never>] = [:]
         var started = 0
     }
 
-    init(location: PostgresLocation, settings: Settings) {
-        self.location = location
+    init(clients: PostgresClients, settings: Settings) {
+        self.clients = clients
         self.settings = settings
     }
 
@@ -95,7 +95,7 @@ public final class PostgresRunCoordination: Sendable {
     }
 
     /// A history reader closed: once the last one is, the chunks it held are forgotten (their leases
-    /// end on their own) and the renewers stop; returns when their connections are closed.
+    /// end on their own) and the renewers stop; returns when they have.
     func readerClosed() async {
         let renewers = state.withLock { state -> [Task<Void, Never>] in
             state.readers -= 1
@@ -116,7 +116,7 @@ public final class PostgresRunCoordination: Sendable {
     /// renewal only risks a redo).
     private func renew() async {
         let interval = max(Duration.milliseconds(200), settings.lease / 3)
-        var session: PostgresSession?
+        let pool = PostgresPool(clients: clients, lane: .leases, reconnectWindow: settings.reconnectWindow)
         while !Task.isCancelled {
             do {
                 try await Task.sleep(for: interval)
@@ -125,21 +125,12 @@ public final class PostgresRunCoordination: Sendable {
             }
             let (week, held) = state.withLock { ($0.week, Array($0.held)) }
             guard let week, !held.isEmpty else { continue }
-            do {
-                if session == nil {
-                    session = try PostgresSession(location: location, reconnectWindow: settings.reconnectWindow)
-                }
-                try await session?.run(
-                    """
-                    UPDATE digest_run_chunks
-                    SET leased_until = now() + make_interval(secs => \(leaseSeconds))
-                    WHERE week = \(week) AND chunk = ANY(\(held)) AND state = 'claimed' AND lease_owner = \(settings.worker)
-                    """)
-            } catch {
-                await session?.close()
-                session = nil
-            }
+            try? await pool.run(
+                """
+                UPDATE digest_run_chunks
+                SET leased_until = now() + make_interval(secs => \(leaseSeconds))
+                WHERE week = \(week) AND chunk = ANY(\(held)) AND state = 'claimed' AND lease_owner = \(settings.worker)
+                """)
         }
-        await session?.close()
     }
 }

@@ -13,10 +13,10 @@ extension PostgresRunLedger {
     /// Plans the zones' new users into chunks (planners of one week take turns on the run's row) and
     /// returns, per zone, the highest `seq` of its done chunks (0: the week has not walked it yet).
     public func zoneCursors(week: ISOWeek, zones: [String], endsAt: [Int64], now: Int64) async throws -> [ZoneCursor] {
-        try await PostgresRollingPlan.requireSeq(session)
+        try await PostgresRollingPlan.requireSeq(pool)
         let size = max(1, coordination.settings.chunkSize)
         let name = week.description
-        return try await session.transaction { connection in
+        return try await pool.transaction { connection in
             try await connection.run(
                 """
                 INSERT INTO digest_runs (week, state, chunk_size, chunks, users)
@@ -87,14 +87,14 @@ extension PostgresRunLedger {
         week: ISOWeek, zones: [ZoneCursor], users: Int, messages: [OutboxMessage], counters: RunCounters, now: Int64
     ) async throws -> Int {
         guard let cursor = zones.first, zones.count == 1 else {
-            throw PostgresStoreError("\(session.location): a rolling batch on PostgreSQL comes from exactly one chunk (got \(zones.count) zones)")
+            throw PostgresStoreError("\(pool.location): a rolling batch on PostgreSQL comes from exactly one chunk (got \(zones.count) zones)")
         }
-        let found = try await session.rows(
+        let found = try await pool.rows(
             """
             SELECT chunk FROM digest_run_chunks WHERE week = \(week.description) AND time_zone = \(cursor.zone) AND through_seq = \(cursor.seq)
             """)
         guard let chunk = try found.first?.decode(Int.self) else {
-            throw PostgresStoreError("\(session.location): no chunk of \(week) ends at seq \(cursor.seq) in \(cursor.zone)")
+            throw PostgresStoreError("\(pool.location): no chunk of \(week) ends at seq \(cursor.seq) in \(cursor.zone)")
         }
         return try await commit(week: week, through: Int64(chunk), messages: messages, counters: counters, now: now)
     }
@@ -102,7 +102,7 @@ extension PostgresRunLedger {
     /// The oldest week still under way, else the latest week any run started; `nil` before the first.
     public func resumeWeek() async throws -> ISOWeek? {
         guard
-            let week = try await session.rows(
+            let week = try await pool.rows(
                 "SELECT coalesce((SELECT min(week) FROM digest_runs WHERE state = 'running'), (SELECT max(week) FROM digest_runs))"
             ).first?.decode(String?.self)
         else { return nil }

@@ -6,11 +6,11 @@ import PostgresNIO
 /// ``RunLedger`` on PostgreSQL: the week's run and its chunks in `digest_runs` and
 /// `digest_run_chunks`; a chunk's messages and its completion commit in one statement.
 public final class PostgresRunLedger: RunLedger {
-    let session: PostgresSession
+    let pool: PostgresPool
     let coordination: PostgresRunCoordination
 
-    init(session: PostgresSession, coordination: PostgresRunCoordination) {
-        self.session = session
+    init(pool: PostgresPool, coordination: PostgresRunCoordination) {
+        self.pool = pool
         self.coordination = coordination
     }
 
@@ -18,7 +18,7 @@ public final class PostgresRunLedger: RunLedger {
     public func begin(week: ISOWeek, now: Int64) async throws -> RunCheckpoint {
         let size = max(1, coordination.settings.chunkSize)
         let name = week.description
-        try await session.transaction { connection in
+        try await pool.transaction { connection in
             // A second process starting at the same moment waits here for the first one's split.
             try await connection.run(
                 """
@@ -54,13 +54,13 @@ public final class PostgresRunLedger: RunLedger {
                 WHERE week = \(name)
                 """)
         }
-        let run = try await session.rows(
+        let run = try await pool.rows(
             """
             SELECT r.state, count(c.chunk), r.chunks FROM digest_runs r
             LEFT JOIN digest_run_chunks c ON c.week = r.week AND c.state = 'done' AND c.time_zone IS NULL
             WHERE r.week = \(name) GROUP BY r.state, r.chunks
             """)
-        guard let row = run.first else { throw PostgresStoreError("\(session.location): the run row of \(name) vanished") }
+        guard let row = run.first else { throw PostgresStoreError("\(pool.location): the run row of \(name) vanished") }
         let (state, done, chunks) = try row.decode((String, Int, Int).self)
         return RunCheckpoint(
             cursor: Int64(done), finished: state == "done", counters: try await totals(week: name),
@@ -104,7 +104,7 @@ public final class PostgresRunLedger: RunLedger {
         let countersJSON = String(decoding: try Self.encoder.encode(counters), as: UTF8.self)
         let name = week.description
         let worker = coordination.settings.worker
-        let rows = try await session.rows(
+        let rows = try await pool.rows(
             """
             WITH inserted AS (
                 INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at,
@@ -141,7 +141,7 @@ public final class PostgresRunLedger: RunLedger {
     /// Marks the week done once every chunk is, and returns the week's totals over its done chunks.
     public func finish(week: ISOWeek, now: Int64) async throws -> RunCounters {
         let name = week.description
-        try await session.run(
+        try await pool.run(
             """
             UPDATE digest_runs SET state = 'done', finished_at = now()
             WHERE week = \(name) AND state = 'running'
@@ -153,7 +153,7 @@ public final class PostgresRunLedger: RunLedger {
     func totals(week: String) async throws -> RunCounters {
         var totals = RunCounters()
         let decoder = JSONDecoder()
-        for row in try await session.rows(
+        for row in try await pool.rows(
             "SELECT counters::text FROM digest_run_chunks WHERE week = \(week) AND state = 'done' AND counters IS NOT NULL")
         {
             totals.add(try decoder.decode(RunCounters.self, from: Data(try row.decode(String.self).utf8)))

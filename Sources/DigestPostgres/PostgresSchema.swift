@@ -255,9 +255,9 @@ enum PostgresSchema {
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.
-    static func migrate(_ session: PostgresSession) async throws -> (from: Int, to: Int) {
-        let location = session.location
-        return try await session.transaction { connection -> (from: Int, to: Int) in
+    static func migrate(_ pool: PostgresPool) async throws -> (from: Int, to: Int) {
+        let location = pool.location
+        return try await pool.transaction { connection -> (from: Int, to: Int) in
             // One migrator at a time; the lock ends with the transaction.
             try await connection.run("SELECT pg_advisory_xact_lock(7438061)")
             try await connection.run("CREATE TABLE IF NOT EXISTS digest_schema (version integer NOT NULL)")
@@ -286,17 +286,16 @@ enum PostgresSchema {
         return try await connection.rows("SELECT coalesce(max(version), 0) FROM digest_schema").first?.decode(Int.self)
     }
 
-    /// Fails with one line telling what to run unless the schema is current.
-    static func requireCurrent(_ session: PostgresSession) async throws {
-        let version = try await session.perform { try await Self.version($0) }
+    /// Fails with one line telling what to run unless `version` (nil: no digest schema) is current.
+    static func requireCurrent(_ version: Int?, location: PostgresLocation) throws(PostgresStoreError) {
         guard let version, version >= migrations.count else {
             throw PostgresStoreError(
-                "\(session.location): the digest schema is missing or old (version \(version ?? 0) of \(migrations.count)): run `digest migrate --db <url>` first",
+                "\(location): the digest schema is missing or old (version \(version ?? 0) of \(migrations.count)): run `digest migrate --db <url>` first",
                 kind: .configuration)
         }
         guard version == migrations.count else {
             throw PostgresStoreError(
-                "\(session.location): schema version \(version) is newer than this digest (\(migrations.count)): upgrade digest", kind: .configuration)
+                "\(location): schema version \(version) is newer than this digest (\(migrations.count)): upgrade digest", kind: .configuration)
         }
     }
 }

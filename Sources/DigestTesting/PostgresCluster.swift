@@ -153,6 +153,11 @@ package final class PostgresCluster: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_TRUNC, 0o600)
+        // Nothing else of this process's: `pg_ctl start` leaves a server running, and a socket it
+        // inherited (a database connection of another test, whose descriptor NIO does not mark
+        // close-on-exec) would stay open in it after the test closed its own, the server's backend
+        // idle and alive for as long as that server.
+        if let closeFrom = Self.closeFrom { _ = closeFrom(&actions, 3) }
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid = pid_t()
@@ -168,6 +173,13 @@ package final class PostgresCluster: Sendable {
         }
         return out.trimmingCharacters(in: .whitespacesAndNewlines)
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which its Swift module
+    /// does not declare.
+    private static let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     private static let exitHandler = Mutex(false)
 

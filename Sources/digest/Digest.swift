@@ -92,8 +92,9 @@ struct DatabaseOptions: ParsableArguments {
         name: .customLong("db-connections"),
         help: ArgumentHelp(
             """
-            SQLite: the readers the store keeps open beside its one writer for the command's life \
-            (default \(SQLiteDatabase.defaultReaders)). PostgreSQL opens a session per call and ignores it.
+            Connections the store keeps open for the command's life: SQLite readers beside its one writer \
+            (default \(SQLiteDatabase.defaultReaders)), or the PostgreSQL pool (default \(PostgresDatabase.defaultConnections), \
+            and one more for the chunk-lease renewer).
             """, valueName: "n"))
     var connections: Int?
 
@@ -120,7 +121,7 @@ struct DatabaseOptions: ParsableArguments {
     static func open(
         _ db: String, run: PostgresRunCoordination.Settings = .init(), existing: Bool = false, connections: Int? = nil
     ) throws -> any DigestDatabase {
-        if PostgresLocation.isURL(db) { return try PostgresDatabase.postgres(url: db, run: run) }
+        if PostgresLocation.isURL(db) { return try PostgresDatabase.postgres(url: db, run: run, connections: connections ?? PostgresDatabase.defaultConnections) }
         if existing && !FileManager.default.fileExists(atPath: db) { throw CommandError("\(db): no such database") }
         return SQLiteDatabase(path: db, readers: connections ?? SQLiteDatabase.defaultReaders)
     }

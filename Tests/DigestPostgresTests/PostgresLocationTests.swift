@@ -58,14 +58,19 @@ import Testing
     }
 
     /// digest's sessions run with the server's JIT off: it compiled the run's statements anew at every
-    /// call, and that cost more CPU than executing them.
+    /// call, and that cost more CPU than executing them. (Both of a database's clients: the shared
+    /// pool and the lease renewer's connection.)
     @Test func sessionsRunWithoutJIT() async throws {
         let cluster = try PostgresCluster.shared()
         let location = try PostgresLocation(url: try cluster.makeDatabase("jit"), environment: [:])
-        let setting = try await PostgresSession.with(location: location, reconnectWindow: .zero) { session in
-            try await session.rows("SHOW jit").first?.decode(String.self)
-        }
+        let database = DigestPostgres.PostgresDatabase(location: location)
+        let shared = try await database.pool(reconnectWindow: .zero, checkingSchema: false)
+        let leases = PostgresPool(clients: database.clients, lane: .leases, reconnectWindow: .zero)
+        let setting = try await shared.rows("SHOW jit").first?.decode(String.self)
+        let leaseSetting = try await leases.rows("SHOW jit").first?.decode(String.self)
+        await database.close()
         #expect(setting == "off")
+        #expect(leaseSetting == "off")
         // The server's own default, for any other client, is left as it is.
         #expect(try cluster.sql("SHOW jit", database: "postgres") == "on")
     }
