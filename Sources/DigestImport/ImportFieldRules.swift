@@ -60,6 +60,50 @@ enum ImportFieldRules {
         return token
     }
 
+    /// An APNs device token (already a ``token(_:_:)``): hex of even length, 64 to 200 digits, returned
+    /// lower-case (APNs takes either; one spelling keeps one device one token).
+    static func apnsToken(_ token: String, _ what: String) throws(LineProblem) -> String {
+        guard token.utf8.allSatisfy(isHexDigit) else {
+            throw LineProblem(.badToken, "\(what): an apns token is hex digits only")
+        }
+        let digits = token.utf8.count
+        guard ImportLimits.apnsTokenHexDigits ~= digits, digits % 2 == 0 else {
+            throw LineProblem(
+                .badToken,
+                "\(what): an apns token of \(digits) hex digits (an even number from \(ImportLimits.apnsTokenHexDigits.lowerBound) to \(ImportLimits.apnsTokenHexDigits.upperBound))")
+        }
+        return token.lowercased()
+    }
+
+    /// A device's APNs topic, the app's bundle id: 1 to ``ImportLimits/maxTopicIDBytes`` bytes of
+    /// ASCII letters, digits, `.` and `-` (with a suffix such as `.voip`, still those).
+    static func topic(_ topic: String, _ what: String) throws(LineProblem) -> String {
+        guard !topic.isEmpty else { throw LineProblem(.badTopic, "\(what): empty topic") }
+        guard topic.utf8.count <= ImportLimits.maxTopicIDBytes else {
+            throw LineProblem(.badTopic, "\(what): topic of \(topic.utf8.count) bytes, over the limit of \(ImportLimits.maxTopicIDBytes)")
+        }
+        guard topic.utf8.allSatisfy({ isBundleIDByte($0) }) else {
+            throw LineProblem(.badTopic, "\(what): topic \(quote(topic)) is not a bundle id (letters, digits, '.' and '-')")
+        }
+        return topic
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        default: false
+        }
+    }
+
+    private static func isBundleIDByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "."), UInt8(ascii: "-"):
+            true
+        default: false
+        }
+    }
+
     /// A locale or time zone name: at most ``ImportLimits/maxNameBytes`` bytes, no control
     /// characters. Stored as written: the run resolves it (a locale along its fallback chain to the
     /// template folders that exist, a time zone by the system's zone database, else UTC).

@@ -11,6 +11,12 @@ package enum ImportLimits {
     /// Bytes of a device token (`bad_token`). FCM tokens are a few hundred; PostgreSQL indexes a
     /// reader's tokens with its id, and an index entry must stay well under its 2,704-byte ceiling.
     package static let maxTokenBytes = 1_024
+    /// Hex digits of an APNs device token (`bad_token`): 32 bytes today (64 digits), and Apple says they
+    /// may grow, so up to 100 bytes.
+    package static let apnsTokenHexDigits = 64...200
+    /// Bytes of a device's APNs topic, the app's bundle id (`bad_topic`): the length an `apns-topic`
+    /// header's bundle id may have.
+    package static let maxTopicIDBytes = 255
     /// UTF-8 bytes of a locale or a time zone name (`bad_locale`, `bad_time_zone`).
     package static let maxNameBytes = 64
     /// Topics of one article, after cleaning (`bad_topics`).

@@ -25,17 +25,38 @@ enum ImportRecords {
             for (index, element) in (try line.optionalArray("devices") ?? []).enumerated() {
                 let path = "devices[\(index)]"
                 let fields = try JSONFields(element, at: path)
-                let token = try ImportFieldRules.token(fields.string("token"), path)
-                let platformName = try fields.string("platform")
-                guard let platform = Platform(rawValue: platformName) else {
-                    throw LineProblem(
-                        .badPlatform, "\(path): unknown platform \(ImportFieldRules.quote(platformName)) (android, ios or web)")
+                var token = try ImportFieldRules.token(fields.string("token"), path)
+                var provider = Provider.fcm
+                if let providerName = try fields.optionalString("provider") {
+                    guard let given = Provider(rawValue: providerName) else {
+                        throw LineProblem(
+                            .badProvider, "\(path): unknown provider \(ImportFieldRules.quote(providerName)) (fcm or apns)")
+                    }
+                    provider = given
                 }
+                let platform: Platform
+                // An APNs device is an iPhone or iPad: its platform may be left out, and may say nothing else.
+                switch (provider, try fields.optionalString("platform")) {
+                case (.apns, nil), (.apns, "ios"?):
+                    platform = .ios
+                case (.apns, let name?):
+                    throw LineProblem(.badPlatform, "\(path): platform \(ImportFieldRules.quote(name)) with provider apns (ios or none)")
+                case (.fcm, let given):
+                    let name: String
+                    if let given { name = given } else { name = try fields.string("platform") }
+                    guard let known = Platform(rawValue: name) else {
+                        throw LineProblem(.badPlatform, "\(path): unknown platform \(ImportFieldRules.quote(name)) (android, ios or web)")
+                    }
+                    platform = known
+                }
+                if provider == .apns { token = try ImportFieldRules.apnsToken(token, path) }
+                var topic: String?
+                if let given = try fields.optionalString("topic") { topic = try ImportFieldRules.topic(given, path) }
                 let registeredAt = try fields.optionalInstant("registeredAt")
                 // A token listed twice counts once, as first listed. Every device is kept, however many
                 // (the line's length bounds them): a run picks the ones it sends to (`DeviceSelection`).
                 if seen.insert(token).inserted {
-                    devices.append(Device(token: token, platform: platform, registeredAt: registeredAt))
+                    devices.append(Device(token: token, platform: platform, registeredAt: registeredAt, topic: topic, provider: provider))
                 }
             }
             return Reader(id: id, locale: locale, timeZone: timeZone, optedOut: optedOut, devices: devices)

@@ -27,10 +27,17 @@ package enum ImportSkipReason: String, Sendable, CaseIterable, Codable {
     /// character or is not in Unicode NFC. Ids are never cleaned into other ids.
     case badID = "bad_id"
     /// A device token that is empty, longer than ``ImportLimits/maxTokenBytes``, or not printable
-    /// ASCII without spaces. Tokens are never cleaned into other tokens.
+    /// ASCII without spaces; an `apns` device's token that is not hex of even length, 64 to 200 digits.
+    /// Tokens are never cleaned into other tokens (but an APNs token's hex is lower-cased).
     case badToken = "bad_token"
-    /// A device platform other than `android`, `ios` and `web`.
+    /// A device platform other than `android`, `ios` and `web`, or an `apns` device's platform other
+    /// than `ios`.
     case badPlatform = "bad_platform"
+    /// A device provider other than `fcm` and `apns`.
+    case badProvider = "bad_provider"
+    /// A device topic that is empty, longer than ``ImportLimits/maxTopicIDBytes`` or holds a character
+    /// a bundle id cannot (letters, digits, `.`, `-`).
+    case badTopic = "bad_topic"
     /// A locale with a control character or longer than ``ImportLimits/maxNameBytes``.
     case badLocale = "bad_locale"
     /// A time zone with a control character or longer than ``ImportLimits/maxNameBytes``.

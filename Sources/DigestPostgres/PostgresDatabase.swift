@@ -141,6 +141,7 @@ public struct PostgresDatabase: DigestDatabase {
             var stats = OutboxStats()
             let groups: [(String, WritableKeyPath<OutboxStats, [String: Int]>)] = [
                 ("state", \.byState), ("platform", \.byPlatform), ("variant", \.byVariant), ("week", \.byWeek),
+                ("provider", \.byProvider),
             ]
             for (column, keyPath) in groups {
                 let rows = try await pool.rows(
@@ -223,22 +224,25 @@ public struct PostgresDatabase: DigestDatabase {
 
     static let rowColumns = """
         id, dedupe_key, week, user_id, platform, variant, message::text, report::text,
-        extract(epoch FROM available_at)::bigint, state, attempts, last_error, message_id, locale
+        extract(epoch FROM available_at)::bigint, state, attempts, last_error, message_id, locale, provider, target, headers::text
         """
 
     static func rows(_ rows: [PostgresRow]) throws -> [OutboxRow] {
         var result: [OutboxRow] = []
         result.reserveCapacity(rows.count)
         for row in rows {
-            let (id, key, week, user, platform, variant, message, report, available, state, attempts, error, messageID, locale) =
+            let (id, key, week, user, platform, variant, message, report, available, state, attempts, error, messageID, locale,
+                 provider, target, headers) =
                 try row.decode(
-                    (Int64, String, String, String, String, String, String, String, Int64, String, Int, String?, String?, String?).self)
+                    (Int64, String, String, String, String, String, String, String, Int64, String, Int, String?, String?, String?,
+                     String, String, String?).self)
             result.append(
                 OutboxRow(
                     id: id, dedupeKey: key, week: week, userID: user, platform: try OutboxRow.column(platform, "platform", row: id),
                     variant: try OutboxRow.column(variant, "variant", row: id), message: message, report: report,
                     availableAt: available, state: try OutboxRow.column(state, "state", row: id), attempts: attempts,
-                    lastError: error, messageID: messageID, locale: locale))
+                    lastError: error, messageID: messageID, locale: locale,
+                    provider: try OutboxRow.column(provider, "provider", row: id), target: target, headers: headers))
         }
         return result
     }

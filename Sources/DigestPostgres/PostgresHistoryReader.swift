@@ -18,6 +18,9 @@ public actor PostgresHistoryReader: HistoryReader {
     private var devicesHaveRegistration: Bool?
     /// Whether `digest_devices` has a `list_position` column (an adopter's view may not): asked once.
     private var devicesHaveListPosition: Bool?
+    /// Whether `digest_devices` has `provider` and `topic` columns (an adopter's view may not): asked once.
+    private var devicesHaveProvider: Bool?
+    private var devicesHaveTopic: Bool?
     /// Rolling runs: batches are a zone's users, whose ids are not consecutive, so their reads,
     /// earlier reads and picks are asked by the list of ids instead of by the range first…last.
     var byList = false
@@ -109,7 +112,7 @@ public actor PostgresHistoryReader: HistoryReader {
     /// each user's rows in ``DeviceSelection`` order. A device whose token FCM called unregistered,
     /// and that was not registered again since, is counted in ``Reader/deadTokens``; the live ones
     /// are admitted in that order (``Reader/admit(_:)``): the first ``DeviceSelection/limit`` are the
-    /// reader's devices, the rest counted. A row of an unknown platform is no device: it takes no
+    /// reader's devices, the rest counted. A row of an unknown platform or provider is no device: it takes no
     /// place and counts as nothing. (Ranking in the query instead, with window functions, cost the
     /// server four times this query's time for every user, to spare rows only for the rare reader
     /// with more than 20 devices.)
@@ -126,13 +129,14 @@ public actor PostgresHistoryReader: HistoryReader {
         guard !users.isEmpty else { return [] }
         var binds = PostgresBindings()
         let condition = usersCondition(users, &binds, column: "d.user_id")
-        let (registered, listPosition) = try await deviceOrderColumns()
+        let (registered, listPosition, provider, topic) = try await deviceOrderColumns()
         let order = DeviceSelection.orderSQL(registeredAt: registered, listPosition: listPosition, token: "d.token COLLATE \"C\"")
         let devices = PostgresQuery(
             unsafeSQL: """
                 SELECT d.user_id, d.token, d.platform, extract(epoch FROM \(registered))::int8,
                        EXISTS (SELECT 1 FROM digest_dead_tokens x
-                               WHERE x.token = d.token AND (\(registered) IS NULL OR \(registered) <= x.died_at))
+                               WHERE x.token = d.token AND (\(registered) IS NULL OR \(registered) <= x.died_at)),
+                       coalesce(\(provider), 'fcm'), \(topic)
                 FROM digest_devices d
                 WHERE \(condition)
                 ORDER BY d.user_id COLLATE "C", \(order)
@@ -140,32 +144,43 @@ public actor PostgresHistoryReader: HistoryReader {
             binds: binds)
         var index = 0
         for row in try await pool.rows(devices) {
-            let (owner, token, platformName, registeredAt, dead) = try row.decode((String, String, String, Int64?, Bool).self)
+            let (owner, token, platformName, registeredAt, dead, providerName, topic) =
+                try row.decode((String, String, String, Int64?, Bool, String, String?).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
-            guard index < users.count, users[index].reader.id == owner, let platform = Platform(rawValue: platformName)
+            guard index < users.count, users[index].reader.id == owner, let platform = Platform(rawValue: platformName),
+                let provider = Provider(rawValue: providerName)
             else { continue }
             if dead {
                 users[index].reader.deadTokens += 1
             } else {
-                users[index].reader.admit(Device(token: token, platform: platform, registeredAt: registeredAt))
+                users[index].reader.admit(Device(token: token, platform: platform, registeredAt: registeredAt, topic: topic, provider: provider))
             }
         }
         return users
     }
 
-    /// `d.registered_at` and `d.list_position`, each `NULL` (of its type) when the `digest_devices`
-    /// view has no such column (an adopter's view from before it was part of the contract): read as
-    /// never registered again, and as listed in byte order of token.
-    private func deviceOrderColumns() async throws -> (registered: String, listPosition: String) {
+    /// `d.registered_at`, `d.list_position`, `d.provider` and `d.topic`, each `NULL` (of its type) when
+    /// the `digest_devices` view has no such column (an adopter's view from before it was part of the
+    /// contract): read as never registered again, as listed in byte order of token, as FCM, and as no
+    /// topic.
+    private func deviceOrderColumns() async throws -> (registered: String, listPosition: String, provider: String, topic: String) {
         if devicesHaveRegistration == nil {
             devicesHaveRegistration = try await pool.relation("digest_devices", hasColumn: "registered_at")
         }
         if devicesHaveListPosition == nil {
             devicesHaveListPosition = try await pool.relation("digest_devices", hasColumn: "list_position")
         }
+        if devicesHaveProvider == nil {
+            devicesHaveProvider = try await pool.relation("digest_devices", hasColumn: "provider")
+        }
+        if devicesHaveTopic == nil {
+            devicesHaveTopic = try await pool.relation("digest_devices", hasColumn: "topic")
+        }
         return (
             devicesHaveRegistration == true ? "d.registered_at" : "NULL::timestamptz",
-            devicesHaveListPosition == true ? "d.list_position" : "NULL::int8"
+            devicesHaveListPosition == true ? "d.list_position" : "NULL::int8",
+            devicesHaveProvider == true ? "d.provider::text" : "NULL::text",
+            devicesHaveTopic == true ? "d.topic::text" : "NULL::text"
         )
     }
 

@@ -43,9 +43,10 @@ public final class PostgresImportSink: HistoryImportSink {
                 holder[device.token] = (index, device.registeredAt)
             }
         }
-        // 0 stands for an unknown registration. A device's place in the list (`list_position`) orders the
+        // 0 stands for an unknown registration, '' for no topic. A device's place in the list (`list_position`) orders the
         // undated ones when the reader has more devices than a run sends to (`DeviceSelection`).
         var owners: [String] = [], tokens: [String] = [], platforms: [String] = [], registered: [Int64] = [], positions: [Int64] = []
+        var providers: [String] = [], topics: [String] = []
         for (index, user) in users.enumerated() {
             var seen = Set<String>()
             for (position, device) in user.devices.enumerated().reversed()
@@ -55,6 +56,8 @@ public final class PostgresImportSink: HistoryImportSink {
                 platforms.append(device.platform.rawValue)
                 registered.append(device.registeredAt ?? 0)
                 positions.append(Int64(position))
+                providers.append(device.provider.rawValue)
+                topics.append(device.topic ?? "")
             }
         }
         // Across the store: the batch takes a token from another reader unless they registered it later.
@@ -79,9 +82,11 @@ public final class PostgresImportSink: HistoryImportSink {
                     IS DISTINCT FROM (excluded.locale, excluded.time_zone, excluded.opted_out)
                 RETURNING id, xmax = 0 AS inserted),
             listed AS (
-                SELECT user_id, token, platform, to_timestamp(nullif(r, 0)) AS registered_at, list_position
-                FROM unnest(\(owners)::text[], \(tokens)::text[], \(platforms)::text[], \(registered)::int8[], \(positions)::int4[])
-                    AS t(user_id, token, platform, r, list_position)
+                SELECT user_id, token, platform, to_timestamp(nullif(r, 0)) AS registered_at, list_position, provider,
+                    nullif(topic, '') AS topic
+                FROM unnest(\(owners)::text[], \(tokens)::text[], \(platforms)::text[], \(registered)::int8[], \(positions)::int4[],
+                            \(providers)::text[], \(topics)::text[])
+                    AS t(user_id, token, platform, r, list_position, provider, topic)
                 WHERE NOT EXISTS (SELECT 1 FROM digest_import_devices d
                                   WHERE d.token = t.token AND d.user_id <> t.user_id AND d.registered_at > to_timestamp(nullif(t.r, 0)))),
             reregistered AS (
@@ -95,12 +100,13 @@ public final class PostgresImportSink: HistoryImportSink {
                   AND NOT EXISTS (SELECT 1 FROM listed l WHERE l.user_id = d.user_id AND l.token = d.token)
                 RETURNING d.user_id),
             added AS (
-                INSERT INTO digest_import_devices (user_id, token, platform, registered_at, list_position)
-                SELECT user_id, token, platform, registered_at, list_position FROM listed
+                INSERT INTO digest_import_devices (user_id, token, platform, registered_at, list_position, provider, topic)
+                SELECT user_id, token, platform, registered_at, list_position, provider, topic FROM listed
                 ON CONFLICT (user_id, token) DO UPDATE SET platform = excluded.platform, registered_at = excluded.registered_at,
-                    list_position = excluded.list_position
-                WHERE (digest_import_devices.platform, digest_import_devices.registered_at, digest_import_devices.list_position)
-                    IS DISTINCT FROM (excluded.platform, excluded.registered_at, excluded.list_position)
+                    list_position = excluded.list_position, provider = excluded.provider, topic = excluded.topic
+                WHERE (digest_import_devices.platform, digest_import_devices.registered_at, digest_import_devices.list_position,
+                       digest_import_devices.provider, digest_import_devices.topic)
+                    IS DISTINCT FROM (excluded.platform, excluded.registered_at, excluded.list_position, excluded.provider, excluded.topic)
                 RETURNING user_id, xmax = 0 AS fresh)
             SELECT (SELECT count(*) FROM (SELECT id FROM upserted UNION SELECT user_id FROM removed UNION SELECT user_id FROM added) changed),
                    coalesce((SELECT array_agg(DISTINCT g.user_id)

@@ -1,3 +1,4 @@
+public import DigestCore
 public import DigestStore
 import PostgresNIO
 
@@ -15,8 +16,11 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
         self.pool = pool
     }
 
-    public func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) async throws -> [LeasedMessage] {
-        try await pool.transaction { connection in
+    public func lease(
+        owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int, providers: Set<Provider>
+    ) async throws -> [LeasedMessage] {
+        let providerNames = providers.map(\.rawValue).sorted()
+        return try await pool.transaction { connection in
             try await connection.run(
                 """
                 WITH expired AS (
@@ -36,14 +40,14 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                 """
                 WITH due AS (
                     SELECT id FROM digest_outbox
-                    WHERE state = 'ready' AND available_at <= to_timestamp(\(now))
+                    WHERE state = 'ready' AND available_at <= to_timestamp(\(now)) AND provider = ANY(\(providerNames)::text[])
                     ORDER BY available_at, id LIMIT \(limit)
                     FOR UPDATE SKIP LOCKED)
                 UPDATE digest_outbox o
                 SET state = 'leased', attempts = o.attempts + 1, lease_owner = \(owner),
                     leased_until = to_timestamp(\(now + leaseSeconds))
                 FROM due WHERE o.id = due.id
-                RETURNING o.id, o.dedupe_key, o.user_id, o.platform, o.message::text, o.attempts
+                RETURNING o.id, o.dedupe_key, o.user_id, o.platform, o.message::text, o.attempts, o.provider, o.target, o.headers::text
                 """)
             return try Self.messages(rows).sorted { $0.id < $1.id }
         }
@@ -100,11 +104,11 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                 try await connection.run(
                     """
                     INSERT INTO digest_dead_tokens (token, died_at, reason)
-                    SELECT DISTINCT ON (message #>> '{message,token}') message #>> '{message,token}', to_timestamp(\(now)), last
+                    SELECT DISTINCT ON (o.target) o.target, to_timestamp(\(now)), last
                     FROM digest_outbox o
                     JOIN unnest(\(dead.ids)::int8[], \(dead.reasons)::text[]) AS t(id, last) ON t.id = o.id
                     WHERE o.id = ANY(\(unregistered)) AND o.state = 'leased' AND o.lease_owner = \(owner)
-                      AND message #>> '{message,token}' IS NOT NULL
+                      AND o.target <> ''
                     ON CONFLICT (token) DO UPDATE SET died_at = excluded.died_at, reason = excluded.reason
                     """)
             }
@@ -163,7 +167,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
         try Self.messages(
             await pool.rows(
                 """
-                SELECT id, dedupe_key, user_id, platform, message::text, attempts FROM digest_outbox
+                SELECT id, dedupe_key, user_id, platform, message::text, attempts, provider, target, headers::text FROM digest_outbox
                 WHERE id > \(afterID) AND state = 'ready' AND available_at <= to_timestamp(\(now)) ORDER BY id LIMIT \(limit)
                 """))
     }
@@ -218,8 +222,12 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
         var messages: [LeasedMessage] = []
         messages.reserveCapacity(rows.count)
         for row in rows {
-            let (id, key, user, platform, message, attempts) = try row.decode((Int64, String, String, String, String, Int).self)
-            messages.append(LeasedMessage(id: id, dedupeKey: key, userID: user, platform: platform, message: message, attempts: attempts))
+            let (id, key, user, platform, message, attempts, provider, target, headers) =
+                try row.decode((Int64, String, String, String, String, Int, String, String, String?).self)
+            messages.append(
+                LeasedMessage(
+                    id: id, dedupeKey: key, userID: user, platform: platform, message: message, attempts: attempts,
+                    provider: try OutboxRow.column(provider, "provider", row: id), target: target, headers: headers))
         }
         return messages
     }

@@ -252,6 +252,21 @@ enum PostgresSchema {
         ALTER TABLE digest_import_devices ADD COLUMN list_position integer;
         DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_devices' AND schemaname = current_schema() AND definition LIKE '%digest_import_devices%') THEN CREATE OR REPLACE VIEW digest_devices AS SELECT user_id, token, platform, registered_at, list_position FROM digest_import_devices; END IF; END $$
         """,
+        // 13: providers (docs/001): a device names its push service (`provider`, FCM for the rows from
+        // before) and may name its app (`topic`, an APNs bundle id); the view gains both while it is ours
+        // (an adopter's view without them reads as FCM, no topic). An outbox row names its provider, the
+        // token it goes to (`target`, which the dead-device memory, the token key and prune read instead
+        // of an FCM path; backfilled from the FCM bodies of the rows from before: one rewrite of each
+        // row) and the APNs headers (`headers`, NULL for FCM). Constant defaults: catalog changes.
+        """
+        ALTER TABLE digest_import_devices ADD COLUMN provider text NOT NULL DEFAULT 'fcm' CHECK (provider IN ('fcm', 'apns'));
+        ALTER TABLE digest_import_devices ADD COLUMN topic text;
+        DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_devices' AND schemaname = current_schema() AND definition LIKE '%digest_import_devices%') THEN CREATE OR REPLACE VIEW digest_devices AS SELECT user_id, token, platform, registered_at, list_position, provider, topic FROM digest_import_devices; END IF; END $$;
+        ALTER TABLE digest_outbox ADD COLUMN provider text NOT NULL DEFAULT 'fcm' CHECK (provider IN ('fcm', 'apns'));
+        ALTER TABLE digest_outbox ADD COLUMN target text NOT NULL DEFAULT '';
+        ALTER TABLE digest_outbox ADD COLUMN headers json;
+        UPDATE digest_outbox SET target = coalesce(message #>> '{message,token}', '')
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

@@ -148,6 +148,7 @@ public final class SQLiteDatabase: DigestDatabase {
             var stats = OutboxStats()
             let groups: [(String, WritableKeyPath<OutboxStats, [String: Int]>)] = [
                 ("state", \.byState), ("platform", \.byPlatform), ("variant", \.byVariant), ("week", \.byWeek),
+                ("provider", \.byProvider),
             ]
             for (column, keyPath) in groups {
                 let statement = try connection.statement("SELECT \(column), count(*) FROM digest_outbox GROUP BY \(column)")
@@ -211,7 +212,8 @@ public final class SQLiteDatabase: DigestDatabase {
     }
 
     static let rowColumns =
-        "id, dedupe_key, week, user_id, platform, variant, message, report, available_at, state, attempts, last_error, message_id, locale"
+        "id, dedupe_key, week, user_id, platform, variant, message, report, available_at, state, attempts, last_error, message_id, locale, "
+        + "provider, target, headers"
 
     static func rows(_ statement: SQLiteStatement) throws -> [OutboxRow] {
         var rows: [OutboxRow] = []
@@ -225,7 +227,9 @@ public final class SQLiteDatabase: DigestDatabase {
                     message: statement.string(6), report: statement.string(7), availableAt: statement.int64(8),
                     state: try OutboxRow.column(statement.string(9), "state", row: id), attempts: statement.int(10),
                     lastError: statement.optionalString(11), messageID: statement.optionalString(12),
-                    locale: statement.optionalString(13)))
+                    locale: statement.optionalString(13),
+                    provider: try OutboxRow.column(statement.string(14), "provider", row: id), target: statement.string(15),
+                    headers: statement.optionalString(16)))
         }
         return rows
     }

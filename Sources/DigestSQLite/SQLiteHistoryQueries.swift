@@ -53,11 +53,12 @@ final class SQLiteHistoryQueries {
         }
     }
 
-    /// A device row: owner, token, platform, registration, and whether the token is dead (FCM called
-    /// it unregistered and the app has not registered it since).
+    /// A device row: owner, token, platform, registration, whether the token is dead (its provider
+    /// called it unregistered and the app has not registered it since), provider and topic.
     static let deviceColumns = """
         d.user_pk, d.token, d.platform, d.registered_at,
-        EXISTS (SELECT 1 FROM digest_dead_tokens x WHERE x.token = d.token AND (d.registered_at IS NULL OR d.registered_at <= x.died_at))
+        EXISTS (SELECT 1 FROM digest_dead_tokens x WHERE x.token = d.token AND (d.registered_at IS NULL OR d.registered_at <= x.died_at)),
+        d.provider, d.topic
         """
 
     /// A reader's device rows in ``DeviceSelection`` order, after the owner.
@@ -67,12 +68,15 @@ final class SQLiteHistoryQueries {
     /// its dead tokens, or admitted while it has fewer than ``DeviceSelection/limit`` devices, else
     /// counted over the limit.
     static func addDevice(_ row: SQLiteStatement, to reader: inout Reader) {
-        guard let platform = Platform(rawValue: row.string(2)) else { return }
+        guard let platform = Platform(rawValue: row.string(2)), let provider = Provider(rawValue: row.string(5)) else { return }
         if row.int(4) != 0 {
             reader.deadTokens += 1
             return
         }
-        reader.admit(Device(token: row.string(1), platform: platform, registeredAt: row.isNull(3) ? nil : row.int64(3)))
+        reader.admit(
+            Device(
+                token: row.string(1), platform: platform, registeredAt: row.isNull(3) ? nil : row.int64(3), topic: row.optionalString(6),
+                provider: provider))
     }
 
     /// One statement for the batch: the users' keys as a JSON array (`json_each`), each looked up on

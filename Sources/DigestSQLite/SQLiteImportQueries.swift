@@ -85,14 +85,16 @@ final class SQLiteImportQueries {
         // devices than a run sends to (`DeviceSelection`).
         let insert = try connection.statement(
             """
-            INSERT INTO devices (user_pk, token, platform, registered_at, list_position) VALUES (?1, ?2, ?3, ?4, ?5)
+            INSERT INTO devices (user_pk, token, platform, registered_at, list_position, provider, topic)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
             ON CONFLICT (user_pk, token) DO NOTHING
             """)
         let existing = try connection.statement("SELECT registered_at FROM devices WHERE user_pk = ?1 AND token = ?2")
         let update = try connection.statement(
             """
-            UPDATE devices SET platform = ?3, registered_at = ?4, list_position = ?5
-            WHERE user_pk = ?1 AND token = ?2 AND (platform IS NOT ?3 OR registered_at IS NOT ?4 OR list_position IS NOT ?5)
+            UPDATE devices SET platform = ?3, registered_at = ?4, list_position = ?5, provider = ?6, topic = ?7
+            WHERE user_pk = ?1 AND token = ?2
+              AND (platform IS NOT ?3 OR registered_at IS NOT ?4 OR list_position IS NOT ?5 OR provider IS NOT ?6 OR topic IS NOT ?7)
             """)
         var gainedDevice = false
         for (position, device) in user.devices.enumerated() {
@@ -123,6 +125,8 @@ final class SQLiteImportQueries {
             insert.bind([key, device.token, device.platform.rawValue])
             insert.bind(device.registeredAt, at: 4)
             insert.bind(position, at: 5)
+            insert.bind(device.provider.rawValue, at: 6)
+            insert.bind(device.topic, at: 7)
             try insert.run()
             if connection.changes > 0 {
                 gainedDevice = true
@@ -137,6 +141,8 @@ final class SQLiteImportQueries {
             update.bind([key, device.token, device.platform.rawValue])
             update.bind(device.registeredAt, at: 4)
             update.bind(position, at: 5)
+            update.bind(device.provider.rawValue, at: 6)
+            update.bind(device.topic, at: 7)
             try update.run()
             changed = changed || connection.changes > 0
             // A later registration counts as a new device: a token FCM called dead may be alive again.

@@ -1,3 +1,4 @@
+public import DigestCore
 public import DigestStore
 
 /// ``OutboxConsumer`` on SQLite: every operation is one `BEGIN IMMEDIATE` transaction, so concurrent
@@ -10,8 +11,12 @@ public final class SQLiteOutboxConsumer: OutboxConsumer {
         self.scope = scope
     }
 
-    public func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) async throws -> [LeasedMessage] {
-        try await scope.run { try $0.lease(owner: owner, limit: limit, now: now, leaseSeconds: leaseSeconds, maxAttempts: maxAttempts) }
+    public func lease(
+        owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int, providers: Set<Provider>
+    ) async throws -> [LeasedMessage] {
+        try await scope.run {
+            try $0.lease(owner: owner, limit: limit, now: now, leaseSeconds: leaseSeconds, maxAttempts: maxAttempts, providers: providers)
+        }
     }
 
     public func settle(_ settlements: [Settlement], owner: String, now: Int64, maxAttempts: Int) async throws -> Int {

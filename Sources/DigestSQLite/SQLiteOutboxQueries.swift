@@ -1,3 +1,4 @@
+import DigestCore
 import DigestStore
 
 /// The statements behind ``SQLiteOutboxConsumer``: every operation is one `BEGIN IMMEDIATE`
@@ -10,7 +11,7 @@ final class SQLiteOutboxQueries {
         self.connection = connection
     }
 
-    func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) throws -> [LeasedMessage] {
+    func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int, providers: Set<Provider>) throws -> [LeasedMessage] {
         try connection.transaction {
             let sweep = try connection.statement(SQL.expire)
             sweep.bind(now, at: 1)
@@ -22,14 +23,10 @@ final class SQLiteOutboxQueries {
             lease.bind(now + leaseSeconds, at: 2)
             lease.bind(now, at: 3)
             lease.bind(limit, at: 4)
+            lease.bind(Self.jsonArray(providers), at: 5)
             var messages: [LeasedMessage] = []
             messages.reserveCapacity(limit)
-            while try lease.step() {
-                messages.append(
-                    LeasedMessage(
-                        id: lease.int64(0), dedupeKey: lease.string(1), userID: lease.string(2),
-                        platform: lease.string(3), message: lease.string(4), attempts: lease.int(5)))
-            }
+            while try lease.step() { messages.append(try Self.message(lease)) }
             // RETURNING gives rows in no particular order.
             messages.sort { $0.id < $1.id }
             return messages
@@ -134,13 +131,22 @@ final class SQLiteOutboxQueries {
         statement.bind(now, at: 2)
         statement.bind(limit, at: 3)
         var messages: [LeasedMessage] = []
-        while try statement.step() {
-            messages.append(
-                LeasedMessage(
-                    id: statement.int64(0), dedupeKey: statement.string(1), userID: statement.string(2),
-                    platform: statement.string(3), message: statement.string(4), attempts: statement.int(5)))
-        }
+        while try statement.step() { messages.append(try Self.message(statement)) }
         return messages
+    }
+
+    /// A row of ``SQL/messageColumns``.
+    static func message(_ row: SQLiteStatement) throws -> LeasedMessage {
+        let id = row.int64(0)
+        return LeasedMessage(
+            id: id, dedupeKey: row.string(1), userID: row.string(2), platform: row.string(3), message: row.string(4),
+            attempts: row.int(5), provider: try OutboxRow.column(row.string(6), "provider", row: id), target: row.string(7),
+            headers: row.optionalString(8))
+    }
+
+    /// `["apns","fcm"]`: the set as the JSON array the lease reads with `json_each` (names need no escapes).
+    static func jsonArray(_ providers: Set<Provider>) -> String {
+        "[" + providers.map { "\"\($0.rawValue)\"" }.sorted().joined(separator: ",") + "]"
     }
 
     func backlog(now: Int64) throws -> OutboxBacklog {
@@ -157,6 +163,8 @@ final class SQLiteOutboxQueries {
 
     /// The statements, as documented in `docs/003-outbox-consumers.md`.
     enum SQL {
+        /// What a sender needs of a row (``SQLiteOutboxQueries/message(_:)`` reads them).
+        static let messageColumns = "id, dedupe_key, user_id, platform, message, attempts, provider, target, headers"
         static let expire = """
             UPDATE digest_outbox
             SET state = CASE WHEN attempts >= ?2 THEN 'dead' ELSE 'ready' END,
@@ -172,9 +180,9 @@ final class SQLiteOutboxQueries {
             SET state = 'leased', attempts = attempts + 1, lease_owner = ?1, leased_until = ?2
             WHERE id IN (
                 SELECT id FROM digest_outbox
-                WHERE state = 'ready' AND available_at <= ?3
+                WHERE state = 'ready' AND available_at <= ?3 AND provider IN (SELECT value FROM json_each(?5))
                 ORDER BY available_at, id LIMIT ?4)
-            RETURNING id, dedupe_key, user_id, platform, message, attempts
+            RETURNING \(messageColumns)
             """
         static let held = "WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2"
         static let sent = """
@@ -203,12 +211,12 @@ final class SQLiteOutboxQueries {
             \(held)
             """
         static let extend = "UPDATE digest_outbox SET leased_until = ?3 \(held)"
-        /// A token FCM called unregistered is remembered as dead (by token: a re-import of the device
-        /// does not revive it; a registration after `died_at` does).
+        /// A token its provider called unregistered is remembered as dead (by the row's target: a
+        /// re-import of the device does not revive it; a registration after `died_at` does).
         static let buryToken = """
             INSERT INTO digest_dead_tokens (token, died_at, reason)
-            SELECT json_extract(message, '$.message.token'), ?3, ?4 FROM digest_outbox
-            WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2 AND json_extract(message, '$.message.token') IS NOT NULL
+            SELECT target, ?3, ?4 FROM digest_outbox
+            WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2 AND target <> ''
             ON CONFLICT (token) DO UPDATE SET died_at = excluded.died_at, reason = excluded.reason
             """
         static let requeue = """
@@ -219,7 +227,7 @@ final class SQLiteOutboxQueries {
               AND (?3 IS NULL OR week = ?3)
             """
         static let peekDue = """
-            SELECT id, dedupe_key, user_id, platform, message, attempts FROM digest_outbox
+            SELECT \(messageColumns) FROM digest_outbox
             WHERE id > ?1 AND state = 'ready' AND available_at <= ?2 ORDER BY id LIMIT ?3
             """
         /// The retries by their partial index, and the ones never tried as every ready message not

@@ -231,6 +231,20 @@ enum SQLiteSchema {
         """
         ALTER TABLE devices ADD COLUMN list_position INTEGER;
         """,
+        // 13: providers (docs/001): a device names its push service (`provider`, FCM for the rows from
+        // before) and may name its app (`topic`, an APNs bundle id); an outbox row names its provider,
+        // the token it goes to (`target`, which the dead-device memory, the token key and prune read
+        // instead of an FCM path; backfilled from the FCM bodies of the rows from before) and the APNs
+        // headers (`headers`, NULL for FCM). Columns with constant defaults: no table rebuild; the
+        // backfill rewrites each row once.
+        """
+        ALTER TABLE devices ADD COLUMN provider TEXT NOT NULL DEFAULT 'fcm' CHECK (provider IN ('fcm', 'apns'));
+        ALTER TABLE devices ADD COLUMN topic TEXT;
+        ALTER TABLE digest_outbox ADD COLUMN provider TEXT NOT NULL DEFAULT 'fcm' CHECK (provider IN ('fcm', 'apns'));
+        ALTER TABLE digest_outbox ADD COLUMN target TEXT NOT NULL DEFAULT '';
+        ALTER TABLE digest_outbox ADD COLUMN headers TEXT;
+        UPDATE digest_outbox SET target = coalesce(json_extract(message, '$.message.token'), '');
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

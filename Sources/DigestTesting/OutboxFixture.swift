@@ -37,8 +37,8 @@ package enum OutboxFixture {
             let device = try connection.statement("INSERT INTO devices (user_pk, token, platform) VALUES (?, ?, ?)")
             let outbox = try connection.statement(
                 """
-                INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at)
-                VALUES (?, ?, ?, ?, 'Default', ?, '{}', ?, 0)
+                INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at, target)
+                VALUES (?, ?, ?, ?, 'Default', ?, '{}', ?, 0, ?)
                 """)
             for i in 1...count {
                 user.reset()
@@ -57,6 +57,7 @@ package enum OutboxFixture {
                 outbox.bind(platform(i), at: 4)
                 outbox.bind(message(i, week: week, invalid: invalid(i)), at: 5)
                 outbox.bind(availableAt, at: 6)
+                outbox.bind(token(i), at: 7)
                 try outbox.run()
             }
         }

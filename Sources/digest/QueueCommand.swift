@@ -8,7 +8,7 @@ struct QueueCommand: AsyncParsableCommand {
         commandName: "queue", abstract: "Look at the outbox.", subcommands: [Stats.self, Peek.self, RequeueDead.self, Prune.self])
 
     struct Stats: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Messages by state, platform, variant and week.")
+        static let configuration = CommandConfiguration(abstract: "Messages by state, platform, provider, variant and week.")
 
         @OptionGroup var database: DatabaseOptions
         @Flag(help: "Print JSON.") var json = false
@@ -27,6 +27,7 @@ struct QueueCommand: AsyncParsableCommand {
             print("messages: \(stats.total) (\(stats.due) ready and due now)")
             print("by state: \(list(stats.byState))")
             print("by platform: \(list(stats.byPlatform))")
+            print("by provider: \(list(stats.byProvider))")
             print("by variant: \(list(stats.byVariant))")
             print("by week: \(list(stats.byWeek))")
         }
@@ -40,7 +41,7 @@ struct QueueCommand: AsyncParsableCommand {
         @Option(help: "How many.") var limit = 5
         @Option(help: "Only this state (ready, leased, sent, dead, expired).") var state: String?
 
-        @Flag(help: "Print the whole FCM request body, token included.") var showTokens = false
+        @Flag(help: "Print the whole message and target, token included.") var showTokens = false
 
         func validate() throws {
             let states = OutboxDelivery.State.allCases.map(\.rawValue)
@@ -58,6 +59,8 @@ struct QueueCommand: AsyncParsableCommand {
                 writer.field("week", row.week)
                 writer.field("user_id", row.userID)
                 writer.field("platform", row.platform.rawValue)
+                writer.field("provider", row.provider.rawValue)
+                writer.field("target", showTokens ? row.target : Device.masked(row.target))
                 writer.field("variant", row.variant.rawValue)
                 writer.field("state", row.state.rawValue)
                 writer.field("available_at", Timestamp.format(row.availableAt))
@@ -66,6 +69,10 @@ struct QueueCommand: AsyncParsableCommand {
                 if let locale = row.locale { writer.field("locale", locale) }
                 writer.key("message")
                 writer.raw(Array((showTokens ? row.message : Self.maskToken(row.message)).utf8))
+                if let headers = row.headers {
+                    writer.key("headers")
+                    writer.raw(Array(headers.utf8))
+                }
                 writer.key("report")
                 writer.raw(Array(row.report.utf8))
                 writer.endObject()

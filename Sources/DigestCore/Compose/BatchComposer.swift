@@ -166,6 +166,12 @@ public struct BatchComposer: Sendable {
             user.skipped = reader.deadTokens > 0 ? .deadTokens : .noDevices
             return .finished(user)
         }
+        // Only FCM is encoded so far: a reader with no FCM device gets no digest (and no image fetched).
+        user.devicesUnsupported = reader.devices.count { !Self.canEncode($0) }
+        if user.devicesUnsupported == reader.devices.count {
+            user.skipped = .providerUnsupported
+            return .finished(user)
+        }
         let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)
         user.week = window.week
         user.timeZoneFellBack = zoneFellBack
@@ -188,7 +194,8 @@ public struct BatchComposer: Sendable {
         let localized = templates.localized(for: reader.locale)
         user.localeFellBack = localized.fellBackToRoot
         user.image = image
-        let platforms = Set(reader.devices.map(\.platform))
+        let devices = user.devicesUnsupported == 0 ? reader.devices : reader.devices.filter(Self.canEncode)
+        let platforms = Set(devices.map(\.platform))
         let slot = slot(for: reader)
         let encoded: EncodedPlan
         do {
@@ -205,20 +212,24 @@ public struct BatchComposer: Sendable {
         user.plan = plan
         let report = plan.reportJSON()
         let week = window.week.description
-        let keys = reader.devices.map { OutboxMessage.dedupeKey(week: week, userID: reader.id, token: $0.token) }
+        let keys = devices.map { OutboxMessage.dedupeKey(week: week, userID: reader.id, token: $0.token) }
         let ids = keys.indices.map { OutboxMessage.messageID(dedupeKey: keys[$0], position: first.advanced(by: $0)) }
-        let bodies = planner.encoder.messages(for: encoded, devices: reader.devices, messageIDs: ids)
-        user.messages = reader.devices.indices.map { index in
-            let device = reader.devices[index]
+        let bodies = planner.encoder.messages(for: encoded, devices: devices, messageIDs: ids)
+        user.messages = devices.indices.map { index in
+            let device = devices[index]
             return OutboxMessage(
                 dedupeKey: keys[index],
                 week: week, userID: reader.id, platform: device.platform,
                 variant: plan.variant, message: bodies[index], report: report, availableAt: slot.availableAt, picks: plan.picks,
                 windowEnd: slot.windowEnd, quietUntil: slot.quietUntil, expiresAt: slot.expiresAt,
-                locale: localized.resolved, messageID: ids[index])
+                locale: localized.resolved, messageID: ids[index], provider: device.provider, target: device.token)
         }
         return user
     }
+
+    /// Whether the composer can encode a message for the device's provider: FCM only, until the APNs
+    /// encoder is wired in.
+    static func canEncode(_ device: Device) -> Bool { device.provider == .fcm }
 
     /// The provider's outcome for each URL, asked concurrently (the provider bounds its downloads).
     private func imageOutcomes(_ urls: Set<String>) async -> [String: ImageOutcome] {

@@ -14,6 +14,9 @@ public struct ComposedUser: Sendable {
     public var isReengagement = false
     /// What the attachment provider gave for the top pick's image, if it had one.
     public var image: ImageOutcome?
+    /// Devices left out because the composer cannot encode for their provider yet (counted as
+    /// `provider_unsupported` among the run's skipped devices).
+    package var devicesUnsupported = 0
 
     init(reader: Reader) {
         self.reader = reader
@@ -24,6 +27,9 @@ public struct ComposedUser: Sendable {
         counters.users += 1
         if reader.deadTokens > 0 { counters.devicesSkipped["dead_token", default: 0] += reader.deadTokens }
         if reader.devicesOverLimit > 0 { counters.devicesSkipped["over_limit", default: 0] += reader.devicesOverLimit }
+        if devicesUnsupported > 0 {
+            counters.devicesSkipped[SkipReason.providerUnsupported.rawValue, default: 0] += devicesUnsupported
+        }
         if timeZoneFellBack { counters.timeZoneFallbacks += 1 }
         if localeFellBack { counters.localeFallbacks += 1 }
         switch image {

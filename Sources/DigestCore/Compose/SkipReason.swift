@@ -11,4 +11,7 @@ public enum SkipReason: String, Sendable, CaseIterable, Codable {
     case dormant
     /// No variant fitted the byte budget.
     case overBudget = "over_budget"
+    /// Every device of the reader goes through a provider this version cannot compose for yet (APNs
+    /// direct, until its encoder comes): never encoded as FCM.
+    case providerUnsupported = "provider_unsupported"
 }

@@ -29,7 +29,8 @@ public struct Reader: Sendable, Hashable {
 
 /// One registered device of a user.
 public struct Device: Sendable, Hashable {
-    /// The FCM registration token. Never logged whole: use ``maskedToken``.
+    /// The token the provider knows the device by: an FCM registration token, or an APNs device token
+    /// (lower-case hex). Never logged whole: use ``maskedToken``.
     public var token: String
     public var platform: Platform
     /// When the app last registered the token (Unix seconds; `nil`: not said). A token FCM called
@@ -39,14 +40,20 @@ public struct Device: Sendable, Hashable {
     /// The app's bundle id, a direct APNs request's `apns-topic`, for publishers with several apps
     /// (`nil`: ``APNsEncoder/Configuration/topic``).
     public var topic: String?
+    /// The push service the device's messages go through.
+    public var provider: Provider
 
-    public init(token: String, platform: Platform, registeredAt: Int64? = nil, topic: String? = nil) {
+    public init(token: String, platform: Platform, registeredAt: Int64? = nil, topic: String? = nil, provider: Provider = .fcm) {
         self.token = token
         self.platform = platform
         self.registeredAt = registeredAt
         self.topic = topic
+        self.provider = provider
     }
 
     /// The token shortened for logs and errors: its last four characters.
-    public var maskedToken: String { "…" + String(token.suffix(4)) }
+    public var maskedToken: String { Self.masked(token) }
+
+    /// Any token shortened so: `…` and its last four characters.
+    package static func masked(_ token: String) -> String { "…" + String(token.suffix(4)) }
 }

@@ -12,8 +12,16 @@ public struct OutboxMessage: Sendable, Hashable {
     public var userID: String
     public var platform: Platform
     public var variant: Variant
-    /// The FCM v1 request body, JSON.
+    /// The push service the message goes through (the device's).
+    public var provider: Provider
+    /// The token the message goes to (the device's): what the dead-device memory, "one device, one
+    /// reader" and prune work from, whatever the provider's body looks like.
+    public var target: String
+    /// Exactly what is sent, JSON: the FCM v1 request body, or the APNs payload.
     public var message: [UInt8]
+    /// The APNs request headers as a compact JSON object (`{"apns-push-type":"alert",…}`); `nil` for FCM,
+    /// whose body carries everything.
+    public var headers: String?
     /// JSON: picks, bytes per budget, rules.
     public var report: String
     /// Not to be sent before (Unix seconds, UTC).
@@ -35,9 +43,13 @@ public struct OutboxMessage: Sendable, Hashable {
         dedupeKey: String, week: String, userID: String, platform: Platform, variant: Variant,
         message: [UInt8], report: String, availableAt: Int64, picks: [String] = [],
         windowEnd: Int64? = nil, quietUntil: Int64? = nil, expiresAt: Int64? = nil, locale: String? = nil,
-        messageID: String? = nil
+        messageID: String? = nil, provider: Provider = .fcm, target: String? = nil, headers: String? = nil
     ) {
         self.messageID = messageID ?? Self.messageID(dedupeKey: dedupeKey)
+        self.provider = provider
+        // The composer always says; a message built by hand (tests, tools) is an FCM body naming its token.
+        self.target = target ?? Self.fcmToken(in: message)
+        self.headers = headers
         self.locale = locale
         self.windowEnd = windowEnd
         self.quietUntil = quietUntil
@@ -79,6 +91,19 @@ public struct OutboxMessage: Sendable, Hashable {
     /// Lowercase hex SHA-256 of a device token.
     public static func tokenHash(_ token: String) -> String {
         hex(SHA256.hash(data: Array(token.utf8)))
+    }
+
+    /// The value of the first `"token":"…"` in an FCM v1 body (empty when it has none): the target of
+    /// a message built without one. FCM tokens need no JSON escapes.
+    static func fcmToken(in body: [UInt8]) -> String {
+        let key = Array(#""token":""#.utf8)
+        guard body.count > key.count else { return "" }
+        for start in 0...(body.count - key.count) where body[start..<start + key.count].elementsEqual(key) {
+            let valueStart = start + key.count
+            guard let end = body[valueStart...].firstIndex(of: UInt8(ascii: "\"")) else { return "" }
+            return String(decoding: body[valueStart..<end], as: UTF8.self)
+        }
+        return ""
     }
 
     static func hex(_ bytes: some Sequence<UInt8>) -> String {

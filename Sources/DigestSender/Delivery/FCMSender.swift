@@ -1,5 +1,6 @@
 public import AsyncHTTPClient
 import CoreMetrics
+import DigestCore
 import DigestNIO
 public import DigestStore
 import DigestThreads
@@ -259,7 +260,7 @@ public struct FCMSender<Database: DigestPipelineStore>: Service {
                             session.book.leased(
                                 try await session.consumer.lease(
                                     owner: configuration.owner, limit: batchSize, now: now, leaseSeconds: configuration.leaseSeconds,
-                                    maxAttempts: configuration.maxAttempts))
+                                    maxAttempts: configuration.maxAttempts, providers: [.fcm]))
                         }
                     }
                     if head > 0 && head == buffer.count {

@@ -1,3 +1,5 @@
+public import DigestCore
+
 /// The consumer side of the outbox: what a sender does to messages, as in
 /// `docs/003-outbox-consumers.md`. Every operation follows ``OutboxDelivery/apply(_:)``.
 ///
@@ -6,15 +8,18 @@
 ///
 /// ```swift
 /// try await database.withOutboxConsumer { consumer in
-///     let batch = try await consumer.lease(owner: "host-1:4711", limit: 128, now: now, leaseSeconds: 60, maxAttempts: 12)
+///     let batch = try await consumer.lease(owner: "host-1:4711", limit: 128, now: now, leaseSeconds: 60, maxAttempts: 12, providers: [.fcm])
 ///     // … send each …
 ///     try await consumer.settle([.sent(id: batch[0].id, name: "projects/p/messages/1")], owner: "host-1:4711", now: now, maxAttempts: 12)
 /// }
 /// ```
 public protocol OutboxConsumer: Sendable {
     /// Returns expired leases to `ready` (or `dead` once their attempts are used up), then leases up to
-    /// `limit` due messages, oldest `available_at` first, in one writer transaction.
-    func lease(owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int) async throws -> [LeasedMessage]
+    /// `limit` due messages of the `providers` the caller can send, oldest `available_at` first, in one
+    /// writer transaction. Messages of other providers stay `ready` for a sender that can.
+    func lease(
+        owner: String, limit: Int, now: Int64, leaseSeconds: Int64, maxAttempts: Int, providers: Set<Provider>
+    ) async throws -> [LeasedMessage]
 
     /// Applies outcomes of messages `owner` holds, in one transaction; returns how many applied (a
     /// message whose lease was lost is left alone).
@@ -61,18 +66,30 @@ public struct LeasedMessage: Sendable, Hashable {
     public var dedupeKey: String
     public var userID: String
     public var platform: String
-    /// The FCM v1 request body, `{"message":{…}}`.
+    /// Exactly what is sent: the FCM v1 request body (`{"message":{…}}`), or the APNs payload.
     public var message: String
     /// Attempts including this one.
     public var attempts: Int
+    /// The push service to send it through.
+    public var provider: Provider
+    /// The token it goes to. Never logged whole.
+    public var target: String
+    /// The APNs request headers, a JSON object (`nil` for FCM).
+    public var headers: String?
 
-    public init(id: Int64, dedupeKey: String, userID: String, platform: String, message: String, attempts: Int) {
+    public init(
+        id: Int64, dedupeKey: String, userID: String, platform: String, message: String, attempts: Int,
+        provider: Provider = .fcm, target: String = "", headers: String? = nil
+    ) {
         self.id = id
         self.dedupeKey = dedupeKey
         self.userID = userID
         self.platform = platform
         self.message = message
         self.attempts = attempts
+        self.provider = provider
+        self.target = target
+        self.headers = headers
     }
 }
 
@@ -84,8 +101,8 @@ public enum Settlement: Sendable, Hashable {
     case retry(id: Int64, at: Int64, error: String)
     /// `dead` with the reason.
     case dead(id: Int64, reason: String)
-    /// `dead` with the reason, and the message's device (its user and token) removed from `devices`,
-    /// so the next run skips it.
+    /// `dead` with the reason, and the message's target remembered as a dead device (by token, in
+    /// `digest_dead_tokens`), so the next run skips it until the app registers it again.
     case unregistered(id: Int64, reason: String)
     /// `ready` again, untried: the lease does not count as an attempt.
     case release(id: Int64)

@@ -57,7 +57,7 @@ public protocol DigestOperatorViews: Sendable {
     func eventCounts(week: String) async throws -> [EventCounts]
     /// Where each week's run stands (the latest 20 weeks, or only `week`), newest first.
     func runStatus(week: ISOWeek?) async throws -> [RunStatus]
-    /// Messages in the outbox by state, platform, variant and week; `due` counts those due at `now`.
+    /// Messages in the outbox by state, platform, variant, week and provider; `due` counts those due at `now`.
     func outboxStats(now: Int64) async throws -> OutboxStats
     /// The first `limit` messages (optionally of one state), oldest first.
     func peek(limit: Int, state: OutboxDelivery.State?) async throws -> [OutboxRow]
@@ -101,9 +101,12 @@ public struct OutboxStats: Sendable, Codable, Hashable {
     public var byWeek: [String: Int]
     /// `ready` messages whose `available_at` has come.
     public var due: Int
+    /// Messages by push service (``Provider``'s names).
+    public var byProvider: [String: Int]
 
     public init(total: Int = 0, byState: [String: Int] = [:], byPlatform: [String: Int] = [:],
-                byVariant: [String: Int] = [:], byWeek: [String: Int] = [:], due: Int = 0) {
+                byVariant: [String: Int] = [:], byWeek: [String: Int] = [:], due: Int = 0, byProvider: [String: Int] = [:]) {
+        self.byProvider = byProvider
         self.total = total
         self.byState = byState
         self.byPlatform = byPlatform
@@ -131,10 +134,19 @@ public struct OutboxRow: Sendable, Hashable {
     public var messageID: String?
     /// The locale whose templates composed the message (`nil` on rows from before it was kept).
     public var locale: String?
+    /// The push service the message goes through.
+    public var provider: Provider
+    /// The token it goes to. Never shown whole: `digest queue peek` masks it.
+    public var target: String
+    /// The APNs request headers, a JSON object (`nil` for FCM).
+    public var headers: String?
 
     public init(id: Int64, dedupeKey: String, week: String, userID: String, platform: Platform, variant: Variant,
                 message: String, report: String, availableAt: Int64, state: OutboxDelivery.State, attempts: Int, lastError: String?,
-                messageID: String? = nil, locale: String? = nil) {
+                messageID: String? = nil, locale: String? = nil, provider: Provider = .fcm, target: String = "", headers: String? = nil) {
+        self.provider = provider
+        self.target = target
+        self.headers = headers
         self.messageID = messageID
         self.locale = locale
         self.id = id
@@ -153,7 +165,7 @@ public struct OutboxRow: Sendable, Hashable {
 }
 
 extension OutboxRow {
-    /// A `platform`, `variant` or `state` column's value as its enum; a value this version does not
+    /// A `platform`, `variant`, `state` or `provider` column's value as its enum; a value this version does not
     /// know (a row written by a newer one, or by hand) is an error naming the column and the row.
     package static func column<Value: RawRepresentable<String>>(_ raw: String, _ name: String, row id: Int64) throws -> Value {
         guard let value = Value(rawValue: raw) else { throw UnknownOutboxValue(column: name, value: raw, rowID: id) }
@@ -161,7 +173,7 @@ extension OutboxRow {
     }
 }
 
-/// An outbox row whose `platform`, `variant` or `state` holds a value this version does not know.
+/// An outbox row whose `platform`, `variant`, `state` or `provider` holds a value this version does not know.
 public struct UnknownOutboxValue: Error, CustomStringConvertible, Hashable {
     package var column: String
     package var value: String

@@ -81,7 +81,7 @@ import DigestImport
             #expect(try await ledger.commit(week: Self.week, through: 0, messages: messages, counters: RunCounters(), now: 0) == tokens.count)
         }
         try await store.withConsumer { consumer in
-            let leased = try await consumer.lease(owner: "s", limit: 100, now: now, leaseSeconds: 60, maxAttempts: 5)
+            let leased = try await consumer.lease(owner: "s", limit: 100, now: now, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
             #expect(leased.count == tokens.count)
             let settled = try await consumer.settle(
                 leased.map { .unregistered(id: $0.id, reason: "UNREGISTERED") }, owner: "s", now: now, maxAttempts: 5)

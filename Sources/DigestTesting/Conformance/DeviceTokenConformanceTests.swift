@@ -28,7 +28,7 @@ import DigestImport
         try await store.outbox(count: 2)  // u1 (tok-1), u2 (tok-2), one message each
         let died: Int64 = 1_000_000
         try await store.withConsumer { consumer in
-            let leased = try await consumer.lease(owner: "a", limit: 2, now: died, leaseSeconds: 60, maxAttempts: 5)
+            let leased = try await consumer.lease(owner: "a", limit: 2, now: died, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
             let first = try #require(leased.first { $0.userID == "u1" })
             #expect(try await consumer.settle([.unregistered(id: first.id, reason: "UNREGISTERED: gone")], owner: "a", now: died, maxAttempts: 5) == 1)
         }
@@ -60,7 +60,7 @@ import DigestImport
             _ = try await ledger.commit(week: week, through: 0, messages: [message], counters: RunCounters(), now: 0)
         }
         try await store.withConsumer { consumer in
-            let leased = try await consumer.lease(owner: "a", limit: 5, now: died + 120, leaseSeconds: 60, maxAttempts: 5)
+            let leased = try await consumer.lease(owner: "a", limit: 5, now: died + 120, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
             let message = try #require(leased.first { $0.userID == "u1" })
             _ = try await consumer.settle([.unregistered(id: message.id, reason: "UNREGISTERED: gone")], owner: "a", now: died + 120, maxAttempts: 5)
         }

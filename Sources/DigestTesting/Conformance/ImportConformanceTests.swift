@@ -99,9 +99,9 @@ import DigestImport
         // replaced (u-dup on line 42, a-dup on line 28), so it counts as written and as duplicate_id.
         // A reader with 21 devices goes in with all of them, counted apart from the skipped lines.
         #expect(outcome.summaries == [
-            "users: 51 lines, 15 written, 0 unchanged, skipped: bad_date 1, bad_id 4, bad_json 5, bad_locale 1, bad_platform 1, "
-                + "bad_time_zone 2, bad_token 4, duplicate_id 2, line_too_long 1, lone_surrogate 2, missing_field 2, not_an_object 1, "
-                + "not_utf8 2, too_deep 2, wrong_type 5, devices over limit: 1",
+            "users: 59 lines, 17 written, 0 unchanged, skipped: bad_date 1, bad_id 4, bad_json 5, bad_locale 1, bad_platform 2, "
+                + "bad_provider 1, bad_time_zone 2, bad_token 7, bad_topic 1, duplicate_id 2, line_too_long 1, lone_surrogate 2, "
+                + "missing_field 2, not_an_object 1, not_utf8 2, too_deep 2, wrong_type 5, devices over limit: 1",
             "articles: 34 lines, 8 written, 0 unchanged, skipped: bad_date 6, bad_id 1, bad_json 1, bad_language 1, bad_number 5, "
                 + "bad_topics 1, bad_url 3, duplicate_id 1, line_too_long 1, lone_surrogate 1, missing_field 1, too_deep 1, wrong_type 4, "
                 + "devices over limit: 0",
@@ -131,7 +131,15 @@ import DigestImport
         #expect(readers["u-dup"].map { ($0.locale, $0.devices) } ?? ("", []) == ("pl-PL", [Device(token: "tok-dup-3", platform: .ios)]))
         #expect(readers["u-deep-32"] != nil && readers["u-deep-33"] == nil)
         #expect(readers["u-unknown-fields"]?.optedOut == true && readers["u-last"] != nil)
-        #expect(readers.count == 14)
+        // APNs devices: iOS, the token's hex lower-cased, the topic kept; FCM beside them as before.
+        let apnsToken = "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"
+        #expect(
+            readers["u-apns"]?.devices == [
+                Device(token: apnsToken, platform: .ios, topic: "com.example.news", provider: .apns),
+                Device(token: "tok-apns-fcm", platform: .android, provider: .fcm),
+            ])
+        #expect(readers["u-apns-200"]?.devices == [Device(token: String(repeating: "c", count: 200), platform: .ios, provider: .apns)])
+        #expect(readers.count == 16)
 
         let articles = outcome.articles
         #expect(articles["a-nul"]?.title == "Null title")

@@ -11,12 +11,12 @@ import Testing
         let store = try await StoreHarness(backend)
         try await store.outbox(count: 6) { i in Int64(100 - i) }  // u6 is the oldest
         try await store.withConsumer { consumer in
-            let first = try await consumer.lease(owner: "a", limit: 2, now: 95, leaseSeconds: 60, maxAttempts: 5)
+            let first = try await consumer.lease(owner: "a", limit: 2, now: 95, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
             #expect(first.map(\.userID).sorted() == ["u5", "u6"])
             #expect(first.allSatisfy { $0.attempts == 1 && $0.message.contains("tok-") })
-            let second = try await consumer.lease(owner: "b", limit: 10, now: 95, leaseSeconds: 60, maxAttempts: 5)
+            let second = try await consumer.lease(owner: "b", limit: 10, now: 95, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
             #expect(second.isEmpty)  // u1…u4 are not due before 96…99
-            let third = try await consumer.lease(owner: "b", limit: 10, now: 99, leaseSeconds: 60, maxAttempts: 5)
+            let third = try await consumer.lease(owner: "b", limit: 10, now: 99, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
             #expect(third.map(\.userID).sorted() == ["u1", "u2", "u3", "u4"])
             #expect(try await consumer.backlog(now: 99) == OutboxBacklog(due: 0, retrying: 0, leased: 6))
         }
@@ -38,10 +38,10 @@ import Testing
             }
         }
         try await store.withConsumer { consumer in
-            #expect(try await consumer.lease(owner: "a", limit: 10, now: due - hour, leaseSeconds: 60, maxAttempts: 5).isEmpty)
+            #expect(try await consumer.lease(owner: "a", limit: 10, now: due - hour, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm]).isEmpty)
             #expect(try await consumer.backlog(now: due - hour) == OutboxBacklog(waiting: 3, nextDue: due))
             // The sender comes back in the reader's night: u3 goes, u1 waits for the morning, u2 expired.
-            let night = try await consumer.lease(owner: "a", limit: 10, now: due + 14 * hour, leaseSeconds: 60, maxAttempts: 5)
+            let night = try await consumer.lease(owner: "a", limit: 10, now: due + 14 * hour, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
             #expect(night.map(\.userID) == ["u3"])
             #expect(try await consumer.settle(night.map { .sent(id: $0.id, name: "n") }, owner: "a", now: due + 14 * hour, maxAttempts: 5) == 1)
             let rows = try store.rows()
@@ -51,8 +51,8 @@ import Testing
             #expect(byUser["u2"]?.lastError == "EXPIRED: not sent before its TTL ended at 2026-11-16T09:00:00Z")
             #expect(byUser["u1"]?.state == .ready && byUser["u1"]?.availableAt == due + 23 * hour)
             #expect(try store.sql("SELECT count(*) FROM digest_outbox WHERE user_id = 'u1' AND window_end = \(backend == .sqlite ? "\(due + 36 * hour)" : "to_timestamp(\(due + 36 * hour))")") == "1")
-            #expect(try await consumer.lease(owner: "a", limit: 10, now: due + 22 * hour, leaseSeconds: 60, maxAttempts: 5).isEmpty)
-            let morning = try await consumer.lease(owner: "a", limit: 10, now: due + 23 * hour, leaseSeconds: 60, maxAttempts: 5)
+            #expect(try await consumer.lease(owner: "a", limit: 10, now: due + 22 * hour, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm]).isEmpty)
+            let morning = try await consumer.lease(owner: "a", limit: 10, now: due + 23 * hour, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
             #expect(morning.map(\.userID) == ["u1"])
         }
     }
@@ -61,7 +61,7 @@ import Testing
         let store = try await StoreHarness(backend)
         try await store.outbox(count: 5)
         try await store.withConsumer { consumer in
-            let leased = try await consumer.lease(owner: "a", limit: 5, now: 10, leaseSeconds: 60, maxAttempts: 5)
+            let leased = try await consumer.lease(owner: "a", limit: 5, now: 10, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
             #expect(leased.count == 5)
             let ids = leased.map(\.id)
             #expect(try await consumer.settle([.sent(id: ids[0], name: "x")], owner: "b", now: 11, maxAttempts: 5) == 0)
@@ -106,7 +106,7 @@ import Testing
                     try await StoreHarness.withConsumer(database) { consumer in
                         var ids: [Int64] = []
                         while case let batch = try await consumer.lease(
-                            owner: "w\(worker)", limit: 7, now: 1, leaseSeconds: 60, maxAttempts: 5), !batch.isEmpty {
+                            owner: "w\(worker)", limit: 7, now: 1, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm]), !batch.isEmpty {
                             ids += batch.map(\.id)
                         }
                         return ids
@@ -143,7 +143,7 @@ import Testing
                 switch random.next() % 7 {
                 case 0, 1:
                     let limit = Int(1 + random.next() % 3)
-                    let leased = try await consumer.lease(owner: owner, limit: limit, now: now, leaseSeconds: 30, maxAttempts: maxAttempts)
+                    let leased = try await consumer.lease(owner: owner, limit: limit, now: now, leaseSeconds: 30, maxAttempts: maxAttempts, providers: [.fcm])
                     for key in model.keys {
                         model[key]!.apply(.expire(now: now, maxAttempts: maxAttempts))
                         model[key]!.apply(.settleWindow(now: now))

@@ -108,7 +108,7 @@ import Glibc
         try store.sql(
             "UPDATE digest_outbox SET available_at = \(Self.time(old - 20 * Self.day, backend)), expires_at = \(Self.time(old - 13 * Self.day, backend)) WHERE user_id = 'sweptLate'")
         let swept = try await store.withConsumer { consumer in
-            try await consumer.lease(owner: "late", limit: 0, now: young, leaseSeconds: 60, maxAttempts: 5)
+            try await consumer.lease(owner: "late", limit: 0, now: young, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
         }
         #expect(swept.isEmpty)
         #expect(try store.rows().values.contains { $0.state == .expired && $0.settledAt == young })

@@ -1,0 +1,8 @@
+/// The push service a device's messages go through; its raw value is the stable name the input
+/// files, the stores and the outbox rows use.
+public enum Provider: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Firebase Cloud Messaging, HTTP v1: the token is an FCM registration token.
+    case fcm
+    /// Apple Push Notification service, direct: the token is the APNs device token (lower-case hex).
+    case apns
+}
