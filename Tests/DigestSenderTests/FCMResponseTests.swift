@@ -82,7 +82,7 @@ import Testing
     }
 
     @Test func theRatePacerSpreadsSendsEvenly() {
-        var pacer = RatePacer(perMinute: 600, burst: 1)  // one per 100 ms
+        var pacer = RatePacer<ContinuousClock.Instant>(perMinute: 600, burst: 1)  // one per 100 ms
         let start = ContinuousClock.now
         #expect(pacer.reserve(now: start) == .zero)
         #expect(pacer.reserve(now: start) == .milliseconds(100))
@@ -96,7 +96,7 @@ import Testing
     /// a steady sender gets all but the burst's share of it.
     @Test(arguments: [(600, 1), (600, 10), (60_000, 1_000), (7, 3)])
     func theRatePacerNeverExceedsTheRateInAnyMinute(perMinute: Int, burst: Int) {
-        var pacer = RatePacer(perMinute: perMinute, burst: burst)
+        var pacer = RatePacer<ContinuousClock.Instant>(perMinute: perMinute, burst: burst)
         var random = SystemRandomNumberGenerator()
         let start = ContinuousClock.now
         var now = start
@@ -123,17 +123,18 @@ import Testing
 
     /// A 429's Retry-After holds every connection until the latest deadline any answer asked for.
     @Test func theQuotaHoldKeepsTheLatestDeadline() {
-        let hold = QuotaHold()
-        #expect(hold.until == nil)
-        #expect(hold.extend(by: .seconds(30)))
-        let first = hold.until
-        #expect(!hold.extend(by: .seconds(5)))  // a shorter Retry-After does not shorten the hold
-        #expect(hold.until == first)
-        #expect(hold.extend(by: .seconds(60)))
-        #expect(hold.until! > first!)
+        var hold = SenderStateMachineTests.Run(concurrency: 4)
+        #expect(hold.machine.holdUntil == nil)
+        hold.answer(.retry(after: nil, .init(code: "QUOTA_EXCEEDED", detail: "m"), pauseEverything: .seconds(30)))
+        let first = hold.machine.holdUntil
+        #expect(first == .at(.seconds(30)) && hold.reported.contains(.held))
+        hold.answer(.retry(after: nil, .init(code: "QUOTA_EXCEEDED", detail: "m"), pauseEverything: .seconds(5)))
+        #expect(hold.machine.holdUntil == first)  // a shorter Retry-After does not shorten the hold
+        hold.answer(.retry(after: nil, .init(code: "QUOTA_EXCEEDED", detail: "m"), pauseEverything: .seconds(60)))
+        #expect(hold.machine.holdUntil! > first!)
     }
 
     @Test func aDryRunAddsValidateOnly() {
-        #expect(FCMSender<SQLiteDatabase>.dryRun(#"{"message":{"token":"t"}}"#) == #"{"validate_only":true,"message":{"token":"t"}}"#)
+        #expect(FCMTransport.dryRun(#"{"message":{"token":"t"}}"#) == #"{"validate_only":true,"message":{"token":"t"}}"#)
     }
 }

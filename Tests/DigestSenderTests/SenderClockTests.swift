@@ -15,12 +15,11 @@ import Testing
             configuration.retry.timeScale = 1
             configuration.drain = false
         } _: { sender, _ in
-            let stop = StopFlag()
-            let sending = Task { try await sender.send(stop: stop) }
+            let sending = Task { try await sender.send() }
             try await SendBinaryTests.until(.seconds(30)) {
                 try OutboxFixture.scalar(path: db, "SELECT state || ' ' || attempts FROM digest_outbox") == "ready 1"
             }
-            stop.request()
+            sending.cancel()  // a stop, as SIGTERM's graceful shutdown is
             _ = try await sending.value
         }
     }

@@ -25,11 +25,21 @@ package enum FCMVerdict: Sendable, Hashable {
 
 /// Reads FCM HTTP v1 responses into verdicts. Pure: no I/O, the random source is injected.
 package enum FCMResponse {
-    /// The verdict for an HTTP answer to the `attempt`-th try of a message.
+    /// The verdict for an HTTP answer to the `attempt`-th try of a message: ``classify(status:retryAfter:body:policy:now:)``
+    /// with the backoff the sender's state machine adds to a retry.
     package static func verdict(
         status: Int, retryAfter: String?, body: [UInt8], attempt: Int, policy: RetryPolicy, now: Date,
         random: inout some RandomNumberGenerator
     ) -> FCMVerdict {
+        let backoff = policy.backoff(attempt: attempt, using: &random)
+        let verdict = classify(status: status, retryAfter: retryAfter, body: body, policy: policy, now: now)
+        guard case .retry(let after, let code, let detail) = verdict else { return verdict }
+        return .retry(after: max(after, backoff), code: code, detail: detail)
+    }
+
+    /// The FCM errors table: the verdict for an HTTP answer, a retry's delay being what FCM asks for
+    /// (`Retry-After`, at least a minute for a quota error), scaled, without the backoff.
+    package static func classify(status: Int, retryAfter: String?, body: [UInt8], policy: RetryPolicy, now: Date) -> FCMVerdict {
         if (200..<300).contains(status) {
             return .sent(name: successName(body))
         }
@@ -41,7 +51,6 @@ package enum FCMResponse {
             .first { ($0["@type"] as? String)?.hasSuffix("google.firebase.fcm.v1.FcmError") == true }?["errorCode"] as? String
         let code = fcmCode ?? statusName ?? "HTTP_\(status)"
         let serverDelay = retryAfter.flatMap { parseRetryAfter($0, now: now) }.map { policy.scaled($0) } ?? .zero
-        let backoff = policy.backoff(attempt: attempt, using: &random)
 
         switch (code, status) {
         case ("UNREGISTERED", _):
@@ -51,9 +60,9 @@ package enum FCMResponse {
         case ("THIRD_PARTY_AUTH_ERROR", _):
             return .stop(.thirdPartyAuth, code: code, detail: message)
         case ("QUOTA_EXCEEDED", _), (_, 429):
-            return .retry(after: max(policy.scaled(policy.quotaMinimum), serverDelay, backoff), code: fcmCode ?? "QUOTA_EXCEEDED", detail: message)
+            return .retry(after: max(policy.scaled(policy.quotaMinimum), serverDelay), code: fcmCode ?? "QUOTA_EXCEEDED", detail: message)
         case ("UNAVAILABLE", _), ("INTERNAL", _), (_, 500...599):
-            return .retry(after: max(serverDelay, backoff), code: code, detail: message)
+            return .retry(after: serverDelay, code: code, detail: message)
         case (_, 401):
             return .reauthenticate(detail: message)
         case (_, 403):
@@ -65,11 +74,6 @@ package enum FCMResponse {
         default:
             return .dead(code: code, detail: message, unregistered: false)
         }
-    }
-
-    /// The verdict when no answer came (refused or dropped connection, timeout).
-    package static func verdict(networkError: any Error, attempt: Int, policy: RetryPolicy, random: inout some RandomNumberGenerator) -> FCMVerdict {
-        .retry(after: policy.backoff(attempt: attempt, using: &random), code: "NETWORK", detail: String(describing: networkError).prefix(200).description)
     }
 
     /// The `name` of a success body (`{"name":"projects/…/messages/…"}`): a plain scan for the common

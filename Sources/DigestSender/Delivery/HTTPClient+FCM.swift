@@ -3,7 +3,7 @@ import NIOCore
 import NIOSSL
 
 extension HTTPClient.Configuration {
-    /// Event loops of `digest send`'s client: one. The sender's dispatcher, its outcome writer and
+    /// Event loops of `digest send`'s client: one. The sender's driver loop, its store tasks and
     /// every message's task and request then share one thread and never wake another loop; the
     /// outbox thread and the server (FCM's, or the fake one on loopback) have the other cores.
     /// Measured on two cores against the fake server: about 10% less sender CPU a message than with a

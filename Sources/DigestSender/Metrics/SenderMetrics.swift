@@ -11,7 +11,7 @@ struct SenderMetrics: Sendable {
     let inFlight = Gauge(label: "digest_sender_in_flight")
     /// The pacer's steady rate, messages a second (0: unpaced).
     let ratePerSecond = Gauge(label: "digest_sender_rate_limit_per_second")
-    /// Time the dispatcher waited for the pacer.
+    /// Time sends waited for the pacer.
     let pacedMicroseconds = Counter(label: "digest_sender_paced_microseconds_total")
     /// 429 answers with a Retry-After that held every connection (or held it longer).
     let quotaHolds = Counter(label: "digest_sender_quota_holds_total")

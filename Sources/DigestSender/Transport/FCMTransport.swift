@@ -1,0 +1,149 @@
+import AsyncHTTPClient
+import CoreMetrics
+import DigestNIO
+import DigestStore
+import Foundation
+import NIOCore
+
+/// FCM HTTP v1 as a ``PushTransport``: a row's `message` is the body of
+/// `POST {endpoint}/v1/projects/{project_id}/messages:send` with an OAuth access token, and FCM's
+/// answer is read by its errors table (``FCMResponse``, docs/007-rules-and-limits.md) into an outcome.
+///
+/// Requests go over lanes (``RequestLanes``): over `https` each exchange has its own HTTP/2
+/// connection driven at the frame level (``FCMExchange``), else one client of the sender's.
+struct FCMTransport: PushTransport {
+    let projectID: String
+    let lanes: [RequestLanes.Lane]
+    /// One per connection: `client`'s, then each of `connections`'.
+    let exchanges: [FCMExchange]
+    let tokens: AccessTokenProvider
+    let validateOnly: Bool
+    let requestTimeout: TimeAmount
+    let retry: RetryPolicy
+    let clock: @Sendable () -> Int64
+    let metrics: SenderMetrics
+
+    init<Database>(projectID: String, client: HTTPClient, connections: [HTTPClient], tokens: AccessTokenProvider,
+                   configuration: FCMSender<Database>.Configuration, metrics: SenderMetrics) {
+        self.projectID = projectID
+        self.tokens = tokens
+        self.validateOnly = configuration.validateOnly
+        self.requestTimeout = configuration.requestTimeout
+        self.retry = configuration.retry
+        self.clock = configuration.clock
+        self.metrics = metrics
+        let url = "\(configuration.endpoint)/v1/projects/\(projectID)/messages:send"
+        let connector = configuration.ownHTTP2Connections ? FCMConnector(url: url, caFile: configuration.caFile) : nil
+        let clients = [client] + connections
+        let eventLoops = Array(client.eventLoopGroup.makeIterator())
+        // Over HTTP/1.1 an exchange carries one request at a time for each lane on it.
+        let count = RequestLanes.count(exchanges: clients.count, eventLoops: eventLoops.count, concurrency: configuration.concurrency)
+        exchanges = clients.enumerated().map { index, client in
+            let http1 = RequestLanes.lanes(onExchange: index, of: clients.count, count: count)
+            return connector.map { FCMExchange(client: client, url: url, connector: $0, http1Connections: http1) }
+                ?? FCMExchange(client: client, url: url, http1Connections: http1)
+        }
+        lanes = RequestLanes.make(exchanges: exchanges, eventLoops: eventLoops, concurrency: configuration.concurrency)
+    }
+
+    var laneCapacities: [Int] { lanes.map(\.requests) }
+
+    func executor(ofLane lane: Int) -> EventLoopExecutor { lanes[lane].executor }
+
+    func prepare() async throws {
+        _ = try await tokens.token()  // bad credentials stop here, before anything is leased
+    }
+
+    func close() {
+        for exchange in exchanges { exchange.closeConnection() }
+    }
+
+    /// Refused requests posted again in a row before the refusal counts as a failed try.
+    static var maxRefusals: Int { 8 }
+
+    /// One try of one message.
+    ///
+    /// A request the server refused unprocessed (a stream past the last one its GOAWAY names, or reset
+    /// with REFUSED_STREAM) is posted again at once and is no try: FCM did nothing with it. Any other
+    /// failure without an answer may have been delivered, and is retried later as a try. A 401 fetches
+    /// a new access token and tries once more.
+    func deliver(_ message: LeasedMessage, lane: Int) async -> PushOutcome {
+        let exchange = lanes[lane].exchange, eventLoop = lanes[lane].executor.eventLoop
+        let started = ContinuousClock.now
+        defer { metrics.latency.recordNanoseconds(Int64((ContinuousClock.now - started).seconds * 1e9)) }
+        var reauthenticated = false
+        var refusals = 0
+        while true {
+            let token: String
+            do {
+                if let cached = tokens.currentToken() { token = cached } else { token = try await tokens.token() }
+            } catch {
+                let failure = error as? SenderError
+                // A source still unavailable when the token expired: exit 75, a later start may work.
+                return .credentialsRefused(
+                    stopError(failure?.code == .unavailable ? .unavailable : .authentication, errorCode: "AUTH", detail: failure?.message ?? "\(error)"))
+            }
+            let body = ByteBuffer(string: validateOnly ? Self.dryRun(message.message) : message.message)
+            let verdict: FCMVerdict
+            let answer: FCMExchange.Answer
+            do {
+                answer = try await exchange.post(body, token: token, on: eventLoop, timeout: requestTimeout)
+            } catch where FCMExchange.wasRefused(error) && refusals < Self.maxRefusals {
+                refusals += 1
+                metrics.refused.increment()
+                continue
+            } catch {
+                return .retry(after: nil, .init(code: "NETWORK", detail: String(describing: error).prefix(200).description))
+            }
+            // The sender's clock reads whole seconds, as HTTP dates do: a Retry-After date that is the
+            // longest wait comes back as the retry time exactly (the state machine adds the delay to
+            // the same clock), and a hold of every send lasts at most a second longer.
+            let now = Date(timeIntervalSince1970: TimeInterval(clock()))
+            verdict = FCMResponse.classify(status: answer.status, retryAfter: answer.retryAfter, body: Array(buffer: answer.body), policy: retry, now: now)
+            switch verdict {
+            case .sent(let name):
+                return .sent(receipt: name)
+            case .retry(let after, let code, let detail):
+                // FCM asked every connection to slow down: a 429 with Retry-After.
+                let pause = answer.status == 429 ? answer.retryAfter.flatMap { FCMResponse.parseRetryAfter($0, now: now) }.map(retry.scaled) : nil
+                return .retry(after: after, .init(code: code, detail: detail), pauseEverything: pause)
+            case .dead(let code, let detail, let unregistered):
+                return unregistered ? .deviceDead(.init(code: code, detail: detail)) : .messageDead(.init(code: code, detail: detail))
+            case .stop(let code, let errorCode, let detail):
+                return .credentialsRefused(stopError(code, errorCode: errorCode, detail: detail))
+            case .reauthenticate(let detail):
+                if reauthenticated { return .credentialsRefused(stopError(.authentication, errorCode: "UNAUTHENTICATED", detail: detail)) }
+                await tokens.invalidate(token)
+                reauthenticated = true
+            }
+        }
+    }
+
+    /// `{"message":…}` → `{"validate_only":true,"message":…}`.
+    static func dryRun(_ body: String) -> String {
+        guard body.hasPrefix("{") else { return body }
+        return "{\"validate_only\":true," + body.dropFirst()
+    }
+
+    private func stopError(_ code: SenderError.Code, errorCode: String, detail: String) -> SenderError {
+        Self.stopError(code, errorCode: errorCode, detail: detail, projectID: projectID, principal: tokens.principal)
+    }
+
+    static func stopError(_ code: SenderError.Code, errorCode: String, detail: String, projectID: String, principal: String) -> SenderError {
+        if code == .unavailable {
+            return SenderError(code, "no access token (\(detail)); leases released, nothing more sent")
+        }
+        let advice: String
+        switch code {
+        case .thirdPartyAuth:
+            advice = "the APNs authentication key or certificate, or the web push credentials, in the Firebase project \(projectID) are missing or invalid"
+        case .configuration:
+            advice = "check --endpoint and the project id \(projectID)"
+        default:
+            advice = "\(principal) may not send messages for the project \(projectID): check its key or access scopes and its Firebase Cloud Messaging permission"
+        }
+        // AUTH: the credentials source refused a refresh mid-run, not FCM.
+        let cause = errorCode == "AUTH" ? "no access token (\(detail))" : "FCM answered \(errorCode) (\(detail))"
+        return SenderError(code, "\(cause): \(advice); leases released, nothing more sent")
+    }
+}

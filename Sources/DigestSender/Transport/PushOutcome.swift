@@ -1,0 +1,26 @@
+/// What one try of one message came to, in words every provider's answers fit: a transport reads its
+/// provider's answer into one of these (FCM: ``FCMResponse``), and ``SenderStateMachine`` decides
+/// from it alone what the outbox records.
+enum PushOutcome: Sendable {
+    /// Why a try failed: the provider's error code (`NETWORK` when no answer came) and its message.
+    struct Failure: Sendable, Hashable {
+        var code: String
+        var detail: String
+
+        /// `CODE: detail`, as the outbox's `last_error` starts.
+        var reason: String { "\(code): \(detail)" }
+    }
+
+    /// Accepted; `receipt` is the provider's id for the message (FCM's message name).
+    case sent(receipt: String)
+    /// Failed for now: try again no sooner than `after` (the provider's `Retry-After`, or its rule's
+    /// minimum, already scaled; nil: the backoff alone decides). `pauseEverything`: the provider asked
+    /// the whole sender to send nothing for that long (FCM's 429 with `Retry-After`).
+    case retry(after: Duration?, Failure, pauseEverything: Duration? = nil)
+    /// The device token is dead: the message is dead and the token remembered as dead.
+    case deviceDead(Failure)
+    /// This message can never be delivered (a bad payload); the device stays.
+    case messageDead(Failure)
+    /// The provider or the credentials source refused this sender: no retry helps, stop everything.
+    case credentialsRefused(SenderError)
+}
