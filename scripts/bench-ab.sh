@@ -133,6 +133,8 @@ if [[ " $PARTS " == *" sqlite "* ]]; then
       --week "$WEEK" >"$OUT/generate-sqlite-$data.json"
     echo "$data's \`digest-bench generate --users $USERS --reads $reads --week $WEEK\`: $(cat "$OUT/generate-sqlite-$data.json")" \
       >"$OUT/data-sqlite-$data.txt"
+    # Both builds' migrations first, so no measured run pays for one (as for send below).
+    for build in A B; do "$(dir_of "$build")/.build/release/digest" migrate --db "$OUT/gen-$data.sqlite" >/dev/null 2>&1 || true; done
   done
   for round in $(seq "$ROUNDS"); do
     for build in $(order "$round"); do
@@ -204,6 +206,9 @@ if [[ " $PARTS " == *" send "* ]]; then
   "$A/.build/release/digest" demo --out "$OUT/demo" --users "$SEND_USERS" --send-at now >/dev/null
   python3 -c "import sqlite3; sqlite3.connect('$OUT/demo/digest.sqlite').execute('PRAGMA wal_checkpoint(TRUNCATE)')"
   cp "$OUT/demo/digest.sqlite" "$OUT/outbox-fresh.sqlite"
+  # Both builds' migrations first, so no measured send pays for one (the newer build's migrates; the
+  # older build's refuses the newer schema, and its send runs on it: new columns have defaults).
+  for build in A B; do "$(dir_of "$build")/.build/release/digest" migrate --db "$OUT/outbox-fresh.sqlite" >/dev/null 2>&1 || true; done
   MESSAGES=$("$A/.build/release/digest" queue stats --db "$OUT/outbox-fresh.sqlite" --json \
     | python3 -c 'import json, sys; print(json.load(sys.stdin)["due"])')
   rm -f "$OUT/port"
