@@ -19,9 +19,9 @@ public struct PostgresDatabase: DigestDatabase {
     let clients: PostgresClients
 
     /// Connections at most in the pool when none is given: enough for a run's reader and ledger (and
-    /// a zone cursor's or an operator view's statement beside them) or for a sender's dispatcher,
-    /// outcome writer and lease keeper to work at once, few enough that many workers fit within the
-    /// server's `max_connections` (100 by default). The lease renewer's connection is one more.
+    /// a zone cursor's or an operator view's statement beside them), or a sender's store operation
+    /// beside the operator's views, few enough that many workers fit within the server's
+    /// `max_connections` (100 by default). The lease renewer's connection is one more.
     public static let defaultConnections = 4
 
     /// A database at `location`; `connections` bounds the pool its parts share (`--db-connections`).

@@ -3,8 +3,9 @@ public import DigestCore
 /// The consumer side of the outbox: what a sender does to messages, as in
 /// `docs/003-outbox-consumers.md`. Every operation follows ``OutboxDelivery/apply(_:)``.
 ///
-/// A consumer's calls run one at a time, in the order they were made, on the store's own
-/// connection (a sender's dispatcher, writer and lease keeper share one). Times are Unix seconds.
+/// Each call is one unit of work (a lease's transaction never interleaves with a settlement's); calls
+/// made at once may run at once (PostgreSQL, each on a connection of its own) or in turn (SQLite's
+/// writer). The reference sender makes one call at a time anyway. Times are Unix seconds.
 ///
 /// ```swift
 /// try await database.withOutboxConsumer { consumer in
