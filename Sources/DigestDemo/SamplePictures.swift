@@ -13,10 +13,10 @@ package enum SamplePictures {
 
     /// A landscape `width`×`height`, opaque.
     package static func photo(width: Int, height: Int, seed: UInt64) -> PixelBuffer {
-        var random = SampleRandom(seed: seed)
-        let skyTop = (random.byte(40...120), random.byte(90...170), random.byte(170...250))
-        let skyLow = (random.byte(180...250), random.byte(160...230), random.byte(150...220))
-        let grass = (random.byte(40...110), random.byte(100...170), random.byte(30...80))
+        var random = SplitMix64(seed: seed)
+        let skyTop = (random.next(in: 40...120), random.next(in: 90...170), random.next(in: 170...250))
+        let skyLow = (random.next(in: 180...250), random.next(in: 160...230), random.next(in: 150...220))
+        let grass = (random.next(in: 40...110), random.next(in: 100...170), random.next(in: 30...80))
         let sunX = Int(random.next() % UInt64(max(1, width)))
         let sunY = height / 6 + Int(random.next() % UInt64(max(1, height / 4)))
         let sunR = max(2, min(width, height) / 12)
@@ -76,8 +76,8 @@ package enum SamplePictures {
 
     /// A logo: a coloured disc with a soft edge and a square hole, on a transparent background.
     package static func logo(width: Int, height: Int, seed: UInt64) -> PixelBuffer {
-        var random = SampleRandom(seed: seed)
-        let colour = (UInt8(random.byte(0...255)), UInt8(random.byte(0...200)), UInt8(random.byte(60...255)))
+        var random = SplitMix64(seed: seed)
+        let colour = (UInt8(random.next(in: 0...255)), UInt8(random.next(in: 0...200)), UInt8(random.next(in: 60...255)))
         var pixels = PixelBuffer(width: width, height: height)
         let cx = width * 8, cy = height * 8  // 1/16 pixel units
         let radius = min(width, height) * 7
@@ -141,24 +141,5 @@ package enum SamplePictures {
             }
         }
         return pictures
-    }
-}
-
-/// SplitMix64: small, seedable, the same everywhere.
-struct SampleRandom {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func byte(_ range: ClosedRange<Int>) -> Int {
-        range.lowerBound + Int(next() % UInt64(range.count))
     }
 }
