@@ -60,14 +60,16 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
         var sent: (ids: [Int64], names: [String]) = ([], [])
         var retries: (ids: [Int64], at: [Int64], errors: [String]) = ([], [], [])
         var dead: (ids: [Int64], reasons: [String]) = ([], [])
-        var unregistered: [Int64] = []
+        var unregistered: (ids: [Int64], diedAt: [Int64]) = ([], [])
         var released: [Int64] = []
         for settlement in settlements {
             switch settlement {
             case .sent(let id, let name): sent.ids.append(id); sent.names.append(name)
             case .retry(let id, let at, let error): retries.ids.append(id); retries.at.append(at); retries.errors.append(error)
             case .dead(let id, let reason): dead.ids.append(id); dead.reasons.append(reason)
-            case .unregistered(let id, let reason): unregistered.append(id); dead.ids.append(id); dead.reasons.append(reason)
+            case .unregistered(let id, let reason, let diedAt):
+                unregistered.ids.append(id); unregistered.diedAt.append(diedAt ?? now)
+                dead.ids.append(id); dead.reasons.append(reason)
             case .release(let id): released.append(id)
             }
         }
@@ -98,17 +100,18 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                     RETURNING 1
                     """)
             }
-            if !unregistered.isEmpty {
+            if !unregistered.ids.isEmpty {
                 // Remembered by token beside the adopter's devices (which may be a read-only view); the
                 // history reader leaves these tokens out until one is registered after its death.
                 try await connection.run(
                     """
                     INSERT INTO digest_dead_tokens (token, died_at, reason)
-                    SELECT DISTINCT ON (o.target) o.target, to_timestamp(\(now)), last
+                    SELECT DISTINCT ON (o.target) o.target, to_timestamp(u.died_at), last
                     FROM digest_outbox o
                     JOIN unnest(\(dead.ids)::int8[], \(dead.reasons)::text[]) AS t(id, last) ON t.id = o.id
-                    WHERE o.id = ANY(\(unregistered)) AND o.state = 'leased' AND o.lease_owner = \(owner)
-                      AND o.target <> ''
+                    JOIN unnest(\(unregistered.ids)::int8[], \(unregistered.diedAt)::int8[]) AS u(id, died_at) ON u.id = o.id
+                    WHERE o.state = 'leased' AND o.lease_owner = \(owner) AND o.target <> ''
+                    ORDER BY o.target, u.died_at DESC
                     ON CONFLICT (token) DO UPDATE SET died_at = excluded.died_at, reason = excluded.reason
                     """)
             }
@@ -163,28 +166,40 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
         return try rows.first?.decode(Int.self) ?? 0
     }
 
-    public func peekDue(afterID: Int64, limit: Int, now: Int64) async throws -> [LeasedMessage] {
-        try Self.messages(
+    public func peekDue(afterID: Int64, limit: Int, now: Int64, providers: Set<Provider>) async throws -> [LeasedMessage] {
+        let names = providers.map(\.rawValue)
+        return try Self.messages(
             await pool.rows(
                 """
                 SELECT id, dedupe_key, user_id, platform, message::text, attempts, provider, target, headers::text FROM digest_outbox
-                WHERE id > \(afterID) AND state = 'ready' AND available_at <= to_timestamp(\(now)) ORDER BY id LIMIT \(limit)
+                WHERE id > \(afterID) AND state = 'ready' AND available_at <= to_timestamp(\(now)) AND provider = ANY(\(names)::text[])
+                ORDER BY id LIMIT \(limit)
                 """))
     }
 
-    public func backlog(now: Int64) async throws -> OutboxBacklog {
+    public func backlog(now: Int64, providers: Set<Provider>?) async throws -> OutboxBacklog {
         try await pool.transaction { try await Self.settleWindows($0, now: now) }
+        // Every provider's: as before providers were (no provider column read). Some: the same
+        // counts, each reading the rows it finds for their provider.
+        var binds = PostgresBindings()
+        binds.append(now)
+        var filter = ""
+        if let providers {
+            binds.append(providers.map(\.rawValue).sorted())
+            filter = " AND provider = ANY($2::text[])"
+        }
         guard
             let row = try await pool.rows(
-                """
-                SELECT
-                    (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= to_timestamp(\(now))),
-                    (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > to_timestamp(\(now)) AND attempts > 0),
-                    (SELECT count(*) FROM digest_outbox WHERE state = 'leased'),
-                    (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > to_timestamp(\(now)) AND attempts = 0),
-                    (SELECT extract(epoch FROM min(available_at))::int8 FROM digest_outbox
-                     WHERE state = 'ready' AND available_at > to_timestamp(\(now)))
-                """
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT
+                            (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= to_timestamp($1)\(filter)),
+                            (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > to_timestamp($1) AND attempts > 0\(filter)),
+                            (SELECT count(*) FROM digest_outbox WHERE state = 'leased'\(filter)),
+                            (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at > to_timestamp($1) AND attempts = 0\(filter)),
+                            (SELECT extract(epoch FROM min(available_at))::int8 FROM digest_outbox
+                             WHERE state = 'ready' AND available_at > to_timestamp($1)\(filter))
+                        """, binds: binds)
             ).first
         else { return OutboxBacklog() }
         let (due, retrying, leased, waiting, next) = try row.decode((Int, Int, Int, Int, Int64?).self)

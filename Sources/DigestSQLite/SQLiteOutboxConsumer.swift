@@ -31,11 +31,11 @@ public final class SQLiteOutboxConsumer: OutboxConsumer {
         try await scope.run { try $0.requeueDead(reasonPrefix: reasonPrefix, week: week, now: now) }
     }
 
-    public func peekDue(afterID: Int64, limit: Int, now: Int64) async throws -> [LeasedMessage] {
-        try await scope.run { try $0.peekDue(afterID: afterID, limit: limit, now: now) }
+    public func peekDue(afterID: Int64, limit: Int, now: Int64, providers: Set<Provider>) async throws -> [LeasedMessage] {
+        try await scope.run { try $0.peekDue(afterID: afterID, limit: limit, now: now, providers: providers) }
     }
 
-    public func backlog(now: Int64) async throws -> OutboxBacklog {
-        try await scope.run { try $0.backlog(now: now) }
+    public func backlog(now: Int64, providers: Set<Provider>?) async throws -> OutboxBacklog {
+        try await scope.run { try $0.backlog(now: now, providers: providers) }
     }
 }

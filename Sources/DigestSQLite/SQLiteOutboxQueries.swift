@@ -72,11 +72,11 @@ final class SQLiteOutboxQueries {
                     statement.bind(owner, at: 2)
                     statement.bind(reason, at: 3)
                     statement.bind(now, at: 4)
-                case .unregistered(let id, let reason):
+                case .unregistered(let id, let reason, let diedAt):
                     let bury = try connection.statement(SQL.buryToken)
                     bury.bind(id, at: 1)
                     bury.bind(owner, at: 2)
-                    bury.bind(now, at: 3)
+                    bury.bind(diedAt ?? now, at: 3)
                     bury.bind(reason, at: 4)
                     try bury.run()
                     statement = try connection.statement(SQL.dead)
@@ -125,11 +125,12 @@ final class SQLiteOutboxQueries {
         }
     }
 
-    func peekDue(afterID: Int64, limit: Int, now: Int64) throws -> [LeasedMessage] {
+    func peekDue(afterID: Int64, limit: Int, now: Int64, providers: Set<Provider>) throws -> [LeasedMessage] {
         let statement = try connection.statement(SQL.peekDue)
         statement.bind(afterID, at: 1)
         statement.bind(now, at: 2)
         statement.bind(limit, at: 3)
+        statement.bind(Self.jsonArray(providers), at: 4)
         var messages: [LeasedMessage] = []
         while try statement.step() { messages.append(try Self.message(statement)) }
         return messages
@@ -149,10 +150,12 @@ final class SQLiteOutboxQueries {
         "[" + providers.map { "\"\($0.rawValue)\"" }.sorted().joined(separator: ",") + "]"
     }
 
-    func backlog(now: Int64) throws -> OutboxBacklog {
+    func backlog(now: Int64, providers: Set<Provider>?) throws -> OutboxBacklog {
         try connection.transaction { try settleWindows(now: now) }
-        let statement = try connection.statement(SQL.backlog)
+        // Every provider's: by the indexes alone. Some: the rows of the ready and leased states are read.
+        let statement = try connection.statement(providers == nil ? SQL.backlog : SQL.backlogOfProviders)
         statement.bind(now, at: 1)
+        if let providers { statement.bind(Self.jsonArray(providers), at: 2) }
         guard try statement.step() else { return OutboxBacklog() }
         let backlog = OutboxBacklog(
             due: statement.int(0), retrying: statement.int(1), leased: statement.int(2), waiting: statement.int(3),
@@ -228,7 +231,8 @@ final class SQLiteOutboxQueries {
             """
         static let peekDue = """
             SELECT \(messageColumns) FROM digest_outbox
-            WHERE id > ?1 AND state = 'ready' AND available_at <= ?2 ORDER BY id LIMIT ?3
+            WHERE id > ?1 AND state = 'ready' AND available_at <= ?2 AND provider IN (SELECT value FROM json_each(?4))
+            ORDER BY id LIMIT ?3
             """
         /// The retries by their partial index, and the ones never tried as every ready message not
         /// due yet less the retries: no count reads the rows (a week's outbox waits here for its
@@ -243,6 +247,19 @@ final class SQLiteOutboxQueries {
                     - (SELECT count(*) FROM digest_outbox INDEXED BY digest_outbox_retrying
                         WHERE state = 'ready' AND available_at > ?1 AND attempts > 0),
                 (SELECT min(available_at) FROM digest_outbox WHERE state = 'ready' AND available_at > ?1)
+            """
+        /// ``backlog`` of the providers in the JSON array `?2`: each count by the same index, reading
+        /// the rows it finds for their provider.
+        static let backlogOfProviders = """
+            SELECT
+                (SELECT count(*) FROM digest_outbox WHERE state = 'ready' AND available_at <= ?1 AND provider IN (SELECT value FROM json_each(?2))),
+                (SELECT count(*) FROM digest_outbox INDEXED BY digest_outbox_retrying
+                    WHERE state = 'ready' AND available_at > ?1 AND attempts > 0 AND provider IN (SELECT value FROM json_each(?2))),
+                (SELECT count(*) FROM digest_outbox WHERE state = 'leased' AND provider IN (SELECT value FROM json_each(?2))),
+                (SELECT count(*) FROM digest_outbox
+                    WHERE state = 'ready' AND available_at > ?1 AND attempts = 0 AND provider IN (SELECT value FROM json_each(?2))),
+                (SELECT min(available_at) FROM digest_outbox
+                    WHERE state = 'ready' AND available_at > ?1 AND provider IN (SELECT value FROM json_each(?2)))
             """
         /// A ready message whose TTL ended is never sent. By the partial index over the ready rows'
         /// `expires_at`: left to itself SQLite's planner takes `(state, available_at)` and reads

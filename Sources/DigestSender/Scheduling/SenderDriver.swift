@@ -100,12 +100,12 @@ struct SenderDriver<Consumer: OutboxConsumer, Transport: PushTransport>: Sendabl
                 .leased(try await consumer.lease(owner: owner, limit: limit, now: clock(), leaseSeconds: leaseSeconds, maxAttempts: maxAttempts, providers: [.fcm]))
             }
         case .peek(let afterID, let limit):
-            storeTask(in: &group) { .leased(try await consumer.peekDue(afterID: afterID, limit: limit, now: clock())) }
+            storeTask(in: &group) { .leased(try await consumer.peekDue(afterID: afterID, limit: limit, now: clock(), providers: [.fcm])) }
         case .extend(let ids):
             let leaseSeconds = leaseSeconds
             storeTask(in: &group) { .extended(kept: try await consumer.extendLeases(ids: ids, owner: owner, until: clock() + leaseSeconds)) }
         case .checkBacklog:
-            storeTask(in: &group) { .backlog(try await consumer.backlog(now: clock())) }
+            storeTask(in: &group) { .backlog(try await consumer.backlog(now: clock(), providers: [.fcm])) }
         case .wake(let at):
             group.addTask(executorPreference: control) {
                 // Cancelled (the run is ending), it comes early: the machine takes it as any timer.

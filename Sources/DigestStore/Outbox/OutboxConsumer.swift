@@ -36,12 +36,13 @@ public protocol OutboxConsumer: Sendable {
     /// one week) to `ready`, due now, with no attempts; returns how many.
     func requeueDead(reasonPrefix: String?, week: String?, now: Int64) async throws -> Int
 
-    /// Reads up to `limit` due `ready` messages with ids above `afterID`, in id order, without leasing
-    /// them (a dry run's validation pass).
-    func peekDue(afterID: Int64, limit: Int, now: Int64) async throws -> [LeasedMessage]
+    /// Reads up to `limit` due `ready` messages of the `providers` with ids above `afterID`, in id
+    /// order, without leasing them (a dry run's validation pass).
+    func peekDue(afterID: Int64, limit: Int, now: Int64, providers: Set<Provider>) async throws -> [LeasedMessage]
 
-    /// What is left for a draining sender.
-    func backlog(now: Int64) async throws -> OutboxBacklog
+    /// What is left for a draining sender that sends the `providers` (nil: every message, whatever
+    /// its provider). Messages of other providers are not counted: they wait for a sender that can.
+    func backlog(now: Int64, providers: Set<Provider>?) async throws -> OutboxBacklog
 }
 
 extension OutboxConsumer {
@@ -58,6 +59,16 @@ extension OutboxConsumer {
     /// The message can never be delivered.
     public func markDead(_ id: Int64, reason: String, owner: String, now: Int64) async throws -> Bool {
         try await settle([.dead(id: id, reason: reason)], owner: owner, now: now, maxAttempts: .max) == 1
+    }
+
+    /// Every due message, whatever its provider.
+    public func peekDue(afterID: Int64, limit: Int, now: Int64) async throws -> [LeasedMessage] {
+        try await peekDue(afterID: afterID, limit: limit, now: now, providers: Set(Provider.allCases))
+    }
+
+    /// What is left of every provider's messages.
+    public func backlog(now: Int64) async throws -> OutboxBacklog {
+        try await backlog(now: now, providers: nil)
     }
 }
 
@@ -103,14 +114,16 @@ public enum Settlement: Sendable, Hashable {
     /// `dead` with the reason.
     case dead(id: Int64, reason: String)
     /// `dead` with the reason, and the message's target remembered as a dead device (by token, in
-    /// `digest_dead_tokens`), so the next run skips it until the app registers it again.
-    case unregistered(id: Int64, reason: String)
+    /// `digest_dead_tokens`) since `diedAt` (Unix seconds; nil: now), so the next run skips it until
+    /// the app registers it again after that (APNs says since when a token is invalid, and a device
+    /// registered after that time is alive).
+    case unregistered(id: Int64, reason: String, diedAt: Int64? = nil)
     /// `ready` again, untried: the lease does not count as an attempt.
     case release(id: Int64)
 
     public var id: Int64 {
         switch self {
-        case .sent(let id, _), .retry(let id, _, _), .dead(let id, _), .unregistered(let id, _), .release(let id): id
+        case .sent(let id, _), .retry(let id, _, _), .dead(let id, _), .unregistered(let id, _, _), .release(let id): id
         }
     }
 }

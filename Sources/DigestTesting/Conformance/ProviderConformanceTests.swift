@@ -112,6 +112,51 @@ import Testing
         #expect(readers.1?.devices.map(\.token) == ["tok-u-fcm"] && readers.1?.deadTokens == 0)
     }
 
+    /// A sender that cannot send APNs drains without waiting for APNs messages: its backlog and its
+    /// dry run's peek count and read only its providers'.
+    @Test(arguments: Backend.allCases) func backlogAndPeekCountOnlyTheSendersProviders(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        #expect(try await commit(store, messages()) == 2)
+        try await store.withConsumer { consumer in
+            #expect(try await consumer.backlog(now: 100) == OutboxBacklog(due: 2))
+            #expect(try await consumer.backlog(now: 100, providers: [.fcm]) == OutboxBacklog(due: 1))
+            #expect(try await consumer.backlog(now: 7, providers: [.fcm]) == OutboxBacklog(waiting: 1, nextDue: 10))
+            #expect(try await consumer.backlog(now: 7, providers: [.apns]) == OutboxBacklog(due: 1))
+            #expect(try await consumer.backlog(now: 100, providers: []) == OutboxBacklog())
+            #expect(try await consumer.peekDue(afterID: 0, limit: 10, now: 100, providers: [.apns]).map(\.userID) == ["u-apns"])
+            #expect(try await consumer.peekDue(afterID: 0, limit: 10, now: 100, providers: [.fcm]).map(\.userID) == ["u-fcm"])
+            #expect(try await consumer.peekDue(afterID: 0, limit: 10, now: 100).count == 2)
+            _ = try await consumer.lease(owner: "a", limit: 10, now: 100, leaseSeconds: 60, maxAttempts: 5, providers: [.apns])
+            #expect(try await consumer.backlog(now: 100, providers: [.apns]) == OutboxBacklog(leased: 1))
+            #expect(try await consumer.backlog(now: 100, providers: [.fcm]) == OutboxBacklog(due: 1))
+        }
+    }
+
+    /// APNs says since when a token is invalid: the device is dead from then, so a registration after
+    /// that time (and before the answer came) keeps it alive.
+    @Test(arguments: Backend.allCases) func aDeviceRegisteredAfterItsTokenDiedStaysAlive(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        let apns = Device(token: Self.apnsToken, platform: .ios, registeredAt: 50, provider: .apns)
+        _ = try await store.withImporter { try await $0.sink.write(.users([reader("u-apns", [apns])])) }
+        #expect(try await commit(store, messages()) == 2)
+        try await store.withConsumer { consumer in
+            let message = try #require(try await consumer.lease(owner: "a", limit: 10, now: 100, leaseSeconds: 60, maxAttempts: 5, providers: [.apns]).first)
+            let settled = try await consumer.settle([.unregistered(id: message.id, reason: "Unregistered", diedAt: 40)], owner: "a", now: 100, maxAttempts: 5)
+            #expect(settled == 1)
+        }
+        #expect(try store.sql("SELECT state, last_error FROM digest_outbox WHERE user_id = 'u-apns'") == "dead|Unregistered")
+        var read = try await store.withReader { try await $0.user(id: "u-apns")?.reader }
+        #expect(read?.devices.map(\.token) == [Self.apnsToken] && read?.deadTokens == 0)
+        // Dead since after its registration: left out.
+        try await store.withConsumer { consumer in
+            _ = try await consumer.requeueDead(reasonPrefix: nil, week: nil, now: 100)
+            let message = try #require(try await consumer.lease(owner: "a", limit: 10, now: 100, leaseSeconds: 60, maxAttempts: 5, providers: [.apns]).first)
+            _ = try await consumer.settle([.unregistered(id: message.id, reason: "Unregistered", diedAt: 60)], owner: "a", now: 100, maxAttempts: 5)
+        }
+        read = try await store.withReader { try await $0.user(id: "u-apns")?.reader }
+        #expect(read?.devices == [] && read?.deadTokens == 1)
+    }
+
     @Test(arguments: Backend.allCases) func statsAndPeekNameTheProvider(backend: Backend) async throws {
         let store = try await StoreHarness(backend)
         #expect(try await commit(store, messages()) == 2)
