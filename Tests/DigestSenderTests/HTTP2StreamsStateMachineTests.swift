@@ -10,7 +10,7 @@ import Testing
 
     static let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
 
-    static func refused(_ result: Result<FCMExchange.Answer, any Error>) -> Bool {
+    static func refused(_ result: Result<HTTP2Exchange.Answer, any Error>) -> Bool {
         guard case .failure(let error) = result else { return false }
         return (error as? NIOHTTP2Errors.StreamClosed)?.errorCode == .refusedStream
     }
@@ -73,10 +73,30 @@ import Testing
 
     @Test func aTooLargeAnswerFailsAndResetsItsStreamAndACancelledRequestLeaves() {
         var (machine, _) = Self.started(3, maxStreams: 2)
-        let big = machine.data(1, ByteBuffer(repeating: 0, count: FCMExchange.maxAnswerBytes + 1), endStream: false, now: Self.t0)
+        let big = machine.data(1, ByteBuffer(repeating: 0, count: HTTP2Exchange.maxAnswerBytes + 1), endStream: false, now: Self.t0)
         #expect(big.resets.map(\.streamID) == [1] && big.completions.map(\.request) == [1] && big.writes.map(\.request) == [3])
         let cancelled = machine.cancel(3, now: Self.t0)
         #expect(cancelled.resets.map(\.streamID) == [5] && cancelled.completions.map(\.request) == [3])
         #expect(machine.cancel(3, now: Self.t0).completions.isEmpty && machine.openStreams == 1)
+    }
+
+    /// APNs' rule: one stream until a request on the connection was answered 200, whatever the
+    /// server's SETTINGS say; then the server's limit. Other answers (400, 403) prove nothing.
+    @Test func oneStreamUntilTheFirst200ThenTheServersLimit() {
+        var machine = Machine(oneStreamUntilSuccess: true)
+        _ = machine.settings(maxConcurrentStreams: 3, now: Self.t0)
+        var writes: [Int] = []
+        for request in 1...6 { writes += machine.start(request, id: UInt64(request), timeout: .seconds(1), now: Self.t0).writes.map(\.request) }
+        #expect(writes == [1] && machine.waitingRequests == 5)
+        let refused = machine.headers(1, status: 400, retryAfter: nil, endStream: true, now: Self.t0)
+        #expect(refused.writes.map(\.request) == [2] && machine.allowedStreams == 1)
+        let sent = machine.headers(3, status: 200, retryAfter: nil, id: "a-b", endStream: true, now: Self.t0)
+        guard case .success(let answer)? = sent.completions.first?.result else { Issue.record("\(sent.completions)"); return }
+        #expect(answer.id == "a-b" && sent.writes.map(\.request) == [3, 4, 5] && machine.openStreams == 3)
+        // Later SETTINGS still bound it.
+        _ = machine.settings(maxConcurrentStreams: 2, now: Self.t0)
+        let next = machine.headers(5, status: 200, retryAfter: nil, endStream: true, now: Self.t0)
+        #expect(next.writes.isEmpty && machine.waitingRequests == 1)
+        #expect(machine.headers(7, status: 200, retryAfter: nil, endStream: true, now: Self.t0).writes.map(\.request) == [6])
     }
 }

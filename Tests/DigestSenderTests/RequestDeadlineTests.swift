@@ -23,7 +23,7 @@ import Testing
         configuration.timeout = .init(connect: .seconds(60))  // the pool's wait for a connection: not what this is about
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         // As many turns as requests: they queue in the client's pool, behind its one connection.
-        let exchange = FCMExchange(client: client, url: Self.url(server), http1Connections: count)
+        let exchange = HTTP2Exchange(client: client, url: Self.url(server), http1Connections: count)
         let statuses: [Result<Int, any Error>] = await withTaskGroup(of: Result<Int, any Error>.self) { group in
             for i in 1...count {
                 group.addTask {
@@ -48,7 +48,7 @@ import Testing
         let server = try await FakeFCMServer.start(faults: SendBinaryTests.delayed(2_000...2_000))
         server.registerAccessToken("test-token")
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .fcmSender(concurrency: 1))
-        let exchange = FCMExchange(client: client, url: Self.url(server))
+        let exchange = HTTP2Exchange(client: client, url: Self.url(server))
         await #expect(throws: HTTPClientError.deadlineExceeded) {
             _ = try await exchange.post(ByteBuffer(string: OutboxFixture.message(1)), token: "test-token", on: client.eventLoopGroup.next(), timeout: .milliseconds(100))
         }

@@ -16,7 +16,7 @@ struct FCMLoadCommand: AsyncParsableCommand {
         commandName: "digest-fcm-load",
         abstract: "Post prepared FCM requests through async-http-client, N in flight, and report requests/s and CPU time.",
         discussion: """
-            exchange: the sender's own request path (FCMExchange, one worker per slot on an event loop \
+            exchange: the sender's own request path (HTTP2Exchange, one worker per slot on an event loop \
             of the client, the request pinned to that loop). async: async-http-client's async API \
             (HTTPClientRequest, body collected), workers on the global executor.
             """)
@@ -62,10 +62,10 @@ struct FCMLoadCommand: AsyncParsableCommand {
         if failures > 0 { throw ExitCode.failure }
     }
 
-    /// The sender's path: FCMExchange, each worker preferring one event loop and pinning its requests there.
+    /// The sender's path: HTTP2Exchange, each worker preferring one event loop and pinning its requests there.
     private func exchange(client: HTTPClient, url: String, bodies: [ByteBuffer], until deadline: ContinuousClock.Instant) async throws -> (Int, Int) {
         // A worker a connection: over HTTP/1.1 each carries one request at a time.
-        let exchange = FCMExchange(client: client, url: url, http1Connections: concurrency)
+        let exchange = HTTP2Exchange(client: client, url: url, http1Connections: concurrency)
         let executors = client.eventLoopGroup.makeIterator().map { EventLoopExecutor($0) }
         let token = self.token
         return try await withThrowingTaskGroup(of: (Int, Int).self) { group in

@@ -12,7 +12,7 @@ public import ServiceLifecycle
 /// each by FCM's answer (docs/007-rules-and-limits.md, "FCM errors and what the sender does").
 ///
 /// Requests are spread over several lanes, one HTTP/2 connection each (over `https`, the sender's own
-/// connection driven at the frame level, ``FCMExchange``; else one client of ``connections``): FCM
+/// connection driven at the frame level, ``HTTP2Exchange``; else one client of ``connections``): FCM
 /// allows 100 concurrent streams a connection and answers in tens of milliseconds, so one connection
 /// carries at most about 100 / latency messages a second (1,250 at 80 ms) and the default quota of
 /// 10,000 a second needs about ten. Over HTTP/1.1 (a plain `http` endpoint, a server without `h2`) a

@@ -2,12 +2,13 @@ import AsyncHTTPClient
 import NIOCore
 import NIOHTTP2
 
-/// The streams of one of the sender's HTTP/2 connections (``FCMHTTP2Connection``), without I/O: which
+/// The streams of one of the sender's HTTP/2 connections (``HTTP2Connection``), without I/O: which
 /// request has which stream, which wait for one, what each answer holds, and when the connection is
 /// done. The channel handler turns frames and calls into these events and carries out what they
 /// return; every instant is passed in.
 ///
-/// Invariants: at most the server's SETTINGS_MAX_CONCURRENT_STREAMS streams are open; more requests
+/// Invariants: at most the server's SETTINGS_MAX_CONCURRENT_STREAMS streams are open (with
+/// `oneStreamUntilSuccess`, APNs' rule: one until a request on the connection was answered 200); more requests
 /// wait, in order, with no deadline running (a request's deadline counts from when its stream is
 /// written); after a GOAWAY nothing new is opened, the streams past its last stream id and the
 /// requests still waiting fail as refused (re-sent at once on a new connection); a connection lost
@@ -19,7 +20,7 @@ struct HTTP2StreamsStateMachine<Request> {
     struct Actions {
         var writes: [(streamID: Int32, request: Request)] = []
         var resets: [(streamID: Int32, code: HTTP2ErrorCode)] = []
-        var completions: [(request: Request, result: Result<FCMExchange.Answer, any Error>)] = []
+        var completions: [(request: Request, result: Result<HTTP2Exchange.Answer, any Error>)] = []
         var close = false
     }
 
@@ -27,18 +28,29 @@ struct HTTP2StreamsStateMachine<Request> {
         let id: UInt64
         var request: Request
         let deadline: NIODeadline
-        var answer = FCMExchange.Answer(status: 0, retryAfter: nil, body: ByteBuffer())
+        var answer = HTTP2Exchange.Answer(status: 0, retryAfter: nil, body: ByteBuffer())
     }
 
     /// Streams open at once whatever the server allows.
     static var streamLimit: Int { 1 << 14 }
 
     private(set) var maxStreams = 100
+    /// One stream at a time until ``succeeded``.
+    let oneStreamUntilSuccess: Bool
+    /// A request on this connection was answered 200.
+    private(set) var succeeded = false
     private var nextStreamID: Int32 = 1
     private var open: [Int32: Stream] = [:]
     private var waiting = CircularBuffer<(id: UInt64, request: Request, timeout: TimeAmount)>()
     private var draining = false
     private(set) var closed = false
+
+    init(oneStreamUntilSuccess: Bool = false) {
+        self.oneStreamUntilSuccess = oneStreamUntilSuccess
+    }
+
+    /// Streams that may be open now.
+    var allowedStreams: Int { oneStreamUntilSuccess && !succeeded ? 1 : maxStreams }
 
     var openStreams: Int { open.count }
     var waitingRequests: Int { waiting.count }
@@ -53,7 +65,7 @@ struct HTTP2StreamsStateMachine<Request> {
             actions.completions.append((request, .failure(Self.refused(0))))
             return actions
         }
-        if open.count < maxStreams && waiting.isEmpty {
+        if open.count < allowedStreams && waiting.isEmpty {
             write(request, id: id, timeout: timeout, now: now, &actions)
         } else {
             waiting.append((id, request, timeout))
@@ -80,26 +92,28 @@ struct HTTP2StreamsStateMachine<Request> {
         return actions
     }
 
-    /// A HEADERS frame: the status (informational ones skipped) and `Retry-After` of the first final one.
-    mutating func headers(_ streamID: Int32, status: Int?, retryAfter: String?, endStream: Bool, now: NIODeadline) -> Actions {
+    /// A HEADERS frame: the status (informational ones skipped), `Retry-After` and `apns-id` of the
+    /// first final one.
+    mutating func headers(_ streamID: Int32, status: Int?, retryAfter: String?, id: String? = nil, endStream: Bool, now: NIODeadline) -> Actions {
         var actions = Actions()
         guard open[streamID] != nil else { return actions }
         if let status, open[streamID]!.answer.status == 0 {
             if status < 200 { return actions }  // informational
             open[streamID]!.answer.status = status
             open[streamID]!.answer.retryAfter = retryAfter
+            open[streamID]!.answer.id = id
         }
         if endStream { finish(streamID, now: now, &actions) }
         return actions
     }
 
-    /// A DATA frame of an answer: collected up to ``FCMExchange/maxAnswerBytes`` (beyond, the stream
+    /// A DATA frame of an answer: collected up to ``HTTP2Exchange/maxAnswerBytes`` (beyond, the stream
     /// fails and is reset).
     mutating func data(_ streamID: Int32, _ buffer: ByteBuffer, endStream: Bool, now: NIODeadline) -> Actions {
         var actions = Actions()
         guard open[streamID] != nil else { return actions }
-        guard open[streamID]!.answer.body.readableBytes + buffer.readableBytes <= FCMExchange.maxAnswerBytes else {
-            fail(streamID, FCMExchange.TooLarge(), reset: .cancel, now: now, &actions)
+        guard open[streamID]!.answer.body.readableBytes + buffer.readableBytes <= HTTP2Exchange.maxAnswerBytes else {
+            fail(streamID, HTTP2Exchange.TooLarge(), reset: .cancel, now: now, &actions)
             return actions
         }
         if open[streamID]!.answer.body.readableBytes == 0 {
@@ -171,7 +185,7 @@ struct HTTP2StreamsStateMachine<Request> {
     }
 
     private mutating func startWaiting(now: NIODeadline, _ actions: inout Actions) {
-        while open.count < maxStreams, isAccepting, let next = waiting.popFirst() { write(next.request, id: next.id, timeout: next.timeout, now: now, &actions) }
+        while open.count < allowedStreams, isAccepting, let next = waiting.popFirst() { write(next.request, id: next.id, timeout: next.timeout, now: now, &actions) }
     }
 
     private mutating func refuseWaiting(_ actions: inout Actions) {
@@ -180,6 +194,7 @@ struct HTTP2StreamsStateMachine<Request> {
 
     private mutating func finish(_ streamID: Int32, now: NIODeadline, _ actions: inout Actions) {
         guard let stream = open.removeValue(forKey: streamID) else { return }
+        if stream.answer.status == 200 { succeeded = true }
         actions.completions.append((stream.request, .success(stream.answer)))
         afterStreamClosed(now: now, &actions)
     }

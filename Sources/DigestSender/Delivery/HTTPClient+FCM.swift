@@ -14,7 +14,7 @@ extension HTTPClient.Configuration {
     /// two measure the same client.
     ///
     /// - At most `concurrency` HTTP/1.1 connections to the host (HTTP/2 when TLS offers it); the
-    ///   sender's ``FCMExchange`` hands the client no more requests at once than it may carry.
+    ///   sender's ``HTTP2Exchange`` hands the client no more requests at once than it may carry.
     /// - Each request has its own deadline (``FCMSender/Configuration/requestTimeout``), so no read
     ///   timeout: it would start, reset and cancel a timer on every request and answer.
     /// - FCM does not redirect (a redirect stops the sender: the endpoint is wrong) and no tracer is

@@ -19,14 +19,14 @@ import NIOCore
 enum RequestLanes {
     struct Lane: Sendable {
         let executor: EventLoopExecutor
-        let exchange: FCMExchange
+        let exchange: HTTP2Exchange
         /// This lane's share of the requests in flight: at most the server's streams a connection.
         let requests: Int
     }
 
     /// `concurrency` requests shared among the `exchanges` (one lane each) or, with one exchange,
     /// among (at most `concurrency` of) `eventLoops`.
-    static func make(exchanges: [FCMExchange], eventLoops: [any EventLoop], concurrency: Int) -> [Lane] {
+    static func make(exchanges: [HTTP2Exchange], eventLoops: [any EventLoop], concurrency: Int) -> [Lane] {
         let count = Self.count(exchanges: exchanges.count, eventLoops: eventLoops.count, concurrency: concurrency)
         return (0..<count).map { index in
             let exchange = exchanges[index % exchanges.count]

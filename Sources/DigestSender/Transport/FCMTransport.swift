@@ -10,12 +10,12 @@ import NIOCore
 /// answer is read by its errors table (``FCMResponse``, docs/007-rules-and-limits.md) into an outcome.
 ///
 /// Requests go over lanes (``RequestLanes``): over `https` each exchange has its own HTTP/2
-/// connection driven at the frame level (``FCMExchange``), else one client of the sender's.
+/// connection driven at the frame level (``HTTP2Exchange``), else one client of the sender's.
 struct FCMTransport: PushTransport {
     let projectID: String
     let lanes: [RequestLanes.Lane]
     /// One per connection: `client`'s, then each of `connections`'.
-    let exchanges: [FCMExchange]
+    let exchanges: [HTTP2Exchange]
     let tokens: AccessTokenProvider
     let validateOnly: Bool
     let requestTimeout: TimeAmount
@@ -33,15 +33,15 @@ struct FCMTransport: PushTransport {
         self.clock = configuration.clock
         self.metrics = metrics
         let url = "\(configuration.endpoint)/v1/projects/\(projectID)/messages:send"
-        let connector = configuration.ownHTTP2Connections ? FCMConnector(url: url, caFile: configuration.caFile) : nil
+        let connector = configuration.ownHTTP2Connections ? HTTP2Connector(url: url, caFile: configuration.caFile) : nil
         let clients = [client] + connections
         let eventLoops = Array(client.eventLoopGroup.makeIterator())
         // Over HTTP/1.1 an exchange carries one request at a time for each lane on it.
         let count = RequestLanes.count(exchanges: clients.count, eventLoops: eventLoops.count, concurrency: configuration.concurrency)
         exchanges = clients.enumerated().map { index, client in
             let http1 = RequestLanes.lanes(onExchange: index, of: clients.count, count: count)
-            return connector.map { FCMExchange(client: client, url: url, connector: $0, http1Connections: http1) }
-                ?? FCMExchange(client: client, url: url, http1Connections: http1)
+            return connector.map { HTTP2Exchange(client: client, url: url, connector: $0, http1Connections: http1) }
+                ?? HTTP2Exchange(client: client, url: url, http1Connections: http1)
         }
         lanes = RequestLanes.make(exchanges: exchanges, eventLoops: eventLoops, concurrency: configuration.concurrency)
     }
@@ -85,10 +85,10 @@ struct FCMTransport: PushTransport {
             }
             let body = ByteBuffer(string: validateOnly ? Self.dryRun(message.message) : message.message)
             let verdict: FCMVerdict
-            let answer: FCMExchange.Answer
+            let answer: HTTP2Exchange.Answer
             do {
                 answer = try await exchange.post(body, token: token, on: eventLoop, timeout: requestTimeout)
-            } catch where FCMExchange.wasRefused(error) && refusals < Self.maxRefusals {
+            } catch where HTTP2Exchange.wasRefused(error) && refusals < Self.maxRefusals {
                 refusals += 1
                 metrics.refused.increment()
                 continue

@@ -3,7 +3,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 
-/// One HTTP/2 connection to FCM driven at the frame level: after `NIOHTTP2Handler` in the pipeline,
+/// One HTTP/2 connection to a push provider (FCM, APNs) driven at the frame level: after `NIOHTTP2Handler` in the pipeline,
 /// it gives each request a stream id, writes its HEADERS and DATA, collects the answer's HEADERS and
 /// DATA by stream id and completes the caller. No stream channel, HTTP/1 codec or request state
 /// machine per request, as async-http-client's HTTP/2 connections have.
@@ -12,7 +12,7 @@ import NIOHTTP2
 /// ``HTTP2StreamsStateMachine``'s (its invariants are this connection's): this handler only turns
 /// frames and calls into its events and carries out what they return (writes, resets, completions,
 /// the close). Every caller is completed exactly once. Confined to its channel's event loop.
-final class FCMHTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
+final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
@@ -23,26 +23,28 @@ final class FCMHTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
         let headers: HPACKHeaders
         let body: ByteBuffer
         let timeout: TimeAmount
-        let continuation: UnsafeContinuation<FCMExchange.Answer, any Error>
+        let continuation: UnsafeContinuation<HTTP2Exchange.Answer, any Error>
     }
 
     /// The connection window this side offers, and the consumed bytes after which it is topped up.
     static let connectionWindow = 1 << 24
-    /// Each stream's receive window: above ``FCMExchange/maxAnswerBytes``, so a too-large answer fails
+    /// Each stream's receive window: above ``HTTP2Exchange/maxAnswerBytes``, so a too-large answer fails
     /// at once instead of stalling until its deadline.
     static let streamWindow = 1 << 17
 
     private var context: ChannelHandlerContext?
     private var ready: EventLoopPromise<Void>?
-    private var streams = HTTP2StreamsStateMachine<Request>()
+    private var streams: HTTP2StreamsStateMachine<Request>
     private var consumed = 0
     private var flushPending = false
     private var deadlineCheck: Scheduled<Void>?
     private let checkInterval: TimeAmount
 
     /// `ready` succeeds once the server's first SETTINGS arrive, fails if the connection closes first.
-    init(ready: EventLoopPromise<Void>, timeout: TimeAmount) {
+    /// `oneStreamUntilSuccess`: one stream at a time until a request was answered 200 (APNs).
+    init(ready: EventLoopPromise<Void>, timeout: TimeAmount, oneStreamUntilSuccess: Bool = false) {
         self.ready = ready
+        self.streams = HTTP2StreamsStateMachine(oneStreamUntilSuccess: oneStreamUntilSuccess)
         // Deadlines are checked a few times per timeout: a request fails at most a quarter late.
         self.checkInterval = max(.milliseconds(5), min(.seconds(1), .nanoseconds(timeout.nanoseconds / 4)))
     }
@@ -120,7 +122,7 @@ final class FCMHTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
             let status = headers.headers.first(name: ":status").flatMap { Int($0) }
             perform(streams.headers(
                 streamID, status: status, retryAfter: status.flatMap { $0 >= 200 ? headers.headers.first(name: "retry-after") : nil },
-                endStream: headers.endStream, now: .now()))
+                id: status.flatMap { $0 >= 200 ? headers.headers.first(name: "apns-id") : nil }, endStream: headers.endStream, now: .now()))
         case .data(let data):
             consumed += data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
             guard case .byteBuffer(let buffer) = data.data else { return }

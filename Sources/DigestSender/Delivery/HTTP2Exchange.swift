@@ -5,10 +5,12 @@ import NIOHTTP1
 import NIOHTTP2
 import Synchronization
 
-/// One `messages:send` request and its answer, on an event loop the caller picks.
+/// One push request and its answer, on an event loop the caller picks: FCM's `messages:send` (the
+/// URL's path, ``post(_:token:on:timeout:)``) or APNs' `/3/device/{token}` (a path and headers per
+/// request, ``post(_:on:timeout:)``).
 ///
-/// With a ``FCMConnector`` (an `https` endpoint) requests go over the exchange's own HTTP/2
-/// connection, driven at the frame level (``FCMHTTP2Connection``), opened on first use and replaced
+/// With a ``HTTP2Connector`` (an `https` endpoint) requests go over the exchange's own HTTP/2
+/// connection, driven at the frame level (``HTTP2Connection``), opened on first use and replaced
 /// when the server sends GOAWAY or the connection is lost; if the server does not choose `h2`, every
 /// request from then on goes through `client`. Through the client, per message it only copies a
 /// prepared request and sets the body: the URL is parsed once, the headers are built once per access
@@ -21,27 +23,39 @@ import Synchronization
 ///
 /// `@_spi(Benchmarks)`: public only for Benchmarks/'s `digest-fcm-load`, which measures this request
 /// path on its own; not part of the library's API.
-@_spi(Benchmarks) public final class FCMExchange: Sendable {
+@_spi(Benchmarks) public final class HTTP2Exchange: Sendable {
     /// What came back.
     @_spi(Benchmarks) public struct Answer: Sendable {
         @_spi(Benchmarks) public var status: Int
         @_spi(Benchmarks) public var retryAfter: String?
         @_spi(Benchmarks) public var body: ByteBuffer
+        /// The answer's `apns-id` (APNs).
+        var id: String?
+    }
+
+    /// A request beyond the exchange's URL: the body, the bearer token, the path when not the URL's,
+    /// and more headers (after `authorization`, before `content-type`).
+    struct Outgoing: Sendable {
+        var body: ByteBuffer
+        var token: String
+        var path: String?
+        var headers: [(name: String, value: String)] = []
     }
 
     private let client: HTTPClient
     private let url: String
+    private let contentType: String
     private let prepared = Mutex<(token: String, request: HTTPClient.Request)?>(nil)
 
     /// Answers bigger than this fail the request (FCM's are a few hundred bytes).
     static let maxAnswerBytes = 64 * 1024
 
     struct TooLarge: Error, CustomStringConvertible {
-        var description: String { "the answer exceeds \(FCMExchange.maxAnswerBytes) bytes" }
+        var description: String { "the answer exceeds \(HTTP2Exchange.maxAnswerBytes) bytes" }
     }
 
     /// The own HTTP/2 connection's state, on its event loop; nil: always through the client.
-    private let lane: NIOLoopBoundBox<FCMConnectionLane>?
+    private let lane: NIOLoopBoundBox<HTTP2ConnectionLane>?
     private let laneLoop: (any EventLoop)?
     /// Set once the server answered TLS without `h2`: the client carries every request.
     private let noHTTP2 = Atomic<Bool>(false)
@@ -55,6 +69,7 @@ import Synchronization
     @_spi(Benchmarks) public init(client: HTTPClient, url: String, http1Connections: Int = 1) {
         self.client = client
         self.url = url
+        self.contentType = HTTP2Connector.fcmContentType
         self.lane = nil
         self.laneLoop = nil
         self.plainHTTP = url.lowercased().hasPrefix("http://")
@@ -64,12 +79,13 @@ import Synchronization
     /// Requests over its own HTTP/2 connection made by `connector` on an event loop of `client`,
     /// which carries them only if the server does not speak HTTP/2 (then at most `http1Connections`
     /// at once).
-    package init(client: HTTPClient, url: String, connector: FCMConnector, http1Connections: Int = 1) {
+    package init(client: HTTPClient, url: String, connector: HTTP2Connector, http1Connections: Int = 1) {
         self.client = client
         self.url = url
+        self.contentType = connector.contentType
         let loop = client.eventLoopGroup.next()
         self.laneLoop = loop
-        self.lane = NIOLoopBoundBox.makeBoxSendingValue(FCMConnectionLane(connector: connector, loop: loop), eventLoop: loop)
+        self.lane = NIOLoopBoundBox.makeBoxSendingValue(HTTP2ConnectionLane(connector: connector, loop: loop), eventLoop: loop)
         self.plainHTTP = false
         self.turns = ConnectionTurns(limit: http1Connections)
     }
@@ -78,18 +94,24 @@ import Synchronization
     /// server did not choose `h2`. A connection then carries one request at a time.
     package var isHTTP1: Bool { plainHTTP || noHTTP2.load(ordering: .relaxed) }
 
-    /// Posts `body` with `token` on `eventLoop`; throws when no answer came (refused, dropped, timed
-    /// out `timeout` after the request was written).
+    /// Posts `body` with `token` to the URL on `eventLoop`; throws when no answer came (refused,
+    /// dropped, timed out `timeout` after the request was written).
     @_spi(Benchmarks) public func post(_ body: ByteBuffer, token: String, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> Answer {
+        try await post(Outgoing(body: body, token: token), on: eventLoop, timeout: timeout)
+    }
+
+    /// Posts `outgoing` on `eventLoop`; throws when no answer came (refused, dropped, timed out
+    /// `timeout` after the request was written).
+    func post(_ outgoing: Outgoing, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> Answer {
         if let lane, let laneLoop, !noHTTP2.load(ordering: .relaxed) {
             do {
-                return try await post(body, token: token, lane: lane, on: laneLoop, timeout: timeout)
+                return try await post(outgoing, lane: lane, on: laneLoop, timeout: timeout)
             } catch is NoHTTP2 {
                 noHTTP2.store(true, ordering: .relaxed)
             }
         }
-        var request = try request(token: token)
-        request.body = .byteBuffer(body)
+        var request = try request(for: outgoing)
+        request.body = .byteBuffer(outgoing.body)
         // Over HTTP/1.1 wait for a connection's turn here, where no deadline runs.
         let turn = isHTTP1
         if turn { try await turns.take() }
@@ -113,15 +135,15 @@ import Synchronization
     }
 
     private func post(
-        _ body: ByteBuffer, token: String, lane: NIOLoopBoundBox<FCMConnectionLane>, on loop: any EventLoop, timeout: TimeAmount
+        _ outgoing: Outgoing, lane: NIOLoopBoundBox<HTTP2ConnectionLane>, on loop: any EventLoop, timeout: TimeAmount
     ) async throws -> Answer {
         let id = requestIDs.wrappingAdd(1, ordering: .relaxed).newValue
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 if loop.inEventLoop {
-                    lane.value.start(id: id, body: body, token: token, timeout: timeout, continuation: continuation)
+                    lane.value.start(id: id, outgoing, timeout: timeout, continuation: continuation)
                 } else {
-                    loop.execute { lane.value.start(id: id, body: body, token: token, timeout: timeout, continuation: continuation) }
+                    loop.execute { lane.value.start(id: id, outgoing, timeout: timeout, continuation: continuation) }
                 }
             }
         } onCancel: {
@@ -130,7 +152,7 @@ import Synchronization
     }
 
     /// Whether `error` says the server did not process the request, so it is safe to send again
-    /// (RFC 9113, 8.7). On the exchange's own connection (``FCMHTTP2Connection``) such a request fails
+    /// (RFC 9113, 8.7). On the exchange's own connection (``HTTP2Connection``) such a request fails
     /// with `StreamClosed` and REFUSED_STREAM: past a GOAWAY's last stream, never written, or reset so
     /// by the server. Through the client, measured against the fake server's GOAWAY: async-http-client
     /// fails the requests past the last stream it names with `StreamClosed` and the code CANCEL (NIOHTTP2 closes them so),
@@ -147,91 +169,21 @@ import Synchronization
         return (error as? HTTPClientError) == .cancelled && !Task.isCancelled
     }
 
-    /// The request for `token`, prepared once per token.
-    private func request(token: String) throws -> HTTPClient.Request {
-        if let cached = prepared.withLock({ $0 }), cached.token == token { return cached.request }
+    /// The request for `outgoing`: prepared once per token for the URL's path, made anew for another.
+    private func request(for outgoing: Outgoing) throws -> HTTPClient.Request {
+        if outgoing.path == nil && outgoing.headers.isEmpty, let cached = prepared.withLock({ $0 }), cached.token == outgoing.token {
+            return cached.request
+        }
         var headers = HTTPHeaders()
-        headers.add(name: "Authorization", value: "Bearer \(token)")
-        headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
-        let request = try HTTPClient.Request(url: url, method: .POST, headers: headers)
-        prepared.withLock { $0 = (token, request) }
-        return request
-    }
-}
-
-/// The server chose another protocol than HTTP/2: the request goes through the client instead.
-struct NoHTTP2: Error {}
-
-/// An exchange's own HTTP/2 connection: the current one, or the requests waiting while one is
-/// opened. A connection that went away (GOAWAY, lost) keeps its open streams until they end and is
-/// replaced for new requests. Confined to its event loop.
-final class FCMConnectionLane {
-    private let connector: FCMConnector
-    private let loop: any EventLoop
-    private var connection: FCMHTTP2Connection?
-    /// Requests waiting for the connection being opened (nil: none being opened).
-    private var connecting: [FCMHTTP2Connection.Request]?
-    /// The request headers for the latest access token.
-    private var prepared: (token: String, headers: HPACKHeaders)?
-
-    init(connector: FCMConnector, loop: any EventLoop) {
-        self.connector = connector
-        self.loop = loop
-    }
-
-    /// Starts a request on the connection, or queues it while one is opened (no deadline runs until
-    /// it is written: waiting here is bounded by the connect timeout).
-    func start(id: UInt64, body: ByteBuffer, token: String, timeout: TimeAmount, continuation: UnsafeContinuation<FCMExchange.Answer, any Error>) {
-        let request = FCMHTTP2Connection.Request(id: id, headers: headers(token: token, length: body.readableBytes), body: body, timeout: timeout, continuation: continuation)
-        if let connection, connection.isAccepting { return connection.start(request) }
-        connection = nil
-        if connecting != nil {
-            connecting!.append(request)
-            return
+        headers.add(name: "Authorization", value: "Bearer \(outgoing.token)")
+        for (name, value) in outgoing.headers { headers.add(name: name, value: value) }
+        headers.add(name: "Content-Type", value: contentType)
+        guard let path = outgoing.path else {
+            let request = try HTTPClient.Request(url: url, method: .POST, headers: headers)
+            prepared.withLock { $0 = (outgoing.token, request) }
+            return request
         }
-        connecting = [request]
-        connector.connect(on: loop, requestTimeout: timeout).assumeIsolated().whenComplete { result in
-            let waiting = self.connecting ?? []
-            self.connecting = nil
-            switch result {
-            case .success(let connection?):
-                self.connection = connection
-                for request in waiting { connection.start(request) }
-            case .success(nil):
-                for request in waiting { request.continuation.resume(throwing: NoHTTP2()) }
-            case .failure(let error):
-                for request in waiting { request.continuation.resume(throwing: error) }
-            }
-        }
-    }
-
-    /// Stops the connection taking requests; it closes once its open streams end.
-    func close() {
-        connection?.closeWhenIdle()
-        connection = nil
-    }
-
-    func cancel(_ id: UInt64) {
-        if let index = connecting?.firstIndex(where: { $0.id == id }) {
-            connecting!.remove(at: index).continuation.resume(throwing: CancellationError())
-            return
-        }
-        connection?.cancel(id)
-    }
-
-    private func headers(token: String, length: Int) -> HPACKHeaders {
-        var headers: HPACKHeaders
-        if let prepared, prepared.token == token {
-            headers = prepared.headers
-        } else {
-            headers = HPACKHeaders([
-                (":method", "POST"), (":scheme", "https"), (":authority", connector.authority), (":path", connector.path),
-                ("authorization", "Bearer \(token)"), ("content-type", "application/json; charset=UTF-8"),
-            ])
-            prepared = (token, headers)
-        }
-        headers.add(name: "content-length", value: String(length))
-        return headers
+        return try HTTPClient.Request(url: url + path, method: .POST, headers: headers)
     }
 }
 
@@ -239,10 +191,10 @@ final class FCMConnectionLane {
 /// The `Mutex`es are never contended: AsyncHTTPClient calls a delegate on one event loop, one callback
 /// at a time.
 private final class AnswerCollector: HTTPClientResponseDelegate {
-    typealias Response = FCMExchange.Answer
+    typealias Response = HTTP2Exchange.Answer
 
     private let timeout: TimeAmount
-    private let answer = Mutex(FCMExchange.Answer(status: 0, retryAfter: nil, body: ByteBuffer()))
+    private let answer = Mutex(HTTP2Exchange.Answer(status: 0, retryAfter: nil, body: ByteBuffer()))
     private let deadline = Mutex<Scheduled<Void>?>(nil)
 
     init(timeout: TimeAmount) { self.timeout = timeout }
@@ -261,17 +213,18 @@ private final class AnswerCollector: HTTPClientResponseDelegate {
         answer.withLock {
             $0.status = Int(head.status.code)
             $0.retryAfter = head.headers.first(name: "Retry-After")
+            $0.id = head.headers.first(name: "apns-id")
         }
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         let fits = answer.withLock { answer in
-            guard answer.body.readableBytes + buffer.readableBytes <= FCMExchange.maxAnswerBytes else { return false }
+            guard answer.body.readableBytes + buffer.readableBytes <= HTTP2Exchange.maxAnswerBytes else { return false }
             if answer.body.readableBytes == 0 { answer.body = buffer } else { answer.body.writeImmutableBuffer(buffer) }
             return true
         }
-        return fits ? task.eventLoop.makeSucceededVoidFuture() : task.eventLoop.makeFailedFuture(FCMExchange.TooLarge())
+        return fits ? task.eventLoop.makeSucceededVoidFuture() : task.eventLoop.makeFailedFuture(HTTP2Exchange.TooLarge())
     }
 
     func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response {

@@ -7,10 +7,12 @@ import NIOSSL
 import NIOTLS
 import Synchronization
 
-/// Opens the sender's own HTTP/2 connections (``FCMHTTP2Connection``) to an `https` endpoint: TCP,
+/// Opens the sender's own HTTP/2 connections (``HTTP2Connection``) to an `https` endpoint: TCP,
 /// TLS offering `h2` and `http/1.1` by ALPN, then `NIOHTTP2Handler` at the frame level. An endpoint
-/// that does not choose `h2` is left to async-http-client.
-package final class FCMConnector: Sendable {
+/// that does not choose `h2` is left to async-http-client. One connector per provider: its URL's
+/// path (FCM's `messages:send`; APNs gives one per request), its content type, and whether a new
+/// connection carries one stream until a request succeeded (APNs' rule).
+package final class HTTP2Connector: Sendable {
     /// Where requests go, from the endpoint's URL.
     let host: String
     let port: Int
@@ -19,12 +21,20 @@ package final class FCMConnector: Sendable {
     let path: String
     /// Connecting, the TLS handshake and the server's first SETTINGS together take at most this long.
     let connectTimeout: TimeAmount
+    /// `content-type` of every request.
+    let contentType: String
+    /// A new connection opens one stream at a time until a request on it was answered 200, then as
+    /// many as the server allows (APNs).
+    let oneStreamUntilSuccess: Bool
     private let tls: TLSConfiguration
     /// Made on first use, shared by every connection (making one reads the trust roots).
     private let sslContext = Mutex<Result<NIOSSLContext, any Error>?>(nil)
 
     /// For an `https` `url` (nil otherwise); `caFile`: a PEM file of extra trusted CA certificates.
-    package init?(url: String, caFile: String?, connectTimeout: NIOCore.TimeAmount = .seconds(5)) {
+    package init?(
+        url: String, caFile: String?, connectTimeout: NIOCore.TimeAmount = .seconds(5), contentType: String = HTTP2Connector.fcmContentType,
+        oneStreamUntilSuccess: Bool = false
+    ) {
         guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https", let host = components.host, !host.isEmpty
         else { return nil }
         self.host = host
@@ -32,11 +42,16 @@ package final class FCMConnector: Sendable {
         self.authority = components.port.map { "\(host):\($0)" } ?? host
         self.path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         self.connectTimeout = connectTimeout
+        self.contentType = contentType
+        self.oneStreamUntilSuccess = oneStreamUntilSuccess
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
         tls.applicationProtocols = ["h2", "http/1.1"]
         self.tls = tls
     }
+
+    /// FCM's `content-type`.
+    package static let fcmContentType = "application/json; charset=UTF-8"
 
     private func context() throws -> NIOSSLContext {
         try sslContext.withLock { cached in
@@ -49,10 +64,10 @@ package final class FCMConnector: Sendable {
 
     /// A new connection on `loop`, ready once the server's SETTINGS came; nil when the server chose
     /// another protocol than `h2` (the connection is closed).
-    func connect(on loop: any EventLoop, requestTimeout: TimeAmount) -> EventLoopFuture<FCMHTTP2Connection?> {
+    func connect(on loop: any EventLoop, requestTimeout: TimeAmount) -> EventLoopFuture<HTTP2Connection?> {
         let sslContext: NIOSSLContext
         do { sslContext = try context() } catch { return loop.makeFailedFuture(error) }
-        let promise = loop.makePromise(of: FCMHTTP2Connection?.self)
+        let promise = loop.makePromise(of: HTTP2Connection?.self)
         // An IP address is no server name (SNI); NIOSSL then checks the certificate against the address.
         let serverName = host.contains(":") || host.allSatisfy({ $0.isNumber || $0 == "." }) ? nil : host
         let timeout = connectTimeout
@@ -69,9 +84,9 @@ package final class FCMConnector: Sendable {
                                 return
                             }
                             let ready = channel.eventLoop.makePromise(of: Void.self)
-                            let connection = FCMHTTP2Connection(ready: ready, timeout: requestTimeout)
+                            let connection = HTTP2Connection(ready: ready, timeout: requestTimeout, oneStreamUntilSuccess: self.oneStreamUntilSuccess)
                             try channel.pipeline.syncOperations.addHandler(
-                                NIOHTTP2Handler(mode: .client, initialSettings: FCMHTTP2Connection.settings))
+                                NIOHTTP2Handler(mode: .client, initialSettings: HTTP2Connection.settings))
                             try channel.pipeline.syncOperations.addHandler(connection)
                             ready.futureResult.assumeIsolated().whenComplete { result in
                                 switch result {
@@ -104,7 +119,7 @@ package final class FCMConnector: Sendable {
     }
 }
 
-extension FCMHTTP2Connection {
+extension HTTP2Connection {
     /// This side's SETTINGS: no server push, ``streamWindow`` per stream.
     static let settings: HTTP2Settings = [
         HTTP2Setting(parameter: .enablePush, value: 0),
@@ -118,9 +133,9 @@ extension FCMHTTP2Connection {
 private final class HandshakeFailure: ChannelInboundHandler {
     typealias InboundIn = Any
 
-    private let promise: EventLoopPromise<FCMHTTP2Connection?>
+    private let promise: EventLoopPromise<HTTP2Connection?>
 
-    init(promise: EventLoopPromise<FCMHTTP2Connection?>) { self.promise = promise }
+    init(promise: EventLoopPromise<HTTP2Connection?>) { self.promise = promise }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         promise.fail(error)
