@@ -317,7 +317,7 @@ import Testing
         while ContinuousClock.now < deadline {
             let response = try await client.execute(HTTPClientRequest(url: metricsURL!.absoluteString), timeout: .seconds(5))
             text = String(buffer: try await response.body.collect(upTo: 1 << 20))
-            if text.contains("digest_sender_sent_total") && text.contains("digest_sender_dead_total{reason=\"UNREGISTERED\"}") { break }
+            if text.contains("digest_sender_sent_total{provider=\"fcm\"}") && text.contains("digest_sender_dead_total{provider=\"fcm\",reason=\"UNREGISTERED\"}") { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         // The same port: /healthz while sending, 404 elsewhere.
@@ -330,8 +330,8 @@ import Testing
         let elsewhere = try await client.execute(HTTPClientRequest(url: "\(base)/"), timeout: .seconds(5))
         #expect(elsewhere.status.code == 404)
         try await client.shutdown()
-        #expect(text.contains("digest_sender_sent_total"), "\(text)")
-        #expect(text.contains("digest_sender_dead_total{reason=\"UNREGISTERED\"}"))
+        #expect(text.contains("digest_sender_sent_total{provider=\"fcm\"}"), "\(text)")
+        #expect(text.contains("digest_sender_dead_total{provider=\"fcm\",reason=\"UNREGISTERED\"}"))
         #expect(text.contains("digest_sender_request_duration_seconds"))
         sender.signal(SIGTERM)
         #expect(try await sender.wait(timeout: .seconds(20)) == 0, "\(sender.output)")

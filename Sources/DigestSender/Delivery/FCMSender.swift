@@ -1,5 +1,6 @@
 public import AsyncHTTPClient
 import CoreMetrics
+import DigestCore
 import DigestNIO
 public import DigestStore
 import Foundation
@@ -84,7 +85,7 @@ public struct FCMSender<Database: DigestPipelineStore>: Service {
     public let configuration: Configuration
     private let client: HTTPClient
     private let logger: Logger
-    private let metrics = SenderMetrics()
+    private let metrics = SenderMetrics(provider: .fcm)
     private let transport: FCMTransport
 
     /// `client` fetches access tokens and carries requests; `connections` are more clients on the same

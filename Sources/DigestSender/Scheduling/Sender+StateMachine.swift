@@ -24,6 +24,12 @@ import DigestStore
 ///   credentials. A stop releases what is leased and not sent; the requests in flight finish and
 ///   are settled; then `.finish` (or `.fail` with the refusal).
 /// - `.finish` and `.fail` come once, last; after them every event returns `[]`.
+/// - With an ``Configuration/environmentCheck`` (APNs), dead-device answers that may only mean the
+///   wrong environment (``PushOutcome/deviceDead(_:diedAt:suspectEnvironment:)``) are held back, not
+///   written and holding no lane room (nothing was delivered), until the run's answers decide: the
+///   first `answers` answers all such fail the run with the check's error and release them (no
+///   device marked dead); any other answer first (a retry is none: it says nothing of the tokens),
+///   or an idle run with fewer, makes them dead; a stop releases them.
 ///
 /// An event that cannot happen in the current state (an answer for a message not in flight, a
 /// store result with no such operation running) is a bug in the driver: the machine answers
@@ -54,6 +60,9 @@ struct SenderStateMachine<Instant: InstantProtocol>: Sendable where Instant.Dura
         var seed: UInt64 = 0
         /// The requests in flight the sender was asked for (the pacer's burst is at most that).
         var concurrency: Int
+        /// The provider's dead-token answer may mean a wrong endpoint (APNs' `BadDeviceToken`: tokens
+        /// of the sandbox sent to production, or the reverse): nil for FCM.
+        var environmentCheck: EnvironmentCheck?
 
         init(lanes: [Int], leaseBatch: Int, refillBelow: Int, extendEvery: Duration, maxAttempts: Int) {
             self.lanes = lanes
@@ -63,6 +72,23 @@ struct SenderStateMachine<Instant: InstantProtocol>: Sendable where Instant.Dura
             self.maxAttempts = maxAttempts
             self.concurrency = lanes.reduce(0, +)
         }
+    }
+
+    /// When the first `answers` answers of a run all say `suspectEnvironment`, the run fails with
+    /// `error` and no device is marked dead.
+    struct EnvironmentCheck: Sendable {
+        var answers = 20
+        var error: SenderError
+    }
+
+    /// What becomes of the answers that may mean the wrong environment.
+    enum SuspectAnswers: Equatable {
+        /// Undecided: kept in ``SenderStateMachine/provisional``, not written.
+        case held
+        /// The tokens fit the endpoint: such answers are dead devices.
+        case dead
+        /// The run stopped undecided, or decided the environment is wrong: such messages are released untried.
+        case released
     }
 
     /// What the driver does next; each of the first five is answered by one event.
@@ -169,6 +195,9 @@ struct SenderStateMachine<Instant: InstantProtocol>: Sendable where Instant.Dura
     var wakes: [Instant] = []
     var summary = SendSummary()
     var random: SplitMix64
+    var suspectAnswers: SuspectAnswers
+    /// Answers that may mean the wrong environment, held while ``suspectAnswers`` is `.held`.
+    var provisional: [(message: LeasedMessage, failure: PushOutcome.Failure, diedAt: Int64?)] = []
 
     init(_ configuration: Configuration) {
         precondition(!configuration.lanes.isEmpty && configuration.lanes.allSatisfy { $0 >= 1 }, "every lane carries a request at least")
@@ -177,6 +206,7 @@ struct SenderStateMachine<Instant: InstantProtocol>: Sendable where Instant.Dura
         // A burst of at most a second's worth, or the requests in flight.
         pacer = configuration.ratePerMinute.map { RatePacer(perMinute: $0, burst: min(configuration.concurrency, max(1, $0 / 60))) }
         random = SplitMix64(seed: configuration.seed)
+        suspectAnswers = configuration.environmentCheck == nil || configuration.validateOnly ? .dead : .held
     }
 
     /// Messages in flight: sending, or answered and waiting for the store.

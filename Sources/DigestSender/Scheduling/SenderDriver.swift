@@ -84,7 +84,7 @@ struct SenderDriver<Consumer: OutboxConsumer, Transport: PushTransport>: Sendabl
     }
 
     private func perform(_ action: Machine.Action, in group: inout ThrowingTaskGroup<Event, any Error>) {
-        let (consumer, owner, clock) = (consumer, owner, clock)
+        let (consumer, owner, clock, providers) = (consumer, owner, clock, Set([transport.provider]))
         switch action {
         case .send(let message, let lane):
             let transport = transport
@@ -97,15 +97,15 @@ struct SenderDriver<Consumer: OutboxConsumer, Transport: PushTransport>: Sendabl
         case .lease(let limit):
             let (leaseSeconds, maxAttempts) = (leaseSeconds, maxAttempts)
             storeTask(in: &group) {
-                .leased(try await consumer.lease(owner: owner, limit: limit, now: clock(), leaseSeconds: leaseSeconds, maxAttempts: maxAttempts, providers: [.fcm]))
+                .leased(try await consumer.lease(owner: owner, limit: limit, now: clock(), leaseSeconds: leaseSeconds, maxAttempts: maxAttempts, providers: providers))
             }
         case .peek(let afterID, let limit):
-            storeTask(in: &group) { .leased(try await consumer.peekDue(afterID: afterID, limit: limit, now: clock(), providers: [.fcm])) }
+            storeTask(in: &group) { .leased(try await consumer.peekDue(afterID: afterID, limit: limit, now: clock(), providers: providers)) }
         case .extend(let ids):
             let leaseSeconds = leaseSeconds
             storeTask(in: &group) { .extended(kept: try await consumer.extendLeases(ids: ids, owner: owner, until: clock() + leaseSeconds)) }
         case .checkBacklog:
-            storeTask(in: &group) { .backlog(try await consumer.backlog(now: clock(), providers: [.fcm])) }
+            storeTask(in: &group) { .backlog(try await consumer.backlog(now: clock(), providers: providers)) }
         case .wake(let at):
             group.addTask(executorPreference: control) {
                 // Cancelled (the run is ending), it comes early: the machine takes it as any timer.

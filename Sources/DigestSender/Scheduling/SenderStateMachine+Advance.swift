@@ -7,6 +7,7 @@ extension SenderStateMachine {
         let dry = configuration.validateOnly
         switch outcome {
         case .sent(let receipt):
+            decideSuspects(&actions)
             if dry {
                 summary.validated += 1
                 actions.append(.report(.validated))
@@ -27,18 +28,51 @@ extension SenderStateMachine {
             }
             // The store makes it dead once its attempts are used up.
             if !dry { settle(.retry(id: message.id, at: unixTime + Int64(delay.seconds.rounded(.up)), error: failure.reason), lane: lane) }
-        case .deviceDead(let failure), .messageDead(let failure):
-            let device: Bool
-            if case .deviceDead = outcome { device = true } else { device = false }
+        case .deviceDead(let failure, let diedAt, let suspect):
+            if suspect && suspectAnswers != .dead {
+                holdSuspect(message, failure, diedAt: diedAt, &actions)
+                return
+            }
+            decideSuspects(&actions)
             summary.dead[failure.code, default: 0] += 1
-            if device && !dry { summary.devicesRemoved += 1 }
+            if !dry { summary.devicesRemoved += 1 }
             actions.append(.report(.dead(code: failure.code, id: message.id, userID: message.userID)))
-            if !dry { settle(device ? .unregistered(id: message.id, reason: failure.reason) : .dead(id: message.id, reason: failure.reason), lane: lane) }
+            if !dry { settle(.unregistered(id: message.id, reason: failure.reason, diedAt: diedAt), lane: lane) }
+        case .messageDead(let failure):
+            decideSuspects(&actions)
+            summary.dead[failure.code, default: 0] += 1
+            actions.append(.report(.dead(code: failure.code, id: message.id, userID: message.userID)))
+            if !dry { settle(.dead(id: message.id, reason: failure.reason), lane: lane) }
         case .credentialsRefused(let error):
             // Not tried as far as the outbox is concerned: released, as the ones not sent.
             if !dry { pending.append((.release(id: message.id), nil)) }
             stop(refusal: error, &actions)
         }
+    }
+
+    /// A suspect answer while undecided is held (no lane room: nothing was delivered); the check's
+    /// number of them, all the run's answers so far, fail the run. Once released, it is released.
+    private mutating func holdSuspect(_ message: LeasedMessage, _ failure: PushOutcome.Failure, diedAt: Int64?, _ actions: inout [Action]) {
+        guard suspectAnswers == .held, let check = configuration.environmentCheck else {
+            release([message], &actions)
+            return
+        }
+        provisional.append((message, failure, diedAt))
+        if provisional.count >= check.answers { stop(refusal: check.error, &actions) }
+    }
+
+    /// An answer that is not suspect came first, or the run is idle: the suspect answers held are
+    /// dead devices, and so are those to come.
+    mutating func decideSuspects(_ actions: inout [Action]) {
+        guard suspectAnswers == .held else { return }
+        suspectAnswers = .dead
+        for (message, failure, diedAt) in provisional {
+            summary.dead[failure.code, default: 0] += 1
+            summary.devicesRemoved += 1
+            actions.append(.report(.dead(code: failure.code, id: message.id, userID: message.userID)))
+            pending.append((.unregistered(id: message.id, reason: failure.reason, diedAt: diedAt), nil))
+        }
+        provisional.removeAll()
     }
 
     private mutating func settle(_ settlement: Settlement, lane: Int) {
@@ -60,6 +94,10 @@ extension SenderStateMachine {
         var actions: [Action] = []
         // Sends first: a lease then sees what they left in the buffer.
         if phase == .running { startSends(now, &actions) }
+        // Idle with suspect answers held, fewer than the check's: nothing more will decide them.
+        if phase == .running && !provisional.isEmpty && buffered == 0 && sending.isEmpty && emptyLeaseAt != nil {
+            decideSuspects(&actions)
+        }
         startStoreOperation(now, &actions)
         if let end = end() {
             phase = .over

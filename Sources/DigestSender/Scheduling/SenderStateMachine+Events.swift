@@ -137,6 +137,12 @@ extension SenderStateMachine {
     mutating func stop(refusal: SenderError?, _ actions: inout [Action]) {
         if case .stopping(let earlier) = phase, earlier != nil { return }
         phase = .stopping(refusal: refusal)
+        if suspectAnswers == .held {
+            // Undecided: nothing is known of those tokens; they are tried again by a later run.
+            suspectAnswers = .released
+            release(provisional.map(\.message), &actions)
+            provisional.removeAll()
+        }
         let unsent = Array(buffer[head...])
         buffer.removeAll()
         head = 0

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import CoreMetrics
+import DigestCore
 import DigestNIO
 import DigestStore
 import Foundation
@@ -45,6 +46,8 @@ struct FCMTransport: PushTransport {
         }
         lanes = RequestLanes.make(exchanges: exchanges, eventLoops: eventLoops, concurrency: configuration.concurrency)
     }
+
+    var provider: Provider { .fcm }
 
     var laneCapacities: [Int] { lanes.map(\.requests) }
 

@@ -17,8 +17,12 @@ enum PushOutcome: Sendable {
     /// minimum, already scaled; nil: the backoff alone decides). `pauseEverything`: the provider asked
     /// the whole sender to send nothing for that long (FCM's 429 with `Retry-After`).
     case retry(after: Duration?, Failure, pauseEverything: Duration? = nil)
-    /// The device token is dead: the message is dead and the token remembered as dead.
-    case deviceDead(Failure)
+    /// The device token is dead: the message is dead and the token remembered as dead since `diedAt`
+    /// (Unix seconds; nil: now — APNs' 410 says since when, and a device registered after that stays
+    /// alive). `suspectEnvironment`: the token may only be for the provider's other environment (APNs'
+    /// `BadDeviceToken`: sandbox against production); ``SenderStateMachine`` then holds the outcome back
+    /// until the run's first answers tell a wrong endpoint from dead devices. FCM never says so.
+    case deviceDead(Failure, diedAt: Int64? = nil, suspectEnvironment: Bool = false)
     /// This message can never be delivered (a bad payload); the device stays.
     case messageDead(Failure)
     /// The provider or the credentials source refused this sender: no retry helps, stop everything.

@@ -1,3 +1,4 @@
+import DigestCore
 import DigestNIO
 import DigestStore
 
@@ -10,6 +11,9 @@ import DigestStore
 /// a GOAWAY's last stream) and what its credentials need (a refreshed token); any other failure is an
 /// outcome.
 protocol PushTransport: Sendable {
+    /// The provider whose rows this transport sends: the only ones its sender leases.
+    var provider: Provider { get }
+
     /// Requests each lane carries at once (a connection's streams; 1 over HTTP/1.1).
     var laneCapacities: [Int] { get }
 
