@@ -122,44 +122,18 @@ public struct FCMSender<Database: DigestPipelineStore>: Service {
     /// in flight from its request until its outcome is written, so a sender killed at any moment has
     /// delivered without recording at most what it had in flight.
     public func send() async throws -> SendSummary {
-        let started = ContinuousClock.now
-        try await transport.prepare()
-        defer { transport.close() }
-        // The driver's loop and the store's tasks run on an event loop of the client too: the
-        // messages' tasks are on those loops, and a loop wakes them back without a hop through the
-        // concurrency pool.
-        let control = EventLoopExecutor(client.eventLoopGroup.next())
-        let machine = SenderStateMachine<ContinuousClock.Instant>(machineConfiguration)
-        metrics.ratePerSecond.record(machine.pacer.map(\.perSecond) ?? 0)
-        var summary = try await withTaskExecutorPreference(control) {
-            try await database.withOutboxConsumer { consumer in
-                let driver = SenderDriver(
-                    consumer: consumer, transport: transport, owner: configuration.owner, leaseSeconds: configuration.leaseSeconds,
-                    maxAttempts: configuration.maxAttempts, clock: configuration.clock, control: control, metrics: metrics, logger: logger)
-                return try await driver.run(machine)
-            }
-        }
-        summary.seconds = (ContinuousClock.now - started).seconds
-        return summary
+        let run = SenderRun(
+            database: database, transport: transport, owner: configuration.owner, leaseSeconds: configuration.leaseSeconds,
+            maxAttempts: configuration.maxAttempts, clock: configuration.clock, metrics: metrics, logger: logger)
+        return try await run.send(machineConfiguration, on: EventLoopExecutor(client.eventLoopGroup.next()))
     }
 
     /// The state machine's settings, from the sender's.
     var machineConfiguration: SenderStateMachine<ContinuousClock.Instant>.Configuration {
-        let configuration = self.configuration
-        var machine = SenderStateMachine<ContinuousClock.Instant>.Configuration(
-            lanes: transport.laneCapacities, leaseBatch: configuration.leaseBatch ?? max(16, configuration.concurrency * 2),
-            refillBelow: configuration.concurrency, extendEvery: .seconds(Double(configuration.leaseSeconds) / 3),
-            maxAttempts: configuration.maxAttempts)
-        machine.concurrency = configuration.concurrency
-        machine.openPerRequest = configuration.validateOnly ? 1 : 2
-        machine.pollInterval = configuration.pollInterval
-        machine.idleCheck = min(configuration.pollInterval, .milliseconds(100))
-        machine.drain = configuration.drain
-        machine.validateOnly = configuration.validateOnly
-        machine.retry = configuration.retry
-        machine.ratePerMinute = configuration.ratePerMinute
-        var random = SystemRandomNumberGenerator()
-        machine.seed = random.next()
-        return machine
+        .sender(
+            lanes: transport.laneCapacities, concurrency: configuration.concurrency, leaseSeconds: configuration.leaseSeconds,
+            leaseBatch: configuration.leaseBatch, maxAttempts: configuration.maxAttempts, pollInterval: configuration.pollInterval,
+            drain: configuration.drain, validateOnly: configuration.validateOnly, retry: configuration.retry,
+            ratePerMinute: configuration.ratePerMinute)
     }
 }
