@@ -23,6 +23,8 @@ package struct DemoDataset: Sendable {
     package var weeks = 4
     /// Users with no device (the run skips them: `no_devices`).
     package var percentWithoutDevices = 2
+    /// iOS devices on APNs directly (``DemoHistory``'s `percentAPNs`).
+    package var percentAPNs = 0
 
     package init(week: ISOWeek) {
         self.week = week
@@ -33,7 +35,7 @@ package struct DemoDataset: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var history = DemoHistory(
             week: week, weeks: weeks, users: users, reads: users * readsPerUser, articles: articles, seed: seed,
-            percentWithoutDevices: percentWithoutDevices, imageBase: imageBase, imageNames: imageNames)
+            percentWithoutDevices: percentWithoutDevices, percentAPNs: percentAPNs, imageBase: imageBase, imageNames: imageNames)
 
         var articleLines: [String] = []
         for article in history.articles {
@@ -72,6 +74,7 @@ package struct DemoDataset: Sendable {
                 writer.beginObject()
                 writer.field("token", device.token)
                 writer.field("platform", device.platform.rawValue)
+                if device.provider != .fcm { writer.field("provider", device.provider.rawValue) }
                 writer.endObject()
             }
             writer.endArray()

@@ -42,6 +42,7 @@ package struct DemoHistory: Sendable {
     /// `fr-FR` (no templates) is added only to the default locales.
     private let addsUnknownLocale: Bool
     private let percentWithoutDevices: Int
+    private let percentAPNs: Int
     private let readCounts: [Int32]
     /// The articles' publication times (sorted) and reading minutes, by index.
     private let published: [Int64]
@@ -57,6 +58,9 @@ package struct DemoHistory: Sendable {
     ///   - users: users `u1`…; each has 1–3 devices (android 60%, ios 30%, web 10%), 2% opted out.
     ///   - percentWithoutDevices: users with no device at all (0: none, and no draw for it, so the
     ///     default history stays what the benchmark's figures were measured on).
+    ///   - percentAPNs: iOS devices that talk to APNs directly (a 64-digit hex token, provider
+    ///     `apns`), chosen by their token without a draw: the rest of the history is the same
+    ///     whatever the share.
     ///   - reads: reads in all, exactly; per user exponential around the mean, a user in ten reading
     ///     only in the week before.
     ///   - articles: at least 1.
@@ -67,11 +71,12 @@ package struct DemoHistory: Sendable {
     ///     image; nil: one `<article id>.jpg` per article.
     package init(
         week: ISOWeek, weeks: Int = 2, users: Int, reads: Int, articles: Int = 400, seed: UInt64 = 2026,
-        locales: [String]? = nil, percentWithoutDevices: Int = 0, imageBase: String = "https://images.digest.example",
-        imageNames: [String]? = nil
+        locales: [String]? = nil, percentWithoutDevices: Int = 0, percentAPNs: Int = 0,
+        imageBase: String = "https://images.digest.example", imageNames: [String]? = nil
     ) {
         precondition(users > 0 && reads >= 0 && articles > 0, "a history needs users and articles")
-        precondition(weeks >= 2 && (0...100).contains(percentWithoutDevices), "at least two weeks; a percentage")
+        precondition(weeks >= 2 && (0...100).contains(percentWithoutDevices) && (0...100).contains(percentAPNs), "at least two weeks; percentages")
+        self.percentAPNs = percentAPNs
         var random = SplitMix64(seed: seed)
         weekEnd = Int64(week.next.monday.daysSinceEpoch) * 86_400
         windowStart = weekEnd - Int64(weeks) * 7 * 86_400
@@ -141,6 +146,26 @@ package struct DemoHistory: Sendable {
         self.random = random
     }
 
+    /// An iOS device: through FCM, or for `percentAPNs` in a hundred (by the token's hash) an APNs
+    /// device whose token (32 bytes, lower-case hex) is drawn from the FCM token's hash.
+    static func iOSDevice(token: String, percentAPNs: Int) -> Device {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
+        for byte in token.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        guard percentAPNs > 0, Int(hash % 100) < percentAPNs else { return Device(token: token, platform: .ios) }
+        var random = SplitMix64(seed: hash)
+        let digits = Array("0123456789abcdef".utf8)
+        var hex: [UInt8] = []
+        hex.reserveCapacity(64)
+        for _ in 0..<4 {
+            var bits = random.next()
+            for _ in 0..<16 {
+                hex.append(digits[Int(bits & 15)])
+                bits >>= 4
+            }
+        }
+        return Device(token: String(decoding: hex, as: UTF8.self), platform: .ios, provider: .apns)
+    }
+
     /// The next user with their devices and reads; nil after the last.
     package mutating func nextUser() -> User? {
         guard nextIndex < readCounts.count else { return nil }
@@ -160,7 +185,8 @@ package struct DemoHistory: Sendable {
         for _ in 0..<deviceCount {
             let token = DemoVocabulary.token(random: &random)
             let roll = random.below(100)
-            devices.append(Device(token: token, platform: roll < 60 ? .android : (roll < 90 ? .ios : .web)))
+            let platform: Platform = roll < 60 ? .android : (roll < 90 ? .ios : .web)
+            devices.append(platform == .ios ? Self.iOSDevice(token: token, percentAPNs: percentAPNs) : Device(token: token, platform: platform))
         }
         let reader = Reader(id: "u\(index + 1)", locale: locale, timeZone: zone, optedOut: optedOut, devices: devices)
 

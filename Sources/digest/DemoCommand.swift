@@ -30,6 +30,9 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Distinct sample pictures served to the run over HTTP on 127.0.0.1 (0: no images).")
     var images: Int = 18
 
+    @Option(help: "Percent of the iOS devices that talk to APNs directly (the others go through FCM).")
+    var apnsDevices = 50
+
     @Flag(inversion: .prefixedNo, help: "Point some articles at a missing picture (a 404), to show a failure and its text fallback.")
     var brokenImage = true
 
@@ -39,6 +42,7 @@ struct DemoCommand: AsyncParsableCommand {
         guard users >= 1 else { throw ValidationError("--users must be positive") }
         guard articles >= 1 else { throw ValidationError("--articles must be positive") }
         guard images >= 0 else { throw ValidationError("--images must be 0 or more") }
+        guard (0...100).contains(apnsDevices) else { throw ValidationError("--apns-devices must be a percentage, 0 to 100") }
     }
 
     func run() async throws {
@@ -59,6 +63,7 @@ struct DemoCommand: AsyncParsableCommand {
             dataset.seed = seed
             dataset.users = users
             dataset.articles = articles
+            dataset.percentAPNs = apnsDevices
             if images > 0 {
                 dataset.imageBase = server.url("/images")
                 dataset.imageNames = pictures.map(\.name) + (brokenImage ? ["missing.jpg"] : [])
@@ -93,13 +98,13 @@ struct DemoCommand: AsyncParsableCommand {
             print("served:    \(hits.values.reduce(0, +)) requests for \(hits.count) distinct pictures on 127.0.0.1")
         }
 
-        // One sample message per variant and platform, for a look at the real payloads.
+        // One sample message per variant, platform and provider, for a look at the real payloads.
         let samples = outURL.appendingPathComponent("messages")
         try fm.createDirectory(at: samples, withIntermediateDirectories: true)
         var written: [String] = []
         let rows = try await SQLiteDatabase.sqlite(path: databasePath).peek(limit: 5000, state: nil)
         for row in rows {
-            let name = "\(row.variant.rawValue)-\(row.platform.rawValue).json"
+            let name = "\(row.variant.rawValue)-\(row.platform.rawValue)\(row.provider == .fcm ? "" : "-\(row.provider.rawValue)").json"
             guard !written.contains(name) else { continue }
             try Data(row.message.utf8).write(to: samples.appendingPathComponent(name))
             written.append(name)

@@ -69,7 +69,9 @@ import Testing
             let picks = report["picks"] as? [String] ?? []
             let oneLanguage = picks.allSatisfy { languageOf[$0] == nil || languageOf[$0] == LanguageTag.primary(locale) }
             let json = try JSONSerialization.jsonObject(with: Data(statement.string(1).utf8))
-            let message = try #require((json as? [String: Any])?["message"] as? [String: Any])
+            // An FCM v1 body, or a direct APNs payload.
+            let object = try #require(json as? [String: Any])
+            let message = object["message"] as? [String: Any] ?? ["apns": ["payload": object]]
             let texts: [String: Any]? =
                 ((message["android"] as? [String: Any])?["data"] as? [String: Any])
                 ?? (((message["apns"] as? [String: Any])?["payload"] as? [String: Any])?["aps"] as? [String: Any])?["alert"] as? [String: Any]

@@ -3,9 +3,10 @@ import DigestTesting
 import Foundation
 import Testing
 
-/// APNs devices through the real binary, on both stores, before the composer can encode for APNs:
-/// imported with their provider, never encoded as FCM (counted `provider_unsupported`, a reader with
-/// nothing else skipped for it), and the outbox's rows, stats and peek name their provider.
+/// APNs devices through the real binary, on both stores: imported with their provider, encoded as
+/// direct APNs requests (the payload in `message`, the headers beside it, the device's own topic or
+/// none: the sender adds its `--apns-topic`), never as FCM; the outbox's rows, stats and peek name
+/// their provider.
 @Suite struct ProviderRunTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
     static let apnsToken = "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"
@@ -22,24 +23,38 @@ import Testing
         return [users, Self.fixtures.appendingPathComponent("articles.jsonl").path, reads]
     }
 
-    @Test(arguments: TestStore.allCases) func apnsDevicesAreNeverEncodedAsFCM(store: TestStore) throws {
+    @Test(arguments: TestStore.allCases) func apnsDevicesAreEncodedAsAPNsRequests(store: TestStore) throws {
         let dir = try TemporaryDirectory()
         let db = try store.make(in: dir)
         let imported = try DigestBinary.run(["import", "--db", db, "--strict"] + files(in: dir))
         #expect(imported.status == 0 && imported.stderr.isEmpty, "\(imported.stdout)\(imported.stderr)")
         let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.contains("users: 2 looked at, 1 digested (0 re-engagement), skipped: provider_unsupported 1"), "\(run.stdout)")
-        #expect(run.stdout.contains("devices skipped: provider_unsupported 2"), "\(run.stdout)")
-        #expect(run.stdout.contains("messages: 1 built, 1 enqueued"), "\(run.stdout)")
+        #expect(run.stdout.contains("users: 2 looked at, 2 digested (0 re-engagement)"), "\(run.stdout)")
+        #expect(!run.stdout.contains("provider_unsupported"), "\(run.stdout)")
+        #expect(run.stdout.contains("messages: 3 built, 3 enqueued"), "\(run.stdout)")
 
         let stats = try DigestBinary.run(["queue", "stats", "--db", db])
-        #expect(stats.status == 0 && stats.stdout.contains("by provider: fcm 1\n"), "\(stats.stdout)\(stats.stderr)")
-        let peek = try DigestBinary.run(["queue", "peek", "--db", db])
-        let row = try #require(try JSONSerialization.jsonObject(with: Data(peek.stdout.utf8)) as? [String: Any], "\(peek.stdout)")
-        #expect(row["user_id"] as? String == "u-both" && row["provider"] as? String == "fcm")
-        #expect(row["target"] as? String == "…both" && row["headers"] == nil)
-        let shown = try DigestBinary.run(["queue", "peek", "--db", db, "--show-tokens"])
-        #expect(shown.stdout.contains(#""target":"fcm-both""#), "\(shown.stdout)")
+        #expect(stats.status == 0 && stats.stdout.contains("by provider: apns 2, fcm 1\n"), "\(stats.stdout)\(stats.stderr)")
+        let peek = try DigestBinary.run(["queue", "peek", "--db", db, "--limit", "3", "--show-tokens"])
+        let rows = try peek.stdout.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], "\(peek.stdout)")
+        }
+        #expect(rows.count == 3, "\(peek.stdout)")
+        let fcm = try #require(rows.first { $0["provider"] as? String == "fcm" })
+        #expect(fcm["user_id"] as? String == "u-both" && fcm["target"] as? String == "fcm-both" && fcm["headers"] == nil)
+        let apns = rows.filter { $0["provider"] as? String == "apns" }
+        #expect(Set(apns.compactMap { $0["target"] as? String }) == [Self.apnsToken, String(repeating: "e", count: 64)])
+        for row in apns {
+            #expect(row["platform"] as? String == "ios")
+            // The payload as sent: `aps` first, no FCM envelope, no token in it.
+            let message = try #require(row["message"] as? [String: Any], "\(row)")
+            #expect(message["aps"] != nil && message["message"] == nil && message["message_id"] as? String != nil)
+            let headers = try #require(row["headers"] as? [String: Any], "\(row)")
+            #expect(headers["apns-push-type"] as? String == "alert" && headers["apns-id"] as? String != nil)
+            #expect(headers["apns-topic"] as? String == (row["user_id"] as? String == "u-both" ? "com.example.news" : nil))
+        }
+        let masked = try DigestBinary.run(["queue", "peek", "--db", db])
+        #expect(!masked.stdout.contains(Self.apnsToken) && masked.stdout.contains("…both"), "\(masked.stdout)")
     }
 }

@@ -388,7 +388,7 @@ import Testing
 
     @Test func theWeeklyRunsMessagesPassFCMsRulesEndToEnd() async throws {
         let dir = try TemporaryDirectory()
-        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "120", "--send-at", "now"])
+        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "120", "--send-at", "now", "--apns-devices", "0"])
         #expect(demo.status == 0, "\(demo.stderr)")
         let db = dir.path("demo/digest.sqlite")
         let count = try OutboxFixture.states(path: db)["ready", default: 0]

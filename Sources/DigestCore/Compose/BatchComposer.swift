@@ -166,7 +166,7 @@ public struct BatchComposer: Sendable {
             user.skipped = reader.deadTokens > 0 ? .deadTokens : .noDevices
             return .finished(user)
         }
-        // Only FCM is encoded so far: a reader with no FCM device gets no digest (and no image fetched).
+        // A reader with no device the composer can encode for gets no digest (and no image fetched).
         user.devicesUnsupported = reader.devices.count { !Self.canEncode($0) }
         if user.devicesUnsupported == reader.devices.count {
             user.skipped = .providerUnsupported
@@ -214,22 +214,43 @@ public struct BatchComposer: Sendable {
         let week = window.week.description
         let keys = devices.map { OutboxMessage.dedupeKey(week: week, userID: reader.id, token: $0.token) }
         let ids = keys.indices.map { OutboxMessage.messageID(dedupeKey: keys[$0], position: first.advanced(by: $0)) }
-        let bodies = planner.encoder.messages(for: encoded, devices: devices, messageIDs: ids)
+        // Each provider's devices encoded together, in the reader's device order.
+        var bodies = [(message: [UInt8], headers: String?)](repeating: ([], nil), count: devices.count)
+        for provider in Set(devices.map(\.provider)) {
+            let indices = devices.indices.filter { devices[$0].provider == provider }
+            let chosen = indices.map { devices[$0] }, chosenIDs = indices.map { ids[$0] }
+            switch provider {
+            case .fcm:
+                for (index, body) in zip(indices, planner.encoder.messages(for: encoded, devices: chosen, messageIDs: chosenIDs)) {
+                    bodies[index] = (body, nil)
+                }
+            case .apns:
+                let apns = APNsEncoder(configuration: .init(topic: nil), encoder: planner.encoder)
+                for (index, request) in zip(indices, apns.messages(for: encoded, devices: chosen, messageIDs: chosenIDs)) {
+                    bodies[index] = (request.payload, request.headers.json)
+                }
+            }
+        }
         user.messages = devices.indices.map { index in
             let device = devices[index]
             return OutboxMessage(
                 dedupeKey: keys[index],
                 week: week, userID: reader.id, platform: device.platform,
-                variant: plan.variant, message: bodies[index], report: report, availableAt: slot.availableAt, picks: plan.picks,
+                variant: plan.variant, message: bodies[index].message, report: report, availableAt: slot.availableAt, picks: plan.picks,
                 windowEnd: slot.windowEnd, quietUntil: slot.quietUntil, expiresAt: slot.expiresAt,
-                locale: localized.resolved, messageID: ids[index], provider: device.provider, target: device.token)
+                locale: localized.resolved, messageID: ids[index], provider: device.provider, target: device.token,
+                headers: bodies[index].headers)
         }
         return user
     }
 
-    /// Whether the composer can encode a message for the device's provider: FCM only, until the APNs
-    /// encoder is wired in.
-    static func canEncode(_ device: Device) -> Bool { device.provider == .fcm }
+    /// Whether the composer can encode a message for the device's provider (a provider the store
+    /// knows and this build does not encode is `provider_unsupported`).
+    static func canEncode(_ device: Device) -> Bool {
+        switch device.provider {
+        case .fcm, .apns: true
+        }
+    }
 
     /// The provider's outcome for each URL, asked concurrently (the provider bounds its downloads).
     private func imageOutcomes(_ urls: Set<String>) async -> [String: ImageOutcome] {

@@ -12,14 +12,15 @@
 public struct APNsEncoder: Sendable {
     /// Settings of direct APNs requests beyond the ``FCMEncoder/Configuration`` they share.
     public struct Configuration: Sendable, Hashable {
-        /// `apns-topic` of a device without its own ``Device/topic``: the app's bundle id.
-        public var topic: String
+        /// `apns-topic` of a device without its own ``Device/topic``: the app's bundle id (nil: none
+        /// written; the sender adds its `--apns-topic` when it sends, as the run does not know it).
+        public var topic: String?
         /// Whether requests carry `apns-id` (``APNsHeaders/id(messageID:)``): the same id for a
         /// message on every retry and rerun, which APNs answers with. Without it APNs makes up one per
         /// request.
         public var sendsID = true
 
-        public init(topic: String) {
+        public init(topic: String?) {
             self.topic = topic
         }
     }
