@@ -38,6 +38,8 @@ final class FakeAPNsHTTP2Handler: ChannelInboundHandler {
     private var streamLimit = 1
     private var raised = false
     private var mostStreams = 0
+    /// The provider tokens this connection has used (Apple limits their updates per connection).
+    private var tokens = FakeAPNsServer.ConnectionTokens()
     private let maxConcurrentStreams: Int
     private var context: ChannelHandlerContext?
     private let server: FakeAPNsServer
@@ -162,7 +164,7 @@ final class FakeAPNsHTTP2Handler: ChannelInboundHandler {
         guard let request = receiving.removeValue(forKey: streamID) else { return }
         answering.insert(streamID)
         let reply = server.reply(method: request.method, path: request.path, headers: request.headers, body: request.body,
-                                 bodyLength: request.bodyLength)
+                                 bodyLength: request.bodyLength, tokens: &tokens)
         let delay: Int
         switch reply {
         case .drop(let milliseconds), .answer(_, let milliseconds, _, _): delay = milliseconds

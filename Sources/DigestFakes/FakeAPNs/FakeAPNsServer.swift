@@ -99,9 +99,13 @@ package final class FakeAPNsServer: Sendable {
         package var payload: [UInt8]
     }
 
-    /// Per key id, the provider tokens accepted and the newest one's `iat`.
-    private struct KeyTokens {
-        var accepted: Set<String> = []
+    /// One connection's provider tokens: those it was allowed (with their `iat`) and the newest one's
+    /// `iat`. Apple counts token updates per connection (an engineer's answers on the developer forums:
+    /// changing the token on an open connection more often than every 20 minutes gets 429
+    /// `TooManyProviderTokenUpdates`, and a new connection may land on another APNs host; clients such as
+    /// aioapns sign a token per connection). Kept by the connection's handler, on its event loop.
+    struct ConnectionTokens {
+        var accepted: [String: Int64] = [:]
         var newestIssuedAt: Int64 = .min
     }
 
@@ -115,7 +119,6 @@ package final class FakeAPNsServer: Sendable {
         var keys: [String: P256.Signing.PublicKey]
         /// Every JWT seen: its key id and `iat` when its signature verified, nil when not.
         var jwts: [String: APNsRequestRules.ProviderToken?] = [:]
-        var keyTokens: [String: KeyTokens] = [:]
         var deliveries: [String: Delivery] = [:]
         var messages: [SHA256Digest: Int] = [:]
         var stats = Stats()
@@ -311,7 +314,7 @@ package final class FakeAPNsServer: Sendable {
 
     /// The answer to one request. `bodyLength`: the bytes received (`body` may hold fewer: the handler
     /// keeps at most a MiB).
-    func reply(method: String, path: String, headers: [(String, String)], body: [UInt8], bodyLength: Int) -> Reply {
+    func reply(method: String, path: String, headers: [(String, String)], body: [UInt8], bodyLength: Int, tokens: inout ConnectionTokens) -> Reply {
         if path == "/stats" && method == "GET" {
             let data = (try? JSONEncoder().encode(stats)) ?? Data()
             let answer = Answer(status: 200, headers: [("content-type", "application/json")], body: String(decoding: data, as: UTF8.self))
@@ -322,7 +325,7 @@ package final class FakeAPNsServer: Sendable {
         var failure = APNsRequestRules.checkRequestLine(method: method, path: path, headers: headers)
         var checked: APNsRequestRules.Checked?
         if failure == nil {
-            failure = authenticate(headers.first { $0.0 == "authorization" }?.1, now: now)
+            failure = authenticate(headers.first { $0.0 == "authorization" }?.1, now: now, tokens: &tokens)
         }
         if failure == nil {
             switch APNsRequestRules.checkRequest(path: path, headers: headers, body: body, bodyLength: bodyLength, topics: topics) {
@@ -397,49 +400,50 @@ package final class FakeAPNsServer: Sendable {
 
     /// The provider token's checks: `authorization: bearer <JWT>`, its signature, its age by the
     /// server's clock (at most 3,600 s old, at most 60 s ahead), and Apple's limit on token updates:
-    /// a new token for a key whose `iat` is less than 20 minutes after the newest accepted one's is
-    /// refused (429 `TooManyProviderTokenUpdates`) while the older one keeps working. Verified tokens
-    /// are remembered, so a connection reusing one is not verified again.
-    private func authenticate(_ authorization: String?, now: Int64) -> APNsRequestRules.Failure? {
+    /// on one connection, a new token whose `iat` is less than 20 minutes after the newest one taken is
+    /// refused (429 `TooManyProviderTokenUpdates`) while the older one keeps working. A connection's
+    /// tokens are checked against its own list first, then the server's cache of verified tokens, so a
+    /// token is verified once.
+    private func authenticate(_ authorization: String?, now: Int64, tokens: inout ConnectionTokens) -> APNsRequestRules.Failure? {
         guard let authorization else { return .init(403, "MissingProviderToken") }
         let scheme = authorization.prefix(7)
         guard scheme.count == 7, scheme.lowercased() == "bearer " else { return .init(403, "InvalidProviderToken") }
         let jwt = String(authorization.dropFirst(7).drop { $0 == " " })
         guard !jwt.isEmpty else { return .init(403, "MissingProviderToken") }
+        if let issuedAt = tokens.accepted[jwt] { return Self.age(issuedAt, now: now) }
         enum Known {
-            case decided(APNsRequestRules.Failure?)
+            case cached(APNsRequestRules.ProviderToken?)
             case unverified([String: P256.Signing.PublicKey])
         }
         let known = state.withLock { state -> Known in
             guard let cached = state.jwts[jwt] else { return .unverified(state.keys) }
-            return .decided(Self.admit(cached, jwt: jwt, now: now, state: &state))
+            return .cached(cached)
         }
+        let verified: APNsRequestRules.ProviderToken?
         switch known {
-        case .decided(let failure):
-            return failure
+        case .cached(let token):
+            verified = token
         case .unverified(let keys):
             // Verified outside the lock (an ECDSA verification is the costliest step of a request).
-            let token = APNsRequestRules.verify(jwt, keys: keys, teamID: teamID)
-            return state.withLock { state in
-                if state.jwts.updateValue(token, forKey: jwt) == nil { state.stats.providerTokens += 1 }
-                return Self.admit(token, jwt: jwt, now: now, state: &state)
+            verified = APNsRequestRules.verify(jwt, keys: keys, teamID: teamID)
+            state.withLock { state in
+                if state.jwts.updateValue(verified, forKey: jwt) == nil { state.stats.providerTokens += 1 }
             }
         }
-    }
-
-    /// A verified token's (nil: not verified) age and the token-update limit, under the lock.
-    private static func admit(_ token: APNsRequestRules.ProviderToken?, jwt: String, now: Int64, state: inout State) -> APNsRequestRules.Failure? {
-        guard let token else { return .init(403, "InvalidProviderToken") }
-        guard token.issuedAt <= now + 60 else { return .init(403, "InvalidProviderToken") }
-        guard now - token.issuedAt <= 3600 else { return .init(403, "ExpiredProviderToken") }
-        if state.keyTokens[token.keyID]?.accepted.contains(jwt) == true { return nil }
-        var tokens = state.keyTokens[token.keyID] ?? KeyTokens()
-        if tokens.newestIssuedAt != .min && token.issuedAt - tokens.newestIssuedAt < 20 * 60 {
+        guard let verified else { return .init(403, "InvalidProviderToken") }
+        if let failure = Self.age(verified.issuedAt, now: now) { return failure }
+        if tokens.newestIssuedAt != .min && verified.issuedAt - tokens.newestIssuedAt < 20 * 60 {
             return .init(429, "TooManyProviderTokenUpdates")
         }
-        tokens.accepted.insert(jwt)
-        tokens.newestIssuedAt = token.issuedAt
-        state.keyTokens[token.keyID] = tokens
+        tokens.accepted[jwt] = verified.issuedAt
+        tokens.newestIssuedAt = verified.issuedAt
+        return nil
+    }
+
+    /// At most an hour old, at most a minute ahead (clocks differ a little).
+    private static func age(_ issuedAt: Int64, now: Int64) -> APNsRequestRules.Failure? {
+        guard issuedAt <= now + 60 else { return .init(403, "InvalidProviderToken") }
+        guard now - issuedAt <= 3600 else { return .init(403, "ExpiredProviderToken") }
         return nil
     }
 }
