@@ -1,3 +1,4 @@
+import DigestCore
 @testable import DigestSender
 import Foundation
 import Testing
@@ -68,5 +69,29 @@ import Testing
     func otherBadRequestsKillTheMessageNotTheDevice(status: Int, reason: String?) {
         guard case .messageDead(let code, _) = Self.classify(status, reason) else { Issue.record("\(String(describing: reason))"); return }
         #expect(code == reason ?? "HTTP_\(status)")
+    }
+}
+
+/// The transport's plain scan of a row's headers reads what the composer writes as the full parser
+/// does, and leaves anything else to it.
+@Suite struct APNsHeadersScanTests {
+    @Test func theComposersHeadersScanAsTheyParse() throws {
+        let headers = APNsHeaders(priority: 5, expiration: 1_796_025_600, collapseID: "digest-2026-W47", id: APNsHeaders.id(messageID: "m1"), topic: "com.example.reader")
+        let scanned = try #require(APNsTransport.scanHeaders(headers.json))
+        #expect(scanned.map(\.name) == headers.fields.map(\.name) && scanned.map(\.value) == headers.fields.map(\.value))
+        let noTopic = APNsHeaders(priority: 10, expiration: 0, collapseID: nil)
+        #expect(APNsTransport.scanHeaders(noTopic.json)?.map(\.name) == ["apns-push-type", "apns-priority", "apns-expiration"])
+    }
+
+    @Test(arguments: [
+        #"{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1","apns-collapse-id":"a\"b"}"#,  // an escape
+        #"{"apns-push-type":"alert","apns-priority":5,"apns-expiration":"1"}"#,  // not a string
+        #"{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1","x-other":"y"}"#,  // unknown
+        #"{"apns-push-type":"alert","apns-priority":"5"}"#,  // a required one missing
+        #"{"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1","apns-priority":"10"}"#,  // twice
+        #" {"apns-push-type":"alert","apns-priority":"5","apns-expiration":"1"}"#, "", "{}",
+    ])
+    func anythingElseIsLeftToTheFullParser(json: String) {
+        #expect(APNsTransport.scanHeaders(json) == nil)
     }
 }

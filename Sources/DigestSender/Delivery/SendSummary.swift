@@ -3,7 +3,7 @@ import DigestStore
 
 /// What one `digest send` did.
 public struct SendSummary: Sendable, Hashable, Codable {
-    /// Accepted by FCM and marked `sent`.
+    /// Accepted by the provider (FCM, APNs) and marked `sent`.
     public var sent = 0
     /// Accepted by FCM's dry run (`--validate-only`); nothing was delivered or changed.
     public var validated = 0
@@ -11,8 +11,8 @@ public struct SendSummary: Sendable, Hashable, Codable {
     public var retried: [String: Int] = [:]
     /// Marked `dead`, by error code.
     public var dead: [String: Int] = [:]
-    /// Device tokens removed because FCM said `UNREGISTERED`.
-    /// Tokens FCM called unregistered, remembered as dead (later runs leave them out).
+    /// Tokens the provider called dead (FCM's `UNREGISTERED`, APNs' `BadDeviceToken` and 410),
+    /// remembered as dead (later runs leave them out).
     public var devicesRemoved = 0
     /// Leases given back untried at shutdown.
     public var released = 0

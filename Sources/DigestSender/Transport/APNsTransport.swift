@@ -132,23 +132,57 @@ struct APNsTransport: PushTransport {
 
     /// The row's path and headers (its `apns-topic`, else the sender's), and its `apns-id`.
     func prepared(_ message: LeasedMessage) -> Result<(path: String, headers: [(name: String, value: String)], id: String?), Unsendable> {
-        let headers: APNsHeaders
-        do {
-            headers = try APNsHeaders(json: Array((message.headers ?? "").utf8))
-        } catch {
-            return .failure(Unsendable(outcome: .messageDead(.init(code: "BadHeaders", detail: "the outbox row's APNs headers: \(error)"))))
+        var fields: [(name: String, value: String)]
+        if let scanned = Self.scanHeaders(message.headers ?? "") {
+            fields = scanned
+        } else {
+            do {
+                fields = try APNsHeaders(json: Array((message.headers ?? "").utf8)).fields
+            } catch {
+                return .failure(Unsendable(outcome: .messageDead(.init(code: "BadHeaders", detail: "the outbox row's APNs headers: \(error)"))))
+            }
         }
-        guard let topic = headers.topic ?? topic else {
-            return .failure(Unsendable(outcome: .credentialsRefused(SenderError(
-                .configuration, "a message has no apns-topic and no APNs topic was given (--apns-topic, the app's bundle id); leases released, nothing more sent"))))
+        if !fields.contains(where: { $0.name == "apns-topic" }) {
+            guard let topic else {
+                return .failure(Unsendable(outcome: .credentialsRefused(SenderError(
+                    .configuration, "a message has no apns-topic and no APNs topic was given (--apns-topic, the app's bundle id); leases released, nothing more sent"))))
+            }
+            fields.append(("apns-topic", topic))
         }
         // A token is hex (kept lower-case); anything else never reaches the URL.
         let target = message.target
         guard !target.isEmpty, target.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0) }) else {
             return .failure(Unsendable(outcome: .deviceDead(.init(code: "BadDeviceToken", detail: "the target is not a hex APNs device token; not sent"))))
         }
-        var fields = headers.fields
-        if headers.topic == nil { fields.append(("apns-topic", topic)) }
-        return .success(("/3/device/\(target)", fields, headers.id))
+        return .success(("/3/device/\(target)", fields, fields.first { $0.name == "apns-id" }?.value))
     }
+
+    /// The headers the composer writes (``APNsHeaders/json``: a compact object of `apns-*` strings
+    /// without escapes, each non-empty) read by a plain scan, as sent; nil for anything else, which
+    /// ``APNsHeaders/init(json:)`` then reads and checks. APNs checks the values either way.
+    static func scanHeaders(_ json: String) -> [(name: String, value: String)]? {
+        var utf8 = json.utf8[...]
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        guard utf8.popFirst() == UInt8(ascii: "{"), utf8.popLast() == UInt8(ascii: "}") else { return nil }
+        func string() -> String? {
+            guard utf8.popFirst() == quote, let end = utf8.firstIndex(of: quote) else { return nil }
+            let text = utf8[..<end]
+            guard !text.isEmpty, !text.contains(backslash) else { return nil }
+            utf8 = utf8[utf8.index(after: end)...]
+            return String(Substring(text))
+        }
+        var fields: [(name: String, value: String)] = []
+        fields.reserveCapacity(7)
+        while !utf8.isEmpty {
+            if !fields.isEmpty { guard utf8.popFirst() == UInt8(ascii: ",") else { return nil } }
+            guard let name = string(), headerNames.contains(name), utf8.popFirst() == UInt8(ascii: ":"), let value = string() else { return nil }
+            guard !fields.contains(where: { $0.name == name }) else { return nil }
+            fields.append((name, value))
+        }
+        let required = ["apns-push-type", "apns-priority", "apns-expiration"]
+        return required.allSatisfy { name in fields.contains { $0.name == name } } ? fields : nil
+    }
+
+    /// The headers a row may carry.
+    static let headerNames: Set<String> = ["apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id", "apns-id", "apns-topic"]
 }
