@@ -237,8 +237,9 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The fake servers (FCM HTTP v1 over HTTP/1.1 and HTTP/2, the GCE metadata server) with the test
-        // CA: behind the tests, `digest-fake-fcm` (for `make demo-send` and the delivery benchmark).
+        // The fake servers (FCM HTTP v1 over HTTP/1.1 and HTTP/2, APNs over HTTP/2, the GCE metadata
+        // server) with the test CA: behind the tests, `digest-fake-fcm` (for `make demo-send` and the
+        // delivery benchmark) and `digest-fake-apns`.
         .target(
             name: "DigestFakes",
             dependencies: [
@@ -271,6 +272,15 @@ let package = Package(
         // The fake FCM server as a program, for `make demo-send` and the delivery benchmark.
         .executableTarget(
             name: "digest-fake-fcm",
+            dependencies: [
+                "DigestFakes",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The fake APNs server as a program, for demos, benchmarks and scripts against a real client.
+        .executableTarget(
+            name: "digest-fake-apns",
             dependencies: [
                 "DigestFakes",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -386,9 +396,13 @@ let package = Package(
             dependencies: [
                 "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestSender", "DigestTesting", "DigestFakes",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
