@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import DigestCore
 import DigestSender
 import DigestServer
 import DigestStore
@@ -208,15 +209,36 @@ struct SendCommand: AsyncParsableCommand {
             database: database, projectID: projectID, client: client, connections: connections, tokens: tokens,
             configuration: configuration, logger: logger)
         Self.say("sending to \(configuration.endpoint) for project \(projectID) as \(configuration.owner) with \(tokens.principal), \(concurrency) at once over \(connectionCount) connection\(connectionCount == 1 ? "" : "s"), \(rate == 0 ? "unpaced" : "at most \(rate)/min")\(validateOnly ? " (dry run)" : "")")
+        let fcm = ProviderRun(provider: .fcm, send: { try await sender.send() }) {
+            let status = tokens.status()
+            var credentials: String
+            if let left = status.secondsLeft {
+                credentials = "token valid for \(left) s"
+            } else {
+                credentials = status.lastFailure == nil ? "no token yet" : "no valid token"
+            }
+            if let failure = status.lastFailure { credentials += "; last refresh failed: \(failure)" }
+            return (status.isUsable, "\(credentials) (\(tokens.principal))")
+        }
+        try await run([fcm], database: database, registry: registry, logger: logger)
+    }
 
-        let run = SenderRun(sender: sender)
+    /// Runs each provider's sender in one service group (with `/metrics` and `/healthz` when asked)
+    /// until every one has ended (drained), one failed (the others are then cancelled), or
+    /// SIGTERM; prints each one's summary and how many messages of the providers not sent wait.
+    private func run<Database: DigestDatabase>(
+        _ runs: [ProviderRun], database: Database, registry: PrometheusCollectorRegistry?, logger: Logger
+    ) async throws {
+        let sent = Set(runs.map(\.provider))
+        let others = Set(Provider.allCases).subtracting(sent)
+        try await sayWaiting(others, database: database)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: run, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+            .init(service: Senders(runs: runs), successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
         ]
         if let metricsPort, let registry {
             let endpoint = OperatorEndpoint(
                 configuration: .init(host: metricsHost, port: metricsPort), logger: logger,
-                health: { run.health(tokens: tokens) }
+                health: { ProviderRun.health(runs) }
             ) {
                 var buffer: [UInt8] = []
                 registry.emit(into: &buffer)
@@ -228,12 +250,52 @@ struct SendCommand: AsyncParsableCommand {
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
         try await group.run()
 
-        let (summary, error) = run.result
-        if let summary { for line in summary.lines() { print(line) } }
-        if let error {
-            if ExitStatus.of(error) != nil { throw error }
+        for run in runs {
+            guard let summary = run.result.0 else { continue }
+            if runs.count == 1 {
+                for line in summary.lines() { print(line) }
+            } else {
+                print("\(run.provider.displayName):")
+                for line in summary.lines() { print("  " + line) }
+            }
+        }
+        if drain { try await sayWaiting(others, database: database) }
+        let errors = runs.compactMap { $0.result.1 }
+        if let error = errors.first(where: { ExitStatus.of($0) != nil }) { throw error }
+        if let error = errors.first {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
             throw ExitCode.failure
+        }
+    }
+
+    /// Says how many messages of `providers` (those this sender has no credentials for) are left as
+    /// they are, if any.
+    private func sayWaiting<Database: DigestDatabase>(_ providers: Set<Provider>, database: Database) async throws {
+        guard !providers.isEmpty else { return }
+        let now = Int64(Date().timeIntervalSince1970)
+        for provider in providers.sorted(by: { $0.rawValue < $1.rawValue }) {
+            let backlog = try await database.withOutboxConsumer { try await $0.backlog(now: now, providers: [provider]) }
+            let count = backlog.due + backlog.retrying + backlog.waiting + backlog.leased
+            guard count > 0 else { continue }
+            Self.say("\(provider.rawValue): \(count) message\(count == 1 ? "" : "s") (\(backlog.due) due) left as they are: no \(provider.credentialsHint) given")
+        }
+    }
+}
+
+extension Provider {
+    /// How people write its name.
+    var displayName: String {
+        switch self {
+        case .fcm: "FCM"
+        case .apns: "APNs"
+        }
+    }
+
+    /// The flags that give `digest send` its credentials.
+    var credentialsHint: String {
+        switch self {
+        case .fcm: "--credentials"
+        case .apns: "--apns-key-file (with --apns-key-id, --apns-team-id, --apns-topic)"
         }
     }
 }
@@ -271,24 +333,33 @@ private struct OperatorService: Service {
     }
 }
 
-/// Runs the sender inside the service group and keeps its result for the summary and `/healthz`.
-private final class SenderRun<Database: DigestDatabase>: Service, Sendable {
+/// One provider's sender: keeps its result for the summary and `/healthz`.
+private final class ProviderRun: Service, Sendable {
     enum Phase: String { case starting, sending, stopping, stopped }
 
-    let sender: FCMSender<Database>
+    let provider: Provider
+    private let send: @Sendable () async throws -> SendSummary
+    /// Whether its credentials can authenticate requests now, and a line saying why.
+    let credentials: @Sendable () -> (usable: Bool, line: String)
     private let outcome = Mutex<(SendSummary?, (any Error)?)>((nil, nil))
     private let phase = Mutex(Phase.starting)
 
-    init(sender: FCMSender<Database>) { self.sender = sender }
+    init(provider: Provider, send: @escaping @Sendable () async throws -> SendSummary,
+         credentials: @escaping @Sendable () -> (usable: Bool, line: String)) {
+        self.provider = provider
+        self.send = send
+        self.credentials = credentials
+    }
 
     var result: (SendSummary?, (any Error)?) { outcome.withLock { $0 } }
+    var failed: Bool { outcome.withLock { $0.1 != nil } }
 
-    func run() async throws {
+    func run() async {
         phase.withLock { $0 = .sending }
         defer { phase.withLock { $0 = .stopped } }
         await withGracefulShutdownHandler {
             do {
-                let summary = try await sender.send()
+                let summary = try await send()
                 outcome.withLock { $0 = (summary, nil) }
             } catch {
                 outcome.withLock { $0 = (nil, error) }
@@ -298,22 +369,37 @@ private final class SenderRun<Database: DigestDatabase>: Service, Sendable {
         }
     }
 
-    /// Ready while sending with a valid access token. The store has no check of its own: the sender
-    /// stops at its first store error, so a sending sender's last store call worked.
-    func health(tokens: AccessTokenProvider) -> OperatorEndpoint.Health {
-        let phase = self.phase.withLock { $0 }
-        let status = tokens.status()
-        var sender = phase.rawValue
-        if phase == .stopped, let error = outcome.withLock({ $0.1 }) { sender += ": \(error)" }
-        var credentials: String
-        if let left = status.secondsLeft {
-            credentials = "token valid for \(left) s"
-        } else {
-            credentials = status.lastFailure == nil ? "no token yet" : "no valid token"
+    /// Ready while every sender is sending with usable credentials. The store has no check of its
+    /// own: a sender stops at its first store error, so a sending sender's last store call worked.
+    /// One sender: `sender` and `credentials` lines; several: one of each per provider.
+    static func health(_ runs: [ProviderRun]) -> OperatorEndpoint.Health {
+        var ready = true
+        var checks: [OperatorEndpoint.Health.Check] = []
+        for run in runs {
+            let phase = run.phase.withLock { $0 }
+            let credentials = run.credentials()
+            var sender = phase.rawValue
+            if phase == .stopped, let error = run.outcome.withLock({ $0.1 }) { sender += ": \(error)" }
+            ready = ready && phase == .sending && credentials.usable
+            let suffix = runs.count == 1 ? "" : " (\(run.provider.rawValue))"
+            checks.append(.init("sender" + suffix, sender))
+            checks.append(.init("credentials" + suffix, credentials.line))
         }
-        if let failure = status.lastFailure { credentials += "; last refresh failed: \(failure)" }
-        return .init(
-            isReady: phase == .sending && status.isUsable,
-            checks: [.init("sender", sender), .init("credentials", "\(credentials) (\(tokens.principal))")])
+        return .init(isReady: ready, checks: checks)
+    }
+}
+
+/// Every provider's sender at once, as one service: it ends once every sender has ended (drained,
+/// or stopped by SIGTERM, which reaches them all at once). When one fails (its credentials refused,
+/// the store unavailable) the others are cancelled: their requests in flight end at once and count
+/// as tries, their leases are released, and the command exits with the failure's status.
+private struct Senders: Service {
+    let runs: [ProviderRun]
+
+    func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            for run in runs { group.addTask { await run.run() } }
+            for await _ in group where runs.contains(where: \.failed) { group.cancelAll() }
+        }
     }
 }

@@ -62,12 +62,12 @@ extension OutboxConsumer {
     }
 
     /// Every due message, whatever its provider.
-    public func peekDue(afterID: Int64, limit: Int, now: Int64) async throws -> [LeasedMessage] {
+    package func peekDue(afterID: Int64, limit: Int, now: Int64) async throws -> [LeasedMessage] {
         try await peekDue(afterID: afterID, limit: limit, now: now, providers: Set(Provider.allCases))
     }
 
     /// What is left of every provider's messages.
-    public func backlog(now: Int64) async throws -> OutboxBacklog {
+    package func backlog(now: Int64) async throws -> OutboxBacklog {
         try await backlog(now: now, providers: nil)
     }
 }
