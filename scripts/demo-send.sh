@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo-send: the demo's weekly run with every message due now, delivered end to end on loopback
-# to the fake FCM server (digest-fake-fcm), which generates a throwaway service-account key at start.
+# by one `digest send` to the fake FCM server (digest-fake-fcm, a throwaway service-account key made
+# at start) and the fake APNs server (digest-fake-apns, a throwaway .p8 key and TLS certificate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${DEMO_OUT:-demo-out}"
@@ -9,26 +10,39 @@ mkdir -p "$OUT"
 
 "$BIN/digest" demo --out "$OUT" --send-at now
 
-rm -f "$OUT/fake-fcm.port"
+rm -f "$OUT/fake-fcm.port" "$OUT/fake-apns.port"
 "$BIN/digest-fake-fcm" --port 0 --port-file "$OUT/fake-fcm.port" --credentials "$OUT/service-account.json" \
     --unavailable-rate "${FAKE_FCM_UNAVAILABLE:-0.05}" --unregistered-rate "${FAKE_FCM_UNREGISTERED:-0.01}" \
     > "$OUT/fake-fcm.log" 2>&1 &
 FAKE=$!
-trap 'kill "$FAKE" 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do [ -s "$OUT/fake-fcm.port" ] && break; sleep 0.1; done
+"$BIN/digest-fake-apns" --port 0 --port-file "$OUT/fake-apns.port" --key-file "$OUT/AuthKey_DEMO123456.p8" \
+    --key-id DEMO123456 --team-id TEAM123456 --topic com.example.digest --ca-out "$OUT/fake-apns-ca.pem" \
+    --unavailable-rate "${FAKE_APNS_UNAVAILABLE:-0.05}" --unregistered-rate "${FAKE_APNS_UNREGISTERED:-0.01}" \
+    > "$OUT/fake-apns.log" 2>&1 &
+FAKE_APNS=$!
+trap 'kill "$FAKE" "$FAKE_APNS" 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do [ -s "$OUT/fake-fcm.port" ] && [ -s "$OUT/fake-apns.port" ] && break; sleep 0.1; done
 PORT="$(cat "$OUT/fake-fcm.port")"
+APNS_PORT="$(cat "$OUT/fake-apns.port")"
 
 echo
-echo "delivering to the fake FCM server on 127.0.0.1:$PORT (5% 503 with Retry-After, 1% UNREGISTERED tokens)"
+echo "delivering to the fake FCM server on 127.0.0.1:$PORT and the fake APNs server on 127.0.0.1:$APNS_PORT"
+echo "(each: 5% 503 answers, 1% unregistered tokens)"
 # --time-scale shrinks retry waits (Retry-After, backoff) so the demo does not wait minutes.
 "$BIN/digest" send --db "$OUT/digest.sqlite" --credentials "$OUT/service-account.json" \
-    --endpoint "http://127.0.0.1:$PORT" --drain --time-scale 0.01 --poll-interval 0.2
+    --endpoint "http://127.0.0.1:$PORT" \
+    --apns-key-file "$OUT/AuthKey_DEMO123456.p8" --apns-key-id DEMO123456 --apns-team-id TEAM123456 \
+    --apns-topic com.example.digest --apns-endpoint "https://127.0.0.1:$APNS_PORT" --ca-file "$OUT/fake-apns-ca.pem" \
+    --drain --time-scale 0.01 --poll-interval 0.2
 echo
 "$BIN/digest" queue stats --db "$OUT/digest.sqlite"
-kill -TERM "$FAKE"
+kill -TERM "$FAKE" "$FAKE_APNS"
 wait "$FAKE" || true
+wait "$FAKE_APNS" || true
 trap - EXIT
 echo
 echo "fake FCM server:"
 sed 's/^/  /' "$OUT/fake-fcm.log"
-echo "service account (throwaway key, made at start): $OUT/service-account.json"
+echo "fake APNs server:"
+sed 's/^/  /' "$OUT/fake-apns.log"
+echo "throwaway keys, made at start: $OUT/service-account.json, $OUT/AuthKey_DEMO123456.p8"

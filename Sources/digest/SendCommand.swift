@@ -17,7 +17,7 @@ import UnixSignals
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Deliver due outbox messages to Firebase Cloud Messaging (HTTP v1).",
+        abstract: "Deliver due outbox messages to Firebase Cloud Messaging (HTTP v1) and to APNs directly.",
         discussion: """
             Leases due messages, posts each to {endpoint}/v1/projects/{project}/messages:send with an \
             OAuth token (from a service-account key, or from the GCE/GKE metadata server with --credentials \
@@ -27,6 +27,10 @@ struct SendCommand: AsyncParsableCommand {
             backoff and jitter; THIRD_PARTY_AUTH_ERROR or refused credentials → stops with the reason. \
             Requests are spread over several HTTP/2 connections and paced to --rate in any minute; those a GOAWAY \
             left unprocessed are sent again at once. \
+            APNs messages (devices with provider apns) go straight to Apple with --apns-key-file, --apns-key-id, \
+            --apns-team-id and --apns-topic: a provider token signed with the key (ES256, renewed every 50 minutes), \
+            settled by APNs' answer (docs/007). One sender delivers every provider it has credentials for; messages \
+            of the others stay as they are and are counted. \
             SIGTERM (or Ctrl-C) finishes the requests in flight, releases the other leases and exits 0. \
             With --metrics-port, GET /metrics answers Prometheus text and GET /healthz 200 "ok" while \
             sending with a valid access token (503 "unavailable" otherwise, with the reason).
@@ -89,8 +93,32 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "A message that failed this many times is dead.")
     var maxAttempts = 12
 
-    @Option(help: "A PEM file of extra trusted CA certificates (a private FCM-compatible endpoint).")
+    @Option(help: "A PEM file of extra trusted CA certificates, for every provider (a private or test endpoint).")
     var caFile: String?
+
+    @Option(help: ArgumentHelp("The APNs signing key: the .p8 file Apple's developer account gives (Keys, Apple Push Notifications service).", valueName: "AuthKey.p8"))
+    var apnsKeyFile: String?
+
+    @Option(name: .customLong("apns-key-id"), help: "The APNs key's id (10 characters, in the key's name AuthKey_<id>.p8).")
+    var apnsKeyID: String?
+
+    @Option(name: .customLong("apns-team-id"), help: "The Apple developer team id the key belongs to (10 characters).")
+    var apnsTeamID: String?
+
+    @Option(help: "apns-topic, the app's bundle id, of the messages whose device names no topic of its own.")
+    var apnsTopic: String?
+
+    @Option(help: "APNs' base URL: production; the sandbox (apps built for development) is https://api.sandbox.push.apple.com.")
+    var apnsEndpoint = "https://api.push.apple.com"
+
+    @Option(help: "APNs requests in flight at once, spread over --apns-connections.")
+    var apnsConcurrency = 1_200
+
+    @Option(help: "HTTP/2 connections to APNs (default: one per 100 of --apns-concurrency; each carries one request until its first is accepted, then at most the server's streams).")
+    var apnsConnections: Int?
+
+    /// `--apns-connections`, else one per 100 requests in flight.
+    var apnsConnectionCount: Int { apnsConnections ?? (apnsConcurrency + 99) / 100 }
 
     @Option(help: "Threads of the HTTP client (its event loops).")
     var eventLoops = HTTPClient.Configuration.fcmSenderEventLoops
@@ -110,6 +138,19 @@ struct SendCommand: AsyncParsableCommand {
         guard endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://") else {
             throw ValidationError("--endpoint must be an http(s) URL")
         }
+        guard apnsEndpoint.hasPrefix("https://") else { throw ValidationError("--apns-endpoint must be an https URL (APNs speaks HTTP/2 over TLS only)") }
+        guard apnsConcurrency >= 1 else { throw ValidationError("--apns-concurrency must be positive") }
+        if let apnsConnections { guard (1...apnsConcurrency).contains(apnsConnections) else { throw ValidationError("--apns-connections must be between 1 and --apns-concurrency") } }
+        if apnsKeyFile == nil {
+            let stray = [("--apns-key-id", apnsKeyID), ("--apns-team-id", apnsTeamID), ("--apns-topic", apnsTopic)].filter { $0.1 != nil }
+            if let first = stray.first { throw ValidationError("\(first.0) needs --apns-key-file (the .p8 key APNs requests are signed with)") }
+        } else {
+            guard apnsKeyID != nil, apnsTeamID != nil else {
+                throw ValidationError("--apns-key-file needs --apns-key-id (the key's 10-character id) and --apns-team-id (the team's)")
+            }
+            guard !validateOnly else { throw ValidationError("APNs has no dry run: --validate-only checks FCM messages only; leave out --apns-key-file") }
+        }
+        if let apnsTopic, apnsTopic.isEmpty || apnsTopic.contains(where: \.isWhitespace) { throw ValidationError("--apns-topic must be a bundle id") }
         guard timeScale > 0, pollInterval > 0 else { throw ValidationError("--time-scale and --poll-interval must be positive") }
         if let project, project.isEmpty || project.contains(where: { $0.isWhitespace || $0 == "/" }) {
             throw ValidationError("--project must be a project id")
@@ -122,14 +163,16 @@ struct SendCommand: AsyncParsableCommand {
 
     private func sendAll() async throws {
         let logger = Logger(label: "digest.send")
-        guard let credentialsChoice else {
+        // Every key file is read and checked before anything else starts.
+        let fcmChoice = credentialsChoice
+        let apnsKey = try apnsSigningKey()
+        guard fcmChoice != nil || apnsKey != nil else {
             throw SenderError(
                 .credentials,
-                "no credentials: pass --credentials FILE (a service-account key) or --credentials metadata, or set DIGEST_CREDENTIALS or GOOGLE_APPLICATION_CREDENTIALS")
+                "no credentials: pass --credentials FILE (a service-account key) or --credentials metadata for FCM (or set DIGEST_CREDENTIALS or GOOGLE_APPLICATION_CREDENTIALS), and/or --apns-key-file with --apns-key-id, --apns-team-id and --apns-topic for APNs")
         }
-        // A key file is read and checked before anything else starts.
         var account: ServiceAccount?
-        if case .file(let path) = credentialsChoice { account = try ServiceAccount(contentsOf: path) }
+        if case .file(let path) = fcmChoice { account = try ServiceAccount(contentsOf: path) }
 
         var registry: PrometheusCollectorRegistry?
         if metricsPort != nil {
@@ -138,31 +181,50 @@ struct SendCommand: AsyncParsableCommand {
             registry = prometheus
         }
 
-        // Each client's share of the requests (over HTTP/1.1 the sender uses one of its connections at a time).
-        let clientConfiguration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + connectionCount - 1) / connectionCount, caFile: caFile)
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops)
-        // One client a connection (a lane): over https the sender opens its own HTTP/2 connection for
-        // each; the client carries what that cannot (plain http, a server without h2) and keeps one
-        // HTTP/2 connection to a host per event loop.
-        let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: clientConfiguration)
-        let more = (1..<connectionCount).map { _ in HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: clientConfiguration) }
-        let metadataClient = account == nil ? HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .metadataServer()) : nil
+        var clients: [HTTPClient] = []
         do {
-            let (tokens, projectID) = try await self.tokens(account: account, client: client, metadataClient: metadataClient, logger: logger)
-            try await send(
-                database: database.open(), projectID: projectID, tokens: tokens, client: client, connections: more, registry: registry,
-                logger: logger)
+            let database = try database.open()
+            var runs: [ProviderRun] = []
+            if let fcmChoice {
+                // Each client's share of the requests (over HTTP/1.1 the sender uses one of its connections at a time).
+                let configuration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + connectionCount - 1) / connectionCount, caFile: caFile)
+                // One client a connection (a lane): over https the sender opens its own HTTP/2 connection for
+                // each; the client carries what that cannot (plain http, a server without h2) and keeps one
+                // HTTP/2 connection to a host per event loop.
+                let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: configuration)
+                let more = (1..<connectionCount).map { _ in HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: configuration) }
+                clients += [client] + more
+                var metadataClient: HTTPClient?
+                if fcmChoice == .metadata {
+                    metadataClient = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .metadataServer())
+                    clients.append(metadataClient!)
+                }
+                let (tokens, projectID) = try await self.tokens(account: account, client: client, metadataClient: metadataClient, logger: logger)
+                runs.append(fcmRun(database: database, projectID: projectID, tokens: tokens, client: client, connections: more, logger: logger))
+            }
+            if let apnsKey {
+                // APNs' requests go over the sender's own HTTP/2 connections; the client lends its event loops.
+                let client = HTTPClient(
+                    eventLoopGroupProvider: .shared(loops), configuration: .fcmSender(concurrency: 1, caFile: caFile))
+                clients.append(client)
+                runs.append(try apnsRun(database: database, key: apnsKey, client: client, logger: logger))
+            }
+            try await run(runs, database: database, registry: registry, logger: logger)
         } catch {
-            try? await client.shutdown()
-            for client in more { try? await client.shutdown() }
-            try? await metadataClient?.shutdown()
+            for client in clients { try? await client.shutdown() }
             try? await loops.shutdownGracefully()
             throw error
         }
-        try await client.shutdown()
-        for client in more { try? await client.shutdown() }
-        try await metadataClient?.shutdown()
+        for client in clients { try? await client.shutdown() }
         try await loops.shutdownGracefully()
+    }
+
+    /// The APNs key `--apns-key-file` names, with its id and team (``validate()`` checked they come
+    /// together); nil without it.
+    private func apnsSigningKey() throws -> APNsSigningKey? {
+        guard let apnsKeyFile, let apnsKeyID, let apnsTeamID else { return nil }
+        return try APNsSigningKey(contentsOf: apnsKeyFile, keyID: apnsKeyID, teamID: apnsTeamID)
     }
 
     /// The token source `--credentials` asked for, and the project: `--project`, else the key's or
@@ -188,10 +250,10 @@ struct SendCommand: AsyncParsableCommand {
         return (AccessTokenProvider(source: source, configuration: configuration, logger: logger), projectID)
     }
 
-    private func send<Database: DigestDatabase>(
-        database: Database, projectID: String, tokens: AccessTokenProvider, client: HTTPClient, connections: [HTTPClient],
-        registry: PrometheusCollectorRegistry?, logger: Logger
-    ) async throws {
+    /// FCM's sender, with the command's settings.
+    private func fcmRun<Database: DigestDatabase>(
+        database: Database, projectID: String, tokens: AccessTokenProvider, client: HTTPClient, connections: [HTTPClient], logger: Logger
+    ) -> ProviderRun {
         var configuration = FCMSender<Database>.Configuration()
         configuration.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
         configuration.concurrency = concurrency
@@ -220,7 +282,30 @@ struct SendCommand: AsyncParsableCommand {
             if let failure = status.lastFailure { credentials += "; last refresh failed: \(failure)" }
             return (status.isUsable, "\(credentials) (\(tokens.principal))")
         }
-        try await run([fcm], database: database, registry: registry, logger: logger)
+        return fcm
+    }
+
+    /// APNs' sender, with the command's settings: no pacing (Apple publishes no quota); the requests
+    /// in flight and connections of its own flags.
+    private func apnsRun<Database: DigestDatabase>(
+        database: Database, key: APNsSigningKey, client: HTTPClient, logger: Logger
+    ) throws -> ProviderRun {
+        var configuration = APNsSender<Database>.Configuration()
+        configuration.endpoint = apnsEndpoint.hasSuffix("/") ? String(apnsEndpoint.dropLast()) : apnsEndpoint
+        configuration.topic = apnsTopic
+        configuration.concurrency = apnsConcurrency
+        configuration.connections = apnsConnectionCount
+        configuration.drain = drain
+        configuration.leaseSeconds = Int64(leaseSeconds)
+        configuration.maxAttempts = maxAttempts
+        configuration.retry.timeScale = timeScale
+        configuration.pollInterval = .seconds(pollInterval)
+        configuration.caFile = caFile
+        if let owner { configuration.owner = owner }
+        let sender = try APNsSender(database: database, client: client, key: key, configuration: configuration, logger: logger)
+        Self.say("sending to \(configuration.endpoint) with key \(key.keyID) of team \(key.teamID) as \(configuration.owner), topic \(apnsTopic ?? "from each device"), \(apnsConcurrency) at once over \(apnsConnectionCount) connection\(apnsConnectionCount == 1 ? "" : "s"), unpaced")
+        let line = "key \(key.keyID) of team \(key.teamID) (provider tokens signed here)"
+        return ProviderRun(provider: .apns, send: { try await sender.send() }) { (true, line) }
     }
 
     /// Runs each provider's sender in one service group (with `/metrics` and `/healthz` when asked)

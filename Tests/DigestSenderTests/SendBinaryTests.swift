@@ -386,22 +386,45 @@ import Testing
         try await server.shutdown()
     }
 
-    @Test func theWeeklyRunsMessagesPassFCMsRulesEndToEnd() async throws {
+    /// The demo's run, FCM and APNs devices alike, delivered by one `digest send` holding both
+    /// providers' credentials: every message reaches its own fake, which checks it against that
+    /// provider's rules. First with FCM credentials only: the APNs messages are left as they are,
+    /// counted, and do not keep `--drain` running.
+    @Test func theWeeklyRunsMessagesPassEachProvidersRulesEndToEnd() async throws {
         let dir = try TemporaryDirectory()
-        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "120", "--send-at", "now", "--apns-devices", "0"])
+        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "120", "--send-at", "now"])
         #expect(demo.status == 0, "\(demo.stderr)")
         let db = dir.path("demo/digest.sqlite")
         let count = try OutboxFixture.states(path: db)["ready", default: 0]
-        #expect(count > 100)
+        let stats = try DigestBinary.run(["queue", "stats", "--db", db, "--json"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any], "\(stats.stdout)")
+        let apnsCount = try #require((json["byProvider"] as? [String: Int])?["apns"], "\(stats.stdout)")
+        #expect(count > 100 && apnsCount > 5 && apnsCount < count)
         let server = try await FakeFCMServer.start()
         let credentials = dir.path("sa.json")
         try server.writeServiceAccount(to: credentials)
-        let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "demo", dir: dir, extra: ["--drain"])
-        #expect(try await sender.wait(timeout: .seconds(60)) == 0, "\(sender.output)")
-        #expect(server.stats.answers == ["200": count], "\(sender.output)")
+        let fcmOnly = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "fcm", dir: dir, extra: ["--drain"])
+        #expect(try await fcmOnly.wait(timeout: .seconds(60)) == 0, "\(fcmOnly.output)")
+        #expect(fcmOnly.output.contains("apns: \(apnsCount) messages (\(apnsCount) due) left as they are: no --apns-key-file"), "\(fcmOnly.output)")
+        #expect(server.stats.answers == ["200": count - apnsCount], "\(fcmOnly.output)")
+        #expect(try OutboxFixture.states(path: db) == ["sent": count - apnsCount, "ready": apnsCount])
+
+        let apns = try await FakeAPNsServer.start()
+        try apns.writeKey(to: dir.path("AuthKey.p8"))
+        let both = try SendProcess(
+            db: db, credentials: credentials, endpoint: server.url, owner: "both", dir: dir,
+            extra: [
+                "--drain", "--apns-key-file", dir.path("AuthKey.p8"), "--apns-key-id", apns.keyID, "--apns-team-id", apns.teamID,
+                "--apns-topic", "com.example.digest", "--apns-endpoint", apns.url, "--ca-file", apns.certificatePath,
+            ])
+        #expect(try await both.wait(timeout: .seconds(60)) == 0, "\(both.output)")
+        #expect(both.output.contains("FCM:\n  sent: 0") && both.output.contains("APNs:\n  sent: \(apnsCount)"), "\(both.output)")
+        #expect(apns.stats.answers == ["200": apnsCount] && apns.stats.delivered == apnsCount, "\(both.output)")
+        #expect(server.stats.answers == ["200": count - apnsCount])
         #expect(try OutboxFixture.states(path: db) == ["sent": count])
-        // Every platform's collapse key arrived.
+        // Every platform's collapse key arrived, and every APNs message its headers.
         #expect(server.deliveries.values.allSatisfy { $0.collapseKeys.allSatisfy { $0?.hasPrefix("digest-") == true } })
+        try await apns.shutdown()
         try await server.shutdown()
     }
 }
