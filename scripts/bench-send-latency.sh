@@ -3,10 +3,14 @@
 # TLS (HTTP/2, 100 streams a connection) answering in 20, 80 and 150 ms (±10%), on the demo's weekly run
 # (≥ 50,000 messages due now); the same unpaced at 80 ms; and the Firebase Admin Python SDK
 # (`firebase-admin` from PyPI, in a venv made under bench-out/) on the same messages at 80 ms with
-# `send_each_async` and `send_each`. The rate is taken over the whole run (start-up included) and over
-# its steady part (after the first second, from the server's count of deliveries sampled every 0.2 s).
+# `send_each_async` and `send_each`; then APNs direct (issue 28): `digest send` with its APNs defaults
+# against the fake APNs server (`digest-fake-apns`, TLS, HTTP/2, 100 streams a connection) at 80 ms, on
+# a weekly run whose iOS devices all talk to APNs (≥ 50,000 APNs messages). The rate is taken over the
+# whole run (start-up included) and over its steady part (after the first second, from the server's
+# count of deliveries sampled every 0.2 s).
 # Writes the "## Delivery at FCM's latency" section of BENCHMARKS.md (between its bench-send-latency markers). Called by scripts/bench-send.sh;
-# alone: scripts/bench-send-latency.sh [users]   (default 34000 users ≈ 50,800 messages)
+# alone: scripts/bench-send-latency.sh [users]   (default 34000 users ≈ 50,800 messages; APNS_USERS=120000
+# users for the APNs run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 USERS="${1:-34000}"
@@ -15,6 +19,7 @@ LATENCIES="${LATENCIES:-20 80 150}"
 
 swift build -c release --product digest >/dev/null
 swift build -c release --product digest-fake-fcm >/dev/null
+swift build -c release --product digest-fake-apns >/dev/null
 BIN="$(swift build -c release --show-bin-path)"
 rm -rf "$OUT" && mkdir -p "$OUT"
 if [ ! -x bench-out/sdk-venv/bin/python ]; then
@@ -23,7 +28,7 @@ if [ ! -x bench-out/sdk-venv/bin/python ]; then
 fi
 SDK_VERSION="$(bench-out/sdk-venv/bin/python -c 'import firebase_admin; print(firebase_admin.__version__)')"
 
-"$BIN/digest" demo --out "$OUT/demo" --users "$USERS" --send-at now > "$OUT/demo.log"
+"$BIN/digest" demo --out "$OUT/demo" --users "$USERS" --send-at now --apns-devices 0 > "$OUT/demo.log"
 python3 -c "import sqlite3; sqlite3.connect('$OUT/demo/digest.sqlite').execute('PRAGMA wal_checkpoint(TRUNCATE)')"
 cp "$OUT/demo/digest.sqlite" "$OUT/outbox-fresh.sqlite"
 MESSAGES="$("$BIN/digest" queue stats --db "$OUT/outbox-fresh.sqlite" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["due"])')"
@@ -40,6 +45,7 @@ start_server() {  # name delay-ms
 }
 stop_server() { kill -TERM "$SERVER"; wait "$SERVER" || true; }
 trap 'kill "${SERVER:-0}" "${SAMPLER:-0}" 2>/dev/null || true' EXIT
+command -v curl >/dev/null || { echo "bench-send-latency: curl (with HTTP/2) samples the fake APNs server: apt-get install curl" >&2; exit 1; }
 # The server's deliveries every 0.2 s: "unix-time delivered" lines.
 sample() {
     python3 - "$PORT" "$OUT/cert.pem" > "$1" <<'PY' &
@@ -116,6 +122,62 @@ run_sender unpaced_80 80 "\`digest send --rate 0\`" --rate 0
 run_sender unpaced_wide_80 80 "\`digest send --rate 0 --concurrency 2400\` (24 connections)" --rate 0 --concurrency 2400
 run_sdk send_each_async
 run_sdk send_each
+
+# APNs direct: a weekly run whose iOS devices all talk to APNs; the sender holds APNs credentials
+# only, so it sends the APNs messages and leaves the FCM ones.
+APNS_USERS="${APNS_USERS:-120000}"
+"$BIN/digest" demo --out "$OUT/apns-demo" --users "$APNS_USERS" --send-at now --apns-devices 100 > "$OUT/apns-demo.log"
+python3 -c "import sqlite3; sqlite3.connect('$OUT/apns-demo/digest.sqlite').execute('PRAGMA wal_checkpoint(TRUNCATE)')"
+cp "$OUT/apns-demo/digest.sqlite" "$OUT/apns-fresh.sqlite"
+APNS_MESSAGES="$("$BIN/digest" queue stats --db "$OUT/apns-fresh.sqlite" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["byProvider"]["apns"])')"
+run_apns() {  # name delay-ms label sender-options...
+    local name="$1" delay="$2" label="$3"; shift 3
+    rm -f "$OUT/apns-demo/digest.sqlite-wal" "$OUT/apns-demo/digest.sqlite-shm" "$OUT/port"
+    cp "$OUT/apns-fresh.sqlite" "$OUT/apns-demo/digest.sqlite"
+    "$BIN/digest-fake-apns" --port 0 --port-file "$OUT/port" --key-file "$OUT/AuthKey.p8" --key-id BENCH12345 \
+        --team-id TEAM123456 --topic com.example.digest --delay-ms "$delay" --max-concurrent-streams 100 \
+        --tls-cert "$OUT/cert.pem" --tls-key "$OUT/key.pem" > "$OUT/fake-apns-$name.log" 2>&1 &
+    SERVER=$!
+    for _ in $(seq 1 100); do [ -s "$OUT/port" ] && break; sleep 0.1; done
+    PORT="$(cat "$OUT/port")"
+    # The fake APNs speaks HTTP/2 only: curl samples its /stats.
+    (while true; do
+        printf '%s %s\n' "$(date +%s.%N)" "$(curl -s --http2 --cacert "$OUT/cert.pem" "https://127.0.0.1:$PORT/stats" \
+            | python3 -c 'import json,sys; print(json.load(sys.stdin)["delivered"])')"
+        sleep 0.2
+    done) > "$OUT/samples-$name.txt" 2>/dev/null &
+    SAMPLER=$!
+    local start end fake0 fake1
+    fake0="$(awk '{print $14 + $15}' "/proc/$SERVER/stat")"
+    start=$(date +%s.%N)
+    /usr/bin/time -f "%U %S" -o "$OUT/send-$name.cpu" "$BIN/digest" send --db "$OUT/apns-demo/digest.sqlite" \
+        --apns-key-file "$OUT/AuthKey.p8" --apns-key-id BENCH12345 --apns-team-id TEAM123456 --apns-topic com.example.digest \
+        --apns-endpoint "https://127.0.0.1:$PORT" --ca-file "$OUT/cert.pem" --drain "$@" > "$OUT/send-$name.txt"
+    end=$(date +%s.%N)
+    fake1="$(awk '{print $14 + $15}' "/proc/$SERVER/stat")"
+    sleep 0.3
+    kill "$SAMPLER"; wait "$SAMPLER" 2>/dev/null || true
+    local stats
+    stats="$(curl -s --http2 --cacert "$OUT/cert.pem" "https://127.0.0.1:$PORT/stats" \
+        | python3 -c 'import json,sys; s = json.load(sys.stdin); print(s["delivered"], s["duplicates"], s["maxInFlight"], s["maxConnections"], s["refusedStreams"])')"
+    local load; load="$(cut -d' ' -f1 /proc/loadavg)"
+    stop_server
+    read -r delivered duplicates inflight connections refused <<< "$stats"
+    [ "$delivered" = "$APNS_MESSAGES" ] && [ "$duplicates" = 0 ] || { echo "$name: delivered $delivered (duplicates $duplicates) of $APNS_MESSAGES" >&2; exit 1; }
+    local whole steady cpu
+    whole="$(python3 -c "print(int($APNS_MESSAGES / ($end - $start)))")"
+    steady="$(steady_rate "$OUT/samples-$name.txt" "$start" "$APNS_MESSAGES")"
+    cpu="$(awk '{printf "%.1f", $1 + $2}' "$OUT/send-$name.cpu")"
+    local fake; fake="$(python3 -c "print(f'{($fake1 - $fake0) / $(getconf CLK_TCK):.1f}')")"
+    echo "$name: steady $steady/s, whole $whole/s, $inflight in flight at most over $connections connections ($refused streams refused), sender CPU $cpu s, fake server CPU $fake s, load $load"
+    ROWS+=("| $label | $delay ms | $steady | $whole | $inflight / $connections | $cpu s | $load |")
+    eval "STEADY_$name=$steady"
+    eval "CPU_$name=$cpu"
+}
+run_apns apns_80 80 "\`digest send\` APNs (defaults), $APNS_MESSAGES APNs messages"
+APNS_RATIO="$(python3 -c "print(f'{${STEADY_apns_80:-0} / ${STEADY_defaults_80:-1}:.2f}')")"
+FCM_US="$(awk -v m="$MESSAGES" '{printf "%.0f", ($1 + $2) * 1e6 / m}' "$OUT/send-defaults_80.cpu")"
+APNS_US="$(python3 -c "print(f'{${CPU_apns_80} * 1e6 / $APNS_MESSAGES:.0f}')")"
 BEST_SDK="$(python3 -c "print(max($SDK_send_each_async, $SDK_send_each))")"
 RATIO="$(python3 -c "print(f'{${STEADY_defaults_80:-0} / $BEST_SDK:.1f}')")"
 
@@ -128,7 +190,9 @@ $(printf '%s\n' "${ROWS[@]}")
 
 - Reference: the Firebase Admin Python SDK $SDK_VERSION on the same messages at 80 ms. At 80 ms the defaults make
   $RATIO× the SDK's best (targets: ≥ 9,500 messages/s with the defaults, FCM's default quota being 10,000; ≥ 10× the
-  SDK's best).
+  SDK's best). APNs direct at 80 ms with the defaults: ${APNS_RATIO}× FCM's steady rate with its defaults (target:
+  ≥ 0.9×); sender CPU a message: FCM $FCM_US µs, APNs $APNS_US µs (the APNs run's sender holds only APNs credentials;
+  its demo, \`--users $APNS_USERS --apns-devices 100\`, gives every iOS device to APNs).
 - Command: \`scripts/bench-send-latency.sh [users]\` (a step of \`make bench-send\`; default 34,000 users, here $USERS
   users and $MESSAGES messages due now; knob \`LATENCIES="$LATENCIES"\`). The fake server (\`digest-fake-fcm --delay-ms N
   --max-concurrent-streams 100\`, TLS, HTTP/2) answers N ms ±10% late. Steady: messages a second after the first second,
