@@ -32,7 +32,8 @@
 # Knobs (environment): AB_DATA=same, AB_ROUNDS=3 (turns per build and benchmark), AB_USERS=100000
 # (SQLite run), AB_PG_USERS=200000 (PostgreSQL run), AB_SEND_USERS=6000 (the demo whose outbox
 # `digest send` delivers), AB_PREVIEW_ITERATIONS=100, AB_WEEK=2026-W46, AB_OUT=bench-out/ab,
-# AB_PARTS="sqlite postgres send previews". Prints a Markdown table (also in $AB_OUT/ab.md).
+# AB_PARTS="sqlite postgres send previews" (and send-h2: `digest send` with its defaults over TLS to the
+# fake FCM answering AB_SEND_DELAY=80 ms late; give it AB_SEND_USERS=34000 for ~50,000 messages). Prints a Markdown table (also in $AB_OUT/ab.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -229,6 +230,39 @@ if [[ " $PARTS " == *" send "* ]]; then
   SERVER=""
 fi
 
+# ---- digest send with its defaults over TLS (HTTP/2, 100 streams) to A's fake FCM server answering
+# AB_SEND_DELAY ms late: the sender's own connections at FCM's latency ----
+if [[ " $PARTS " == *" send-h2 "* ]]; then
+  log "send-h2: the demo's run for $SEND_USERS users, every message due now"
+  rm -rf "$OUT/demo-h2"
+  "$A/.build/release/digest" demo --out "$OUT/demo-h2" --users "$SEND_USERS" --send-at now --apns-devices 0 >/dev/null 2>&1 \
+    || "$A/.build/release/digest" demo --out "$OUT/demo-h2" --users "$SEND_USERS" --send-at now >/dev/null
+  python3 -c "import sqlite3; sqlite3.connect('$OUT/demo-h2/digest.sqlite').execute('PRAGMA wal_checkpoint(TRUNCATE)')"
+  cp "$OUT/demo-h2/digest.sqlite" "$OUT/outbox-h2-fresh.sqlite"
+  for build in A B; do "$(dir_of "$build")/.build/release/digest" migrate --db "$OUT/outbox-h2-fresh.sqlite" >/dev/null 2>&1 || true; done
+  MESSAGES=$("$A/.build/release/digest" queue stats --db "$OUT/outbox-h2-fresh.sqlite" --json \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["due"])')
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost \
+    -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout "$OUT/key.pem" -out "$OUT/cert.pem" 2>/dev/null
+  rm -f "$OUT/port"
+  "$A/.build/release/digest-fake-fcm" --port 0 --port-file "$OUT/port" --credentials "$OUT/sa.json" \
+    --delay-ms "${AB_SEND_DELAY:-80}" --max-concurrent-streams 100 --tls-cert "$OUT/cert.pem" --tls-key "$OUT/key.pem" \
+    >"$OUT/fake-fcm-h2.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 1 100); do [ -s "$OUT/port" ] && break; sleep 0.1; done
+  for round in $(seq "$ROUNDS"); do
+    for build in $(order "$round"); do
+      rm -f "$OUT"/outbox-h2.sqlite*
+      cp "$OUT/outbox-h2-fresh.sqlite" "$OUT/outbox-h2.sqlite"
+      log "send-h2: round $round, $build ($MESSAGES messages)"
+      timed send-h2 "$build" "$round" "$MESSAGES" "$(dir_of "$build")/.build/release/digest" send --db "$OUT/outbox-h2.sqlite" \
+        --credentials "$OUT/sa.json" --endpoint "https://127.0.0.1:$(cat "$OUT/port")" --ca-file "$OUT/cert.pem" --drain
+    done
+  done
+  kill -TERM "$SERVER"; wait "$SERVER" || true
+  SERVER=""
+fi
+
 # ---- the preview renderer (PreviewBenchmark: every surface and state, scale 3) ----
 if [[ " $PARTS " == *" previews "* ]]; then
   for round in $(seq "$ROUNDS"); do
@@ -246,7 +280,7 @@ python3 - "$RESULTS" "$A" "$B" "$DATA" "$OUT" <<'PY' | tee "$OUT/ab.md"
 import os, statistics, sys
 path, a, b, data, out = sys.argv[1:6]
 rows = [line.rstrip("\n").split("\t") for line in open(path)][1:]
-units = {"sqlite": "user", "postgres": "user", "send": "message", "previews": "PNG"}
+units = {"sqlite": "user", "postgres": "user", "send": "message", "send-h2": "message", "previews": "PNG"}
 print(f"A = {a}, B = {b}; turns A B, B A, …; CPU = user + system time of the measured process "
       "(postgres: server = the server's processes during the run, from /proc).\n")
 if data == "own":
@@ -274,8 +308,11 @@ def line(label, part, value):
     fmt = lambda xs: ", ".join(f"{x:.1f}" for x in xs)
     print(f"| {label} | {n:,} {units[part]}s | {ma:.1f} ({fmt(per['A'])}) | {mb:.1f} ({fmt(per['B'])}) | {mb / ma:.3f} | "
           f"{max(per['A']) / min(per['A']):.3f} | {max(per['B']) / min(per['B']):.3f} |")
-for part in ["sqlite", "postgres", "send", "previews"]:
+for part in ["sqlite", "postgres", "send", "send-h2", "previews"]:
     line(part, part, lambda r: float(r[4]))
+    if part == "send-h2":
+        # Wall time a message (µs): the rate the run reached (paced to 10,000 a second by default).
+        line("send-h2: wall µs", part, lambda r: float(r[5]))
     if part == "postgres":
         line("postgres: server", part, lambda r: float(r[6]))
         line("postgres: digest + server", part, lambda r: float(r[4]) + float(r[6]))

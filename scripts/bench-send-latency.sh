@@ -123,11 +123,13 @@ run_sender unpaced_wide_80 80 "\`digest send --rate 0 --concurrency 2400\` (24 c
 run_sdk send_each_async
 run_sdk send_each
 
-# APNs direct: a weekly run whose iOS devices all talk to APNs; the sender holds APNs credentials
-# only, so it sends the APNs messages and leaves the FCM ones.
+# APNs direct: a weekly run whose iOS devices all talk to APNs, its outbox left with the APNs
+# messages; the sender holds APNs credentials only.
 APNS_USERS="${APNS_USERS:-120000}"
 "$BIN/digest" demo --out "$OUT/apns-demo" --users "$APNS_USERS" --send-at now --apns-devices 100 > "$OUT/apns-demo.log"
 python3 -c "import sqlite3; sqlite3.connect('$OUT/apns-demo/digest.sqlite').execute('PRAGMA wal_checkpoint(TRUNCATE)')"
+# The APNs sender's outbox holds the APNs messages only, as the FCM runs' holds FCM messages only.
+python3 -c "import sqlite3; c = sqlite3.connect('$OUT/apns-demo/digest.sqlite'); c.execute(\"DELETE FROM digest_outbox WHERE provider <> 'apns'\"); c.commit(); c.execute('VACUUM'); c.close()"
 cp "$OUT/apns-demo/digest.sqlite" "$OUT/apns-fresh.sqlite"
 APNS_MESSAGES="$("$BIN/digest" queue stats --db "$OUT/apns-fresh.sqlite" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["byProvider"]["apns"])')"
 run_apns() {  # name delay-ms label sender-options...
@@ -192,7 +194,8 @@ $(printf '%s\n' "${ROWS[@]}")
   $RATIO× the SDK's best (targets: ≥ 9,500 messages/s with the defaults, FCM's default quota being 10,000; ≥ 10× the
   SDK's best). APNs direct at 80 ms with the defaults: ${APNS_RATIO}× FCM's steady rate with its defaults (target:
   ≥ 0.9×); sender CPU a message: FCM $FCM_US µs, APNs $APNS_US µs (the APNs run's sender holds only APNs credentials;
-  its demo, \`--users $APNS_USERS --apns-devices 100\`, gives every iOS device to APNs).
+  its demo, \`--users $APNS_USERS --apns-devices 100\`, gives every iOS device to APNs, and its outbox keeps the APNs
+  messages only).
 - Command: \`scripts/bench-send-latency.sh [users]\` (a step of \`make bench-send\`; default 34,000 users, here $USERS
   users and $MESSAGES messages due now; knob \`LATENCIES="$LATENCIES"\`). The fake server (\`digest-fake-fcm --delay-ms N
   --max-concurrent-streams 100\`, TLS, HTTP/2) answers N ms ±10% late. Steady: messages a second after the first second,

@@ -72,9 +72,14 @@ final class HTTP2ConnectionLane {
             headers.add(name: ":method", value: "POST")
             headers.add(name: ":scheme", value: "https")
             headers.add(name: ":authority", value: connector.authority)
-            headers.add(name: ":path", value: outgoing.path ?? connector.path)
+            // A value no other request repeats (APNs' path names the device, `apns-id` the message)
+            // is sent literally, not indexed: it would only push reusable entries (the token, the
+            // topic, the collapse id) out of both sides' HPACK tables.
+            headers.add(name: ":path", value: outgoing.path ?? connector.path, indexing: .nonIndexable)
             headers.add(name: "authorization", value: "bearer \(outgoing.token)")
-            for (name, value) in outgoing.headers { headers.add(name: name, value: value) }
+            for (name, value) in outgoing.headers {
+                headers.add(name: name, value: value, indexing: name == "apns-id" ? .nonIndexable : .indexable)
+            }
             headers.add(name: "content-type", value: connector.contentType)
             headers.add(name: "content-length", value: length)
             return headers
