@@ -378,7 +378,7 @@ let package = Package(
         .testTarget(
             name: "DigestEventsTests",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestEvents", "DigestTesting",
+                "DigestCore", "DigestStore", "DigestSQLite", "DigestPostgres", "DigestEvents", "DigestDemo", "DigestTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -224,7 +224,8 @@ public struct PostgresDatabase: DigestDatabase {
 
     static let rowColumns = """
         id, dedupe_key, week, user_id, platform, variant, message::text, report::text,
-        extract(epoch FROM available_at)::bigint, state, attempts, last_error, message_id, locale, provider, target, headers::text
+        extract(epoch FROM available_at)::bigint, state, attempts, last_error, message_id, locale, provider, target, headers::text,
+        timing, due_local
         """
 
     static func rows(_ rows: [PostgresRow]) throws -> [OutboxRow] {
@@ -232,17 +233,20 @@ public struct PostgresDatabase: DigestDatabase {
         result.reserveCapacity(rows.count)
         for row in rows {
             let (id, key, week, user, platform, variant, message, report, available, state, attempts, error, messageID, locale,
-                 provider, target, headers) =
+                 provider, target, headers, timing, dueLocal) =
                 try row.decode(
                     (Int64, String, String, String, String, String, String, String, Int64, String, Int, String?, String?, String?,
-                     String, String, String?).self)
-            result.append(
+                     String, String, String?, String?, String?).self)
+            var outboxRow =
                 OutboxRow(
                     id: id, dedupeKey: key, week: week, userID: user, platform: try OutboxRow.column(platform, "platform", row: id),
                     variant: try OutboxRow.column(variant, "variant", row: id), message: message, report: report,
                     availableAt: available, state: try OutboxRow.column(state, "state", row: id), attempts: attempts,
                     lastError: error, messageID: messageID, locale: locale,
-                    provider: try OutboxRow.column(provider, "provider", row: id), target: target, headers: headers))
+                    provider: try OutboxRow.column(provider, "provider", row: id), target: target, headers: headers)
+            outboxRow.timing = timing.flatMap(DeliveryTiming.init(rawValue:))
+            outboxRow.dueLocal = dueLocal
+            result.append(outboxRow)
         }
         return result
     }

@@ -86,3 +86,25 @@ extension PostgresDatabase {
         }
     }
 }
+
+extension PostgresDatabase: TimingViews {
+    package func timingReaders(week: String) async throws -> [TimingReaders] {
+        try await withPool { pool in
+            let rows = try await pool.rows(
+                """
+                SELECT timing, sent, (extract(epoch FROM first_open)::int8 - extract(epoch FROM due)::int8) / 60, count(*)::int8 FROM (
+                    SELECT o.timing AS timing, bool_or(o.state = 'sent') AS sent, min(o.available_at) AS due, min(e.at) AS first_open
+                    FROM digest_outbox o
+                    LEFT JOIN digest_events e ON e.week = \(week) AND e.message_id = o.message_id AND e.type = 'opened'
+                    WHERE o.week = \(week) AND o.timing IS NOT NULL
+                    GROUP BY o.user_id, o.timing) r
+                GROUP BY 1, 2, 3
+                """
+            ).map { row -> (timing: String, sent: Bool, minutes: Int?, readers: Int) in
+                let (timing, sent, minutes, readers) = try row.decode((String, Bool, Int?, Int).self)
+                return (timing, sent, minutes, readers)
+            }
+            return TimingReaders.merge(rows)
+        }
+    }
+}

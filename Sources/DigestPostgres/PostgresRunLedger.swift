@@ -78,6 +78,7 @@ public final class PostgresRunLedger: RunLedger {
         var windowEnds: [Int64] = [], quietUntils: [Int64] = [], expiries: [Int64] = [], tokenKeys: [String] = []
         var messageIDs: [String] = [], locales: [String] = []  // "" stands for a NULL locale
         var providers: [String] = [], targets: [String] = [], headers: [String] = []  // "" stands for no headers (FCM)
+        var timings: [String] = [], dueLocals: [String] = []  // "" stands for NULL
         // One picks row per user and week (a user's messages come together and share their picks), the
         // ids joined by a unit separator that the statement splits again.
         var pickUsers: [String] = [], pickWeeks: [String] = [], pickLists: [String] = []
@@ -104,6 +105,8 @@ public final class PostgresRunLedger: RunLedger {
             providers.append(message.provider.rawValue)
             targets.append(message.target)
             headers.append(message.headers ?? "")
+            timings.append(message.timing?.rawValue ?? "")
+            dueLocals.append(message.dueLocal ?? "")
         }
         let countersJSON = String(decoding: try Self.encoder.encode(counters), as: UTF8.self)
         let name = week.description
@@ -112,15 +115,16 @@ public final class PostgresRunLedger: RunLedger {
             """
             WITH inserted AS (
                 INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at,
-                                           window_end, quiet_until, expires_at, token_key, message_id, locale, provider, target, headers)
+                                           window_end, quiet_until, expires_at, token_key, message_id, locale, provider, target, headers,
+                                           timing, due_local)
                 SELECT k, w, u, p, v, m::json, r::jsonb, to_timestamp(a), to_timestamp(\(now)),
                        to_timestamp(nullif(we, 0)), to_timestamp(nullif(qu, 0)), to_timestamp(nullif(ex, 0)), tk, mi, nullif(lo, ''),
-                       pr, ta, nullif(h, '')::json
+                       pr, ta, nullif(h, '')::json, nullif(ti, ''), nullif(dl, '')
                 FROM unnest(\(keys)::text[], \(weeks)::text[], \(users)::text[], \(platforms)::text[], \(variants)::text[],
                             \(bodies)::text[], \(reports)::text[], \(due)::int8[], \(windowEnds)::int8[], \(quietUntils)::int8[],
                             \(expiries)::int8[], \(tokenKeys)::text[], \(messageIDs)::text[], \(locales)::text[],
-                            \(providers)::text[], \(targets)::text[], \(headers)::text[])
-                     AS t(k, w, u, p, v, m, r, a, we, qu, ex, tk, mi, lo, pr, ta, h)
+                            \(providers)::text[], \(targets)::text[], \(headers)::text[], \(timings)::text[], \(dueLocals)::text[])
+                     AS t(k, w, u, p, v, m, r, a, we, qu, ex, tk, mi, lo, pr, ta, h, ti, dl)
                 ON CONFLICT DO NOTHING
                 RETURNING 1),
             picked AS (

@@ -267,6 +267,13 @@ enum PostgresSchema {
         ALTER TABLE digest_outbox ADD COLUMN headers json;
         UPDATE digest_outbox SET target = coalesce(message #>> '{message,token}', '')
         """,
+        // 14: delivery timing (docs/001): how a row's due time was chosen (`timing`: `habit`,
+        // `fallback` or `control` under `--deliver-at habit`, NULL otherwise and on the rows from
+        // before) and the local time chosen (`due_local`, `HH:MM`). No defaults: catalog changes.
+        """
+        ALTER TABLE digest_outbox ADD COLUMN timing text CHECK (timing IN ('habit', 'fallback', 'control'));
+        ALTER TABLE digest_outbox ADD COLUMN due_local text
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

@@ -3,7 +3,8 @@ package import DigestStore
 /// A week's delivery and open figures (`digest report`): per variant × platform × locale, what was
 /// sent (outbox messages in state `sent`), received, displayed, opened, dismissed and acted on, the
 /// open rate opened / sent with its 95% Wilson interval; for a split week (`--policy split:50`), the
-/// arms' open rates and their difference with a two-sided pooled two-proportion z-test.
+/// arms' open rates and their difference with a two-sided pooled two-proportion z-test; for a week
+/// delivered at readers' habits with a control group, the timing groups' readers and habit − control.
 ///
 /// ```swift
 /// let report = DeliveryReport(week: "2026-W47", counts: try await database.eventCounts(week: "2026-W47"))
@@ -102,9 +103,13 @@ package struct DeliveryReport: Sendable, Hashable, Codable {
     package var rows: [Row]
     /// `nil` unless the week's messages were split into arms.
     package var split: Split?
+    /// `--deliver-at habit` with a control group: the timing groups and habit − control (`nil`, and
+    /// absent from the JSON, without a control group).
+    package var timing: Timing?
 
-    package init(week: String, counts: [EventCounts]) {
+    package init(week: String, counts: [EventCounts], timing: [TimingReaders] = []) {
         self.week = week
+        self.timing = Timing(timing)
         var groups: [[String]: EventCounts] = [:]
         var arms: [String: (sent: Int, opened: Int)] = [:]
         for item in counts {
@@ -173,6 +178,7 @@ package struct DeliveryReport: Sendable, Hashable, Codable {
                     return (3...8).contains(column) ? pad + cell : cell + pad
                 }.joined(separator: "  ").trimmingTrailingSpaces())
         }
+        if let timing { lines.append(contentsOf: timing.lines) }
         if let split {
             lines.append("split:")
             for arm in split.arms {

@@ -1,5 +1,6 @@
 /// The week's open rates as a chart (`digest report --chart FILE.svg`, the preview page's report): one
-/// bar a variant (every platform and locale together), then one an arm of a split week, each with its
+/// bar a variant (every platform and locale together), then one an arm of a split week, then one a
+/// delivery timing group of a week with a control group (readers, not messages), each with its
 /// 95% Wilson interval as a whisker and its figures written beside it. Plain SVG 1.1 with no script
 /// or external reference, so a browser, an image viewer or a document can show it as it is.
 package enum ReportChart {
@@ -35,6 +36,9 @@ package enum ReportChart {
         }
         for arm in report.split?.arms ?? [] {
             add("arm", arm.arm + " arm", sent: arm.sent, opened: arm.opened)
+        }
+        for group in report.timing?.groups ?? [] {
+            add("timing", group.group, sent: group.sent, opened: group.opened)
         }
         return bars
     }
@@ -81,7 +85,7 @@ package enum ReportChart {
         for bar in bars {
             if bar.group != currentGroup {
                 currentGroup = bar.group
-                svg.append(##"<text x="12" y="\##(y + 6)" font-weight="bold" fill="#333333">\##(bar.group == "variant" ? "By variant" : "By arm (split week)")</text>"##)
+                svg.append(##"<text x="12" y="\##(y + 6)" font-weight="bold" fill="#333333">\##(heading(bar.group))</text>"##)
                 y += 22
             }
             let middle = y + rowHeight / 2
@@ -89,7 +93,7 @@ package enum ReportChart {
             svg.append(
                 ##"<g class="bar" data-group="\##(escape(bar.group))" data-label="\##(escape(bar.label))" data-rate="\##(bar.rate)" data-low="\##(bar.low)" data-high="\##(bar.high)">"##)
             svg.append(##"<text x="\##(plotLeft - 8)" y="\##(middle + 4)" text-anchor="end">\##(escape(bar.label))</text>"##)
-            svg.append(##"<rect x="\##(plotLeft)" y="\##(middle - 8)" width="\##(DeliveryReport.fixed(bar.rate / end * Double(plotRight - plotLeft), digits: 1))" height="16" fill="\##(bar.group == "variant" ? "#4a7bd0" : "#d08a4a")"/>"##)
+            svg.append(##"<rect x="\##(plotLeft)" y="\##(middle - 8)" width="\##(DeliveryReport.fixed(bar.rate / end * Double(plotRight - plotLeft), digits: 1))" height="16" fill="\##(color(bar.group))"/>"##)
             svg.append(##"<line x1="\##(x(bar.low))" y1="\##(middle)" x2="\##(x(bar.high))" y2="\##(middle)" stroke="#222222" stroke-width="1.5"/>"##)
             for end in [bar.low, bar.high] {
                 svg.append(##"<line x1="\##(x(end))" y1="\##(middle - 6)" x2="\##(x(end))" y2="\##(middle + 6)" stroke="#222222" stroke-width="1.5"/>"##)
@@ -100,6 +104,22 @@ package enum ReportChart {
         }
         svg.append("</svg>")
         return svg.joined(separator: "\n") + "\n"
+    }
+
+    static func heading(_ group: String) -> String {
+        switch group {
+        case "variant": "By variant"
+        case "arm": "By arm (split week)"
+        default: "By delivery timing (readers)"
+        }
+    }
+
+    static func color(_ group: String) -> String {
+        switch group {
+        case "variant": "#4a7bd0"
+        case "arm": "#d08a4a"
+        default: "#4a9d6b"
+        }
     }
 
     /// `20`, `2`, `12`: a tick's percent without a trailing `.0`.

@@ -213,13 +213,13 @@ public final class SQLiteDatabase: DigestDatabase {
 
     static let rowColumns =
         "id, dedupe_key, week, user_id, platform, variant, message, report, available_at, state, attempts, last_error, message_id, locale, "
-        + "provider, target, headers"
+        + "provider, target, headers, timing, due_local"
 
     static func rows(_ statement: SQLiteStatement) throws -> [OutboxRow] {
         var rows: [OutboxRow] = []
         while try statement.step() {
             let id = statement.int64(0)
-            rows.append(
+            var row =
                 OutboxRow(
                     id: id, dedupeKey: statement.string(1), week: statement.string(2), userID: statement.string(3),
                     platform: try OutboxRow.column(statement.string(4), "platform", row: id),
@@ -229,7 +229,10 @@ public final class SQLiteDatabase: DigestDatabase {
                     lastError: statement.optionalString(11), messageID: statement.optionalString(12),
                     locale: statement.optionalString(13),
                     provider: try OutboxRow.column(statement.string(14), "provider", row: id), target: statement.string(15),
-                    headers: statement.optionalString(16)))
+                    headers: statement.optionalString(16))
+            row.timing = statement.optionalString(17).flatMap(DeliveryTiming.init(rawValue:))
+            row.dueLocal = statement.optionalString(18)
+            rows.append(row)
         }
         return rows
     }

@@ -97,6 +97,27 @@ struct SQLiteEventQueries {
         }
         return EventCounts.merge(sent: sentRows, events: eventRows)
     }
+
+    /// Per reader of the week's rows with a timing (the dedupe key's range, as ``counts(week:)``):
+    /// sent or not and the minutes from due to the first `opened` event, grouped.
+    func timingReaders(week: String) throws -> [TimingReaders] {
+        let statement = try connection.statement(
+            """
+            SELECT timing, sent, (first_open - due) / 60, count(*) FROM (
+                SELECT o.timing AS timing, max(o.state = 'sent') AS sent, min(o.available_at) AS due, min(e.at) AS first_open
+                FROM digest_outbox o
+                LEFT JOIN digest_events e ON e.week = ?1 AND e.message_id = o.message_id AND e.type = 'opened'
+                WHERE o.dedupe_key >= ?1 || ':' AND o.dedupe_key < ?1 || ';' AND o.week = ?1 AND o.timing IS NOT NULL
+                GROUP BY o.user_id, o.timing)
+            GROUP BY 1, 2, 3
+            """)
+        statement.bind(week, at: 1)
+        var rows: [(timing: String, sent: Bool, minutes: Int?, readers: Int)] = []
+        while try statement.step() {
+            rows.append((statement.string(0), statement.int(1) != 0, statement.isNull(2) ? nil : statement.int(2), statement.int(3)))
+        }
+        return TimingReaders.merge(rows)
+    }
 }
 
 extension SQLiteDatabase {
@@ -111,5 +132,11 @@ extension SQLiteDatabase {
 
     public func eventCounts(week: String) async throws -> [EventCounts] {
         try await read { try SQLiteEventQueries(connection: $0).counts(week: week) }
+    }
+}
+
+extension SQLiteDatabase: TimingViews {
+    package func timingReaders(week: String) async throws -> [TimingReaders] {
+        try await read { try SQLiteEventQueries(connection: $0).timingReaders(week: week) }
     }
 }

@@ -47,8 +47,8 @@ final class SQLiteLedgerQueries {
             let insert = try connection.statement(
                 """
                 INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at,
-                    window_end, quiet_until, expires_at, token_key, message_id, locale, provider, target, headers)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    window_end, quiet_until, expires_at, token_key, message_id, locale, provider, target, headers, timing, due_local)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                 """)
             let pick = try connection.statement(
                 "INSERT INTO digest_picks (user_id, week, picks) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
@@ -98,6 +98,8 @@ final class SQLiteLedgerQueries {
                 insert.bind(message.provider.rawValue, at: 16)
                 insert.bind(message.target, at: 17)
                 insert.bind(message.headers, at: 18)
+                insert.bind(message.timing?.rawValue, at: 19)
+                insert.bind(message.dueLocal, at: 20)
                 try insert.run()
                 inserted += connection.changes
             }

@@ -245,6 +245,14 @@ enum SQLiteSchema {
         ALTER TABLE digest_outbox ADD COLUMN headers TEXT;
         UPDATE digest_outbox SET target = coalesce(json_extract(message, '$.message.token'), '');
         """,
+        // 14: delivery timing (docs/001): how a row's due time was chosen (`timing`: `habit`,
+        // `fallback` or `control` under `--deliver-at habit`, NULL otherwise and on the rows from
+        // before) and the local time chosen (`due_local`, `HH:MM`). Columns without a default: no
+        // rewrite.
+        """
+        ALTER TABLE digest_outbox ADD COLUMN timing TEXT CHECK (timing IN ('habit', 'fallback', 'control'));
+        ALTER TABLE digest_outbox ADD COLUMN due_local TEXT;
+        """,
     ]
 
     /// Applies the migrations the database lacks; returns the versions before and after.

@@ -81,13 +81,15 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         }
         var page = PreviewPage(
             user: userID, week: messages.week, weeks: try await weeks(userID: userID), source: messages.source.rawValue,
-            variant: messages.variant, skipped: messages.skipped, rules: messages.rules, budgets: [], surfaces: [])
+            variant: messages.variant, skipped: messages.skipped, rules: messages.rules, budgets: [], surfaces: [], due: messages.due)
         let outbox = try await database.outboxRows(week: messages.week, userID: userID)
         page.outbox = outbox.map {
             PreviewPage.OutboxEntry(
                 platform: $0.platform.rawValue, variant: $0.variant.rawValue, state: $0.state.rawValue, messageID: $0.messageID, locale: $0.locale)
         }
-        let report = DeliveryReport(week: messages.week, counts: try await database.eventCounts(week: messages.week))
+        let report = DeliveryReport(
+            week: messages.week, counts: try await database.eventCounts(week: messages.week),
+            timing: try await database.readersByTiming(week: messages.week))
         page.report = report
         page.chart = report.rows.contains { $0.sent > 0 } ? ReportChart.svg(report) : nil
         for platform in Platform.allCases {
@@ -161,6 +163,8 @@ struct PreviewPage: Codable, Sendable {
     var rules: [String]
     var budgets: [PreviewSidecar.BudgetUse]
     var surfaces: [Surface]
+    /// When the message is (or would be) due, and why.
+    var due: PreviewSidecar.Due?
     /// Per platform: whether the outbox holds a different message (enqueued with older templates).
     var outboxDiffers: [String: Bool] = [:]
     /// The reader's outbox rows for the week: what was enqueued, its state and the id its events name.

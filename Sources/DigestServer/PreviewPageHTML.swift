@@ -174,6 +174,7 @@ enum PreviewPageHTML {
       head.append(el('div', { class: 'card' },
         el('div', {}, el('strong', {}, page.user), ` · ${page.week} · ${page.variant || 'no variant'} · ${page.source === 'outbox' ? 'from the outbox' : 'composed now with the current templates'}`),
         page.skipped ? el('div', { class: 'notes' }, `No message: ${page.skipped}`) : '',
+        page.due ? el('div', {}, `due ${page.due.at}${page.due.local ? ' (' + page.due.local + ' local)' : ''}${page.due.reason ? ' — ' + page.due.reason : ''}`) : '',
         ...Object.entries(page.outboxDiffers || {}).filter(([, d]) => d).map(([p]) => el('div', { class: 'notes' }, `${p}: the outbox holds a different message (enqueued with older templates or settings)`)),
         ...(page.outbox || []).map((o) => el('div', {}, `outbox ${o.platform}: ${o.variant}, ${o.state}${o.messageID ? ', message_id ' + o.messageID : ''}`))));
       const table = el('table', {}, el('tr', {}, el('th', {}, 'platform'), el('th', {}, 'bytes'), el('th', {}, 'budget'), el('th', {}, '')));

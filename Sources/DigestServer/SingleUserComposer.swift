@@ -1,4 +1,5 @@
 package import DigestCore
+package import DigestPreview
 package import DigestStore
 package import Foundation
 
@@ -67,6 +68,8 @@ package struct UserMessages: Sendable {
     package var messages: [Platform: [UInt8]]
     /// Why the run skips this user (a ``SkipReason``'s name, or `not_in_outbox`), if it does.
     package var skipped: String?
+    /// When the messages are (or would be) due, and why.
+    package var due: PreviewSidecar.Due?
 }
 
 extension SingleUserComposer {
@@ -89,6 +92,11 @@ extension SingleUserComposer {
                     let report = OutboxReport(json: row.report)
                     result.rules = report.rules
                     result.bytes.merge(report.bytes) { first, _ in first }
+                    if result.due == nil {
+                        result.due = PreviewSidecar.Due(
+                            at: Timestamp.format(row.availableAt), local: row.dueLocal, timing: row.timing?.rawValue,
+                            reason: report.dueReason ?? row.timing.map { "\($0.rawValue)" })
+                    }
                 }
                 return result
             }
@@ -100,6 +108,11 @@ extension SingleUserComposer {
         for message in user.messages where result.messages[message.platform] == nil {
             result.messages[message.platform] = message.message
         }
+        if let first = user.messages.first {
+            result.due = PreviewSidecar.Due(
+                at: Timestamp.format(first.availableAt), local: first.dueLocal, timing: first.timing?.rawValue,
+                reason: user.delivery?.reason)
+        }
         return result
     }
 }
@@ -108,10 +121,13 @@ extension SingleUserComposer {
 struct OutboxReport {
     var rules: [String] = []
     var bytes: [Platform: Int] = [:]
+    /// `due_reason`: why the message is due when it is (habit timing).
+    var dueReason: String?
 
     init(json: String) {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] else { return }
         rules = object["rules"] as? [String] ?? []
+        dueReason = object["due_reason"] as? String
         for (key, value) in object["bytes"] as? [String: Any] ?? [:] {
             if let platform = Platform(rawValue: key), let count = value as? Int { bytes[platform] = count }
         }

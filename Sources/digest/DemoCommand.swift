@@ -196,7 +196,7 @@ struct DemoCommand: AsyncParsableCommand {
         let pool = PreviewPool(threads: 2, configuration: PreviewRenderer.Configuration(images: images))
         defer { pool.shutdown() }
         let composer = SingleUserComposer(
-            database: database, templates: try options.plan.catalog(), configuration: options.plan.configuration(week: week).compose)
+            database: database, templates: try options.plan.catalog(), configuration: try options.plan.configuration(week: week).compose)
         for user in chosen {
             guard let messages = try await composer.messages(userID: user, source: .outbox) else { continue }
             _ = try await PreviewFiles.write(

@@ -82,7 +82,7 @@ struct PreviewCommand: AsyncParsableCommand {
             guard let db, let user else { return }
             let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: Date())
             let store = try DatabaseOptions.open(db, existing: true)
-            let templates = try plan.catalog(), configuration = plan.configuration(week: week).compose, source = self.source
+            let templates = try plan.catalog(), configuration = try plan.configuration(week: week).compose, source = self.source
             let found = try await pictures.withProvider { attachments in
                 try await Self.messages(
                     store, templates: templates, attachments: attachments, configuration: configuration, user: user,
@@ -200,7 +200,7 @@ struct PreviewFiles {
                 rules: messages.rules,
                 budgets: Platform.allCases.compactMap { platform in
                     messages.bytes[platform].map { .init(platform: platform, bytes: $0, budget: budget) }
-                }),
+                }, due: messages.due),
             budget: budget, platforms: platforms, scale: scale, pool: pool, to: directory)
     }
 
@@ -211,6 +211,7 @@ struct PreviewFiles {
         for budget in sidecar.budgets {
             lines.append("  \(budget.platform): \(budget.bytes) of \(budget.budget) bytes\(budget.overBudget ? " — over budget" : "")")
         }
+        if let due = sidecar.due { lines.append("  " + due.line) }
         if !sidecar.rules.isEmpty { lines.append("  rules: \(sidecar.rules.joined(separator: ", "))") }
         for entry in sidecar.previews {
             let cut = entry.texts.filter { $0.ellipsized && ($0.role == "title" || $0.role == "body") }.map(\.role)

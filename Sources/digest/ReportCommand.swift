@@ -13,7 +13,10 @@ struct ReportCommand: AsyncParsableCommand {
             count the events the apps posted to `digest collect` (each once per message, type and action). \
             Open rate = opened / sent, with its 95% Wilson interval; a split week (--policy split:50) also \
             compares the arms' open rates (two-sided pooled two-proportion z-test). --chart FILE.svg also \
-            draws the open rates per variant and arm with their intervals.
+            draws the open rates per variant and arm with their intervals. A week run with --deliver-at habit \
+            and --holdout adds the delivery timing groups (habit, control, fallback: readers sent to and readers \
+            who opened, each reader once), habit − control with its 95% interval (Newcombe) and z-test, and each \
+            group's median minutes from due time to first open; below 100 readers a group, "not enough data".
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -28,8 +31,11 @@ struct ReportCommand: AsyncParsableCommand {
 
     func run() async throws {
         let week = try ISOWeek(parsing: self.week).description
-        let counts = try await ExitStatus.mapping { try await database.open(existing: true).eventCounts(week: week) }
-        let report = DeliveryReport(week: week, counts: counts)
+        let (counts, timing) = try await ExitStatus.mapping {
+            let store = try database.open(existing: true)
+            return (try await store.eventCounts(week: week), try await store.readersByTiming(week: week))
+        }
+        let report = DeliveryReport(week: week, counts: counts, timing: timing)
         if let chart {
             do {
                 try Data(ReportChart.svg(report).utf8).write(to: URL(fileURLWithPath: chart), options: .atomic)

@@ -68,6 +68,9 @@ struct RunCommand: AsyncParsableCommand {
             if runs.isEmpty { print("no runs\(week.map { " of \($0)" } ?? "")") }
             for run in runs {
                 print(run.line)
+            if let timings = try? await store.readersByTiming(week: run.week), !timings.isEmpty {
+                print("  delivery timing (readers in the outbox): " + timings.map { "\($0.timing) \($0.readers)" }.joined(separator: ", "))
+            }
                 guard let zones = try? await store.zoneProgress(week: try ISOWeek(parsing: run.week)), !zones.isEmpty else { continue }
                 for line in ZoneProgress.lines(zones) { print("  " + line) }
             }
@@ -105,11 +108,6 @@ struct RunOptions: ParsableArguments {
     @Option(help: "When messages become due: 'local' (--deliver-at in each user's zone, outside --quiet-hours) or 'now' (at once, no quiet hours).")
     var sendAt: String = "local"
 
-    @Option(help: "Local delivery time in the week after the digest's week: 09:00 (Monday) or e.g. 'tue 10:30'.")
-    var deliverAt: String = "09:00"
-
-    @Option(help: "Local hours in which no message becomes due or is sent, e.g. 21:00-08:00, or off.")
-    var quietHours: String = "21:00-08:00"
 
     @OptionGroup var plan: PlanOptions
 
@@ -148,7 +146,6 @@ struct RunOptions: ParsableArguments {
         guard let grace = Self.seconds(grace), grace >= 0 else {
             throw ValidationError("--grace '\(grace)' is not a duration like 30m, 2h or 90s")
         }
-        _ = try deliverySettings()
         if attachments != nil, attachmentsUrl == nil {
             throw ValidationError("--attachments needs --attachments-url (the public URL the directory is served under)")
         }
@@ -156,19 +153,6 @@ struct RunOptions: ParsableArguments {
         try PictureOptions.validate(allowHosts: allowHosts)
     }
 
-    /// `--deliver-at` and `--quiet-hours`, checked against each other.
-    func deliverySettings() throws -> (WeekCalendar.DeliveryTime, QuietHours?) {
-        do {
-            let delivery = try WeekCalendar.DeliveryTime.parse(deliverAt)
-            let quiet = try QuietHours.parse(quietHours)
-            if let quiet, quiet.contains(minuteOfDay: delivery.hour * 60 + delivery.minute) {
-                throw ValidationError("--deliver-at \(deliverAt) falls inside --quiet-hours \(quiet): pick a time outside them")
-            }
-            return (delivery, quiet)
-        } catch let error as DeliveryOptionError {
-            throw ValidationError(error.description)
-        }
-    }
 
     /// `30m`, `2h`, `90s`, `1d` or plain seconds.
     static func seconds(_ text: String) -> Int64? {
@@ -231,10 +215,7 @@ struct RunOptions: ParsableArguments {
 
     /// The run configuration of these options for `week`.
     func configuration(week: ISOWeek) throws -> WeeklyRunConfiguration {
-        var configuration = plan.configuration(week: week)
-        let (delivery, quiet) = try deliverySettings()
-        configuration.delivery = delivery
-        configuration.compose.quietHours = quiet
+        var configuration = try plan.configuration(week: week)
         configuration.sendAt = sendAt == "now" ? .now : .local
         configuration.batchSize = batchSize
         if let concurrency { configuration.concurrency = concurrency }
@@ -285,7 +266,21 @@ struct PlanOptions: ParsableArguments {
     @Option(help: "Weeks without a read (the digest's week and those before it) after which a reader is dormant and gets no digest; 0: never.")
     var dormantAfter: Int = 4
 
+    @Option(
+        help: """
+            Local delivery time in the week after the digest's week: 09:00 (Monday) or e.g. 'tue 10:30'; or 'habit' \
+            (each reader's reading hour on that day, the time after the comma for readers without one: habit,09:00).
+            """)
+    var deliverAt: String = "09:00"
+
+    @Option(help: "With --deliver-at habit: the percent of readers kept at the fallback time as a control group (stable by reader and year).")
+    var holdout: Int = 0
+
+    @Option(help: "Local hours in which no message becomes due or is sent, e.g. 21:00-08:00, or off.")
+    var quietHours: String = "21:00-08:00"
+
     func validate() throws {
+        _ = try deliverySettings()
         guard (0...52).contains(dormantAfter) else { throw ValidationError("--dormant-after must be 0…52 weeks") }
         guard VariantPolicy(argument: policy) != nil else {
             throw ValidationError("--policy takes image, text or split:PERCENT (0-100)")
@@ -298,13 +293,38 @@ struct PlanOptions: ParsableArguments {
 
     func catalog() throws -> TemplateCatalog { try TemplateCatalog(directory: try templatesDirectory()) }
 
+    /// `--deliver-at`, `--holdout` and `--quiet-hours`, checked against each other: the delivery time
+    /// (habit timing's fallback), habit timing if asked for, and the quiet hours.
+    func deliverySettings() throws -> (WeekCalendar.DeliveryTime, HabitDelivery?, QuietHours?) {
+        do {
+            let deliverAt = try DeliverAt.parse(self.deliverAt)
+            let delivery = deliverAt.fallback
+            let quiet = try QuietHours.parse(quietHours)
+            if let quiet, quiet.contains(minuteOfDay: delivery.hour * 60 + delivery.minute) {
+                throw ValidationError("--deliver-at \(self.deliverAt) falls inside --quiet-hours \(quiet): pick a time outside them")
+            }
+            guard let control = ControlGroup(percent: holdout) else { throw ValidationError("--holdout takes a percent, 0…100") }
+            guard case .habit = deliverAt else {
+                if holdout != 0 { throw ValidationError("--holdout \(holdout) needs --deliver-at habit (a control group of what?)") }
+                return (delivery, nil, quiet)
+            }
+            return (delivery, HabitDelivery(control: control.percent > 0 ? control : nil), quiet)
+        } catch let error as DeliveryOptionError {
+            throw ValidationError(error.description)
+        }
+    }
+
     /// The run configuration these options give for `week` (run-only settings at their defaults).
-    func configuration(week: ISOWeek) -> WeeklyRunConfiguration {
+    func configuration(week: ISOWeek) throws -> WeeklyRunConfiguration {
         var configuration = WeeklyRunConfiguration(week: week)
         configuration.planner.policy = VariantPolicy(argument: policy)!
         configuration.planner.byteBudget = byteBudget
         configuration.encoder.linkBase = linkBase.hasSuffix("/") ? String(linkBase.dropLast()) : linkBase
         configuration.digest.dormantAfterWeeks = dormantAfter
+        let (delivery, habit, quiet) = try deliverySettings()
+        configuration.delivery = delivery
+        configuration.compose.habit = habit
+        configuration.compose.quietHours = quiet
         return configuration
     }
 }

@@ -59,7 +59,8 @@ struct ServeCommand: AsyncParsableCommand {
         let plan = self.plan
         let serverConfiguration = PreviewServer<Database>.Configuration(host: host, port: port, bearerToken: token)
         var catalogConfiguration = PreviewCatalog<Database>.Configuration(templatesDirectory: directory) { week in
-            plan.configuration(week: week).compose
+            // Checked by validate(): the options' delivery settings parse.
+            (try? plan.configuration(week: week).compose) ?? BatchComposer.Configuration(week: week)
         }
         catalogConfiguration.byteBudget = plan.byteBudget
         catalogConfiguration.scale = scale

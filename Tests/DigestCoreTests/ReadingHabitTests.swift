@@ -117,4 +117,40 @@ import Testing
         #expect(ControlGroup(percent: 100)?.contains(userID: "reader-1", week: week) == true)
         #expect(ControlGroup(percent: 101) == nil)
     }
+
+    @Test func theTallyCountsEveryReadAndLocalDay() {
+        let reads = [Self.local(day: 0, 19, 5), Self.local(day: 0, 19, 50), Self.local(day: 3, 19), Self.local(day: 9, 8), Self.local(day: 9, 19, 1)]
+        #expect(ReadingHabit.tally(localTimes: reads) == ReadingHabit.Tally(reads: 5, days: 3, hour: 19))
+        #expect(ReadingHabit.tally(localTimes: reads.prefix(4)) == ReadingHabit.Tally(reads: 4, days: 3, hour: nil))
+        #expect(ReadingHabit.tally(localTimes: [Int64]()) == ReadingHabit.Tally())
+    }
+
+    @Test func theReasonSaysWhy() {
+        let habit = DeliveryChoice(timing: .habit, minuteOfDay: 19 * 60, tally: .init(reads: 14, days: 6, hour: 19))
+        #expect(habit.reason == "habit: 19:00 local from 14 reads on 6 days" && habit.dueLocal == "19:00")
+        let moved = DeliveryChoice(timing: .habit, minuteOfDay: 20 * 60, tally: .init(reads: 5, days: 2, hour: 23))
+        #expect(moved.reason == "habit: 23:00 local from 5 reads on 2 days, due at 20:00 outside the quiet hours")
+        #expect(DeliveryChoice(timing: .fallback, minuteOfDay: 540, tally: .init(reads: 3, days: 2)).reason == "fallback: 3 reads")
+        #expect(DeliveryChoice(timing: .fallback, minuteOfDay: 540, tally: .init(reads: 1, days: 1)).reason == "fallback: 1 read")
+        #expect(DeliveryChoice(timing: .fallback, minuteOfDay: 540, tally: .init(reads: 7, days: 1)).reason == "fallback: 7 reads on 1 day")
+        #expect(DeliveryChoice(timing: .control, minuteOfDay: 540, tally: .init(reads: 9, days: 4, hour: 7)).reason == "control group")
+        #expect(DeliveryChoice(timing: nil, minuteOfDay: 9 * 60 + 30).reason == nil)
+        #expect(DeliveryChoice(timing: nil, minuteOfDay: 9 * 60 + 30).dueLocal == "09:30")
+    }
+
+    /// A habit's slot on the delivery day in a zone, across the spring change (the delivery Monday
+    /// after Europe's clocks went forward): the local hour, outside the quiet hours; a run after it
+    /// makes it due at once, as for everyone.
+    @Test func aHabitSlotIsTheLocalMinuteOfTheDeliveryDay() throws {
+        let calendar = WeekCalendar(week: try ISOWeek(parsing: "2026-W13"))
+        let early: Int64 = 1_774_800_000  // 2026-03-29T16:00:00Z
+        let slot = calendar.slot(forZone: "Europe/Warsaw", minuteOfDay: 19 * 60, now: early, ttl: 100)
+        #expect(slot.availableAt == 1_774_890_000)  // Monday 30 March 19:00 CEST = 17:00Z
+        #expect(slot.windowEnd == 1_774_897_200 && slot.quietUntil == 1_774_936_800)  // 21:00 CEST, Tuesday 08:00 CEST
+        #expect(calendar.slot(forZone: "Europe/Warsaw", minuteOfDay: 10 * 60, now: early, ttl: 100).availableAt == 1_774_857_600)
+        let late: Int64 = 1_774_893_600  // 20:00 CEST
+        #expect(calendar.slot(forZone: "Europe/Warsaw", minuteOfDay: 19 * 60, now: late, ttl: 100).availableAt == late)
+        // The fallback's slot is the delivery time's, unchanged.
+        #expect(calendar.slot(forZone: "Europe/Warsaw", now: early, ttl: 100).availableAt == 1_774_854_000)
+    }
 }

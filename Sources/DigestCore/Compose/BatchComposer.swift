@@ -23,6 +23,8 @@ public struct BatchComposer: Sendable {
         public var delivery: WeekCalendar.DeliveryTime = .mondayMorning
         /// Local hours in which no message becomes due (`nil`: none; ignored with ``SendAt/now``).
         public var quietHours: QuietHours? = .night
+        /// `--deliver-at habit`: each reader at their reading hour, ``delivery`` the fallback (`nil`: off).
+        package var habit: HabitDelivery?
         public var digest = DigestBuilder.Configuration()
         public var planner = VariantPlanner.Configuration()
         public var encoder = FCMEncoder.Configuration()
@@ -46,6 +48,8 @@ public struct BatchComposer: Sendable {
     let attachments: any AttachmentProvider
     /// When set, every message is due at this instant.
     let sendNow: Int64?
+    /// Habit timing, when on.
+    let habit: HabitDelivery?
 
     /// A composer over the week's candidate `articles` (those in ``Configuration/articleRange``).
     public init(
@@ -60,6 +64,7 @@ public struct BatchComposer: Sendable {
         planner = VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder))
         self.attachments = attachments
         sendNow = configuration.sendAt == .now ? now : nil
+        habit = configuration.habit
         self.now = now
     }
 
@@ -79,7 +84,7 @@ public struct BatchComposer: Sendable {
     /// `Int64.max`, so a store returns none.
     package func readsSince(_ reader: Reader) -> Int64 {
         reader.optedOut || reader.devices.isEmpty
-            ? Int64.max : builder.historyStart(of: calendar.window(forZone: reader.timeZone).window)
+            ? Int64.max : readsStart(of: calendar.window(forZone: reader.timeZone).window)
     }
 
     /// The ids of the articles digests may pick: the reads of them before ``readsSince(_:)`` are the
@@ -181,6 +186,7 @@ public struct BatchComposer: Sendable {
         }
         let digest = builder.build(reader: reader, window: window, history: history)
         user.isReengagement = digest.isReengagement
+        user.delivery = deliveryChoice(for: reader, window: window, reads: history.reads)
         return .digested(user, window, digest)
     }
 
@@ -196,7 +202,7 @@ public struct BatchComposer: Sendable {
         user.image = image
         let devices = user.devicesUnsupported == 0 ? reader.devices : reader.devices.filter(Self.canEncode)
         let platforms = Set(devices.map(\.platform))
-        let slot = slot(for: reader)
+        let slot = slot(for: reader, choice: user.delivery)
         let encoded: EncodedPlan
         do {
             encoded = try planner.planAndEncode(
@@ -206,6 +212,7 @@ public struct BatchComposer: Sendable {
             return user
         }
         var plan = encoded.plan
+        plan.dueReason = user.delivery?.reason
         if digest.picks.count < builder.configuration.maxPicks {
             plan.rules.append("\(PlanRule.picksShort.rawValue):\(digest.picks.count)")
         }
@@ -241,6 +248,7 @@ public struct BatchComposer: Sendable {
                 locale: localized.resolved, messageID: ids[index], provider: device.provider, target: device.token,
                 headers: bodies[index].headers)
         }
+        user.stampDelivery()
         return user
     }
 

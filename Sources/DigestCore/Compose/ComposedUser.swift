@@ -17,6 +17,8 @@ public struct ComposedUser: Sendable {
     /// Devices left out because the composer cannot encode for their provider yet (counted as
     /// `provider_unsupported` among the run's skipped devices).
     package var devicesUnsupported = 0
+    /// The local time the messages were chosen to be due at, and why (set with the digest).
+    package var delivery: DeliveryChoice?
 
     init(reader: Reader) {
         self.reader = reader
@@ -45,6 +47,7 @@ public struct ComposedUser: Sendable {
         counters.digested += 1
         if isReengagement { counters.reengaged += 1 }
         counters.variants[plan.variant.rawValue, default: 0] += 1
+        if let timing = delivery?.timing { counters.timings[timing.rawValue, default: 0] += 1 }
         for rule in plan.rules {
             // An entry is `<PlanRule name>:<detail>`; counted by the name.
             counters.rules[String(rule.prefix { $0 != ":" }), default: 0] += 1

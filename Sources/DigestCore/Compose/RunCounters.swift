@@ -27,12 +27,14 @@ public struct RunCounters: Codable, Sendable, Hashable {
     /// registered again since), `over_limit` (past a reader's first ``DeviceSelection/limit`` live
     /// devices).
     public var devicesSkipped: [String: Int] = [:]
+    /// `--deliver-at habit`: digested users by ``DeliveryTiming`` (`habit`, `fallback`, `control`).
+    package var timings: [String: Int] = [:]
 
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
         case users, digested, reengaged, skipped, variants, messages, enqueued, localeFallbacks, timeZoneFallbacks, images, rules
-        case devicesSkipped
+        case devicesSkipped, timings
     }
 
     /// Counters stored before a field existed (in `digest_runs` or a chunk's row) read it as empty.
@@ -50,6 +52,7 @@ public struct RunCounters: Codable, Sendable, Hashable {
         images = try container.decodeIfPresent([String: Int].self, forKey: .images) ?? [:]
         rules = try container.decodeIfPresent([String: Int].self, forKey: .rules) ?? [:]
         devicesSkipped = try container.decodeIfPresent([String: Int].self, forKey: .devicesSkipped) ?? [:]
+        timings = try container.decodeIfPresent([String: Int].self, forKey: .timings) ?? [:]
     }
 
     public mutating func add(_ other: RunCounters) {
@@ -65,5 +68,6 @@ public struct RunCounters: Codable, Sendable, Hashable {
         images.merge(other.images, uniquingKeysWith: +)
         rules.merge(other.rules, uniquingKeysWith: +)
         devicesSkipped.merge(other.devicesSkipped, uniquingKeysWith: +)
+        timings.merge(other.timings, uniquingKeysWith: +)
     }
 }

@@ -38,6 +38,11 @@ public struct OutboxMessage: Sendable, Hashable {
     /// The locale whose templates composed the message (the resolved one: `pl-PL` → `pl`), for the
     /// report's per-locale figures. `nil`: not known.
     public var locale: String?
+    /// `--deliver-at habit`: how the due time was chosen (the outbox's `timing`); `nil` otherwise.
+    package var timing: DeliveryTiming?
+    /// The local time of day chosen, `HH:MM` (the outbox's `due_local`): the habit hour or the
+    /// delivery time; `available_at` says when the message is due (later for a reader enqueued late).
+    package var dueLocal: String?
 
     public init(
         dedupeKey: String, week: String, userID: String, platform: Platform, variant: Variant,

@@ -23,6 +23,9 @@ public struct NotificationPlan: Sendable, Hashable {
     /// The top pick's own page (the first pick's `Article.url`), as the catalogue has it: an Image
     /// message ("Top pick: …") opens it when it is an https URL (``FCMEncoder/link(_:)``).
     public var topPickURL: String?
+    /// `--deliver-at habit`: why the message is due when it is (``DeliveryChoice/reason``), kept in the
+    /// report as `due_reason` so that previews of the outbox's rows can say it.
+    package var dueReason: String?
 
     public init(
         digestID: String, week: ISOWeek, userID: String, variant: Variant, title: String, body: String,
@@ -65,6 +68,7 @@ public struct NotificationPlan: Sendable, Hashable {
         writer.beginArray()
         for rule in rules { writer.value(rule) }
         writer.endArray()
+        if let dueReason { writer.field("due_reason", dueReason) }
         writer.endObject()
         return writer.string
     }

@@ -55,21 +55,43 @@ package enum ReadingHabit {
     /// The digest's week and the three before it.
     package static let weeks = 4
 
+    /// What a reader's reads say: how many, on how many local days, and the hour read most.
+    package struct Tally: Sendable, Hashable {
+        package var reads = 0
+        package var days = 0
+        /// The hour of day (0…23) read most, ties to the earlier; `nil` below the thresholds.
+        package var hour: Int?
+
+        package init(reads: Int = 0, days: Int = 0, hour: Int? = nil) {
+            self.reads = reads
+            self.days = days
+            self.hour = hour
+        }
+    }
+
     /// `localTimes` are local wall-clock seconds (``ZoneOffsets/local(_:)``); nil without a habit.
     package static func hour(localTimes: some Sequence<Int64>) -> Int? {
+        tally(localTimes: localTimes).hour
+    }
+
+    /// Counts `localTimes` (local wall-clock seconds) by hour and by local day.
+    package static func tally(localTimes: some Sequence<Int64>) -> Tally {
         var perHour = [Int](repeating: 0, count: 24)
-        var reads = 0
-        var days = Set<Int64>()
+        var tally = Tally()
+        // Distinct local days: a few dozen at most in four weeks, found in a small array.
+        var days: [Int64] = []
         for local in localTimes {
             let day = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
             perHour[Int((local - day * 86_400) / 3600)] += 1
-            reads += 1
-            if days.count < minimumDays { days.insert(day) }
+            tally.reads += 1
+            if days.last != day, !days.contains(day) { days.append(day) }
         }
-        guard reads >= minimumReads, days.count >= minimumDays else { return nil }
+        tally.days = days.count
+        guard tally.reads >= minimumReads, tally.days >= minimumDays else { return tally }
         var best = 0
         for hour in 1..<24 where perHour[hour] > perHour[best] { best = hour }
-        return best
+        tally.hour = best
+        return tally
     }
 
     /// When on the delivery day a habit hour is due, in minutes after local midnight: the hour itself,

@@ -28,6 +28,14 @@ public final class WeekCalendar: Sendable {
     public let quietHours: QuietHours?
     private let cache = Mutex<[String: (window: WeekWindow, fellBack: Bool)]>([:])
     private let slots = Mutex<[String: (now: Int64, ttl: Int64, slot: DeliverySlot)]>([:])
+    /// Habit timing's caches: slots by zone and local minute, and each zone's offsets.
+    private let habitSlots = Mutex<[HabitSlotKey: (now: Int64, ttl: Int64, slot: DeliverySlot)]>([:])
+    private let offsets = Mutex<[String: ZoneOffsets]>([:])
+
+    private struct HabitSlotKey: Hashable {
+        var zone: String
+        var minuteOfDay: Int
+    }
 
     public init(week: ISOWeek, delivery: DeliveryTime = .mondayMorning, quietHours: QuietHours? = .night) {
         self.week = week
@@ -45,6 +53,34 @@ public final class WeekCalendar: Sendable {
         let slot = Self.makeSlot(deliverAt: window.deliverAt, timeZone: timeZone, quiet: quietHours, now: now, ttl: ttl)
         slots.withLock { $0[zone] = (now, ttl, slot) }
         return slot
+    }
+
+    /// ``slot(forZone:now:ttl:)`` for a message due at another local time of the delivery day
+    /// (`minuteOfDay` minutes after midnight): a reader's habit hour. Cached per zone and minute.
+    package func slot(forZone zone: String, minuteOfDay: Int, now: Int64, ttl: Int64) -> DeliverySlot {
+        let key = HabitSlotKey(zone: zone, minuteOfDay: minuteOfDay)
+        if let hit = habitSlots.withLock({ $0[key] }), hit.now == now, hit.ttl == ttl { return hit.slot }
+        let window = window(forZone: zone).window
+        let timeZone = TimeZone(identifier: window.timeZone) ?? TimeZone(secondsFromGMT: 0)!
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let deliverAt = Self.localInstant(
+            week.monday.adding(days: 7 + delivery.dayOffset), hour: minuteOfDay / 60, minute: minuteOfDay % 60, calendar: calendar)
+        let slot = Self.makeSlot(deliverAt: deliverAt, timeZone: timeZone, quiet: quietHours, now: now, ttl: ttl)
+        habitSlots.withLock { $0[key] = (now, ttl, slot) }
+        return slot
+    }
+
+    /// A zone's UTC offsets from four weeks before the week's window to a day after it (the reads
+    /// a habit counts), computed once per zone; an unknown zone's are UTC's.
+    package func zoneOffsets(forZone zone: String) -> ZoneOffsets {
+        if let hit = offsets.withLock({ $0[zone] }) { return hit }
+        let window = window(forZone: zone).window
+        let timeZone = TimeZone(identifier: window.timeZone) ?? TimeZone(secondsFromGMT: 0)!
+        let value = ZoneOffsets(
+            timeZone: timeZone, from: window.start - Int64(ReadingHabit.weeks) * 7 * 86_400, to: window.end + 86_400)
+        offsets.withLock { $0[zone] = value }
+        return value
     }
 
     static func makeSlot(deliverAt: Int64, timeZone: TimeZone, quiet: QuietHours?, now: Int64, ttl: Int64) -> DeliverySlot {

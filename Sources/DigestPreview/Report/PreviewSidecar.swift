@@ -53,6 +53,30 @@ package struct PreviewSidecar: Codable, Sendable {
         }
     }
 
+    /// When a user's message is (or would be) due, and why.
+    package struct Due: Codable, Sendable, Hashable {
+        /// The instant, UTC, RFC 3339 (`available_at`).
+        package var at: String
+        /// The local time of day chosen, `HH:MM` (`due_local`; `nil` on rows from before it was kept).
+        package var local: String?
+        /// `habit`, `fallback` or `control` under `--deliver-at habit`, else `nil`.
+        package var timing: String?
+        /// Why: `habit: 19:00 local from 14 reads on 6 days`, `fallback: 3 reads`, `control group`.
+        package var reason: String?
+
+        package init(at: String, local: String?, timing: String?, reason: String?) {
+            self.at = at
+            self.local = local
+            self.timing = timing
+            self.reason = reason
+        }
+
+        /// `due 2026-11-23T18:00:00Z (19:00 local) — habit: 19:00 local from 14 reads on 6 days`.
+        package var line: String {
+            "due \(at)" + (local.map { " (\($0) local)" } ?? "") + (reason.map { " — \($0)" } ?? "")
+        }
+    }
+
     /// `outbox` (the enqueued message), `computed` (what a run would enqueue now) or `file`.
     package var source: String
     package var userID: String?
@@ -61,11 +85,14 @@ package struct PreviewSidecar: Codable, Sendable {
     package var rules: [String]
     package var budgets: [BudgetUse]
     package var previews: [Entry]
+    /// When the user's message is due and why (`nil` for a message from a file).
+    package var due: Due?
 
     package init(
         source: String, userID: String? = nil, week: String? = nil, variant: String? = nil, rules: [String] = [],
-        budgets: [BudgetUse] = [], previews: [Entry] = []
+        budgets: [BudgetUse] = [], previews: [Entry] = [], due: Due? = nil
     ) {
+        self.due = due
         self.source = source
         self.userID = userID
         self.week = week

@@ -51,6 +51,7 @@ public struct RunSummary: Sendable, Codable {
         lines.append("users: \(c.users) looked at, \(c.digested) digested (\(c.reengaged) re-engagement), skipped: \(list(c.skipped))")
         if !c.devicesSkipped.isEmpty { lines.append("devices skipped: \(list(c.devicesSkipped))") }
         lines.append("variants: \(list(c.variants))")
+        if !c.timings.isEmpty { lines.append("delivery timing (users): \(list(c.timings))") }
         lines.append("messages: \(c.messages) built, \(c.enqueued) enqueued, \(c.messages - c.enqueued) already in the outbox")
         lines.append("fallbacks: \(c.localeFallbacks) locale, \(c.timeZoneFallbacks) time zone (UTC)")
         lines.append("top-pick images: \(list(c.images))")

@@ -140,6 +140,10 @@ public struct OutboxRow: Sendable, Hashable {
     public var target: String
     /// The APNs request headers, a JSON object (`nil` for FCM).
     public var headers: String?
+    /// `--deliver-at habit`: how the due time was chosen (`nil` otherwise, or an unknown value).
+    package var timing: DeliveryTiming?
+    /// The local time of day chosen, `HH:MM` (`nil` on rows from before it was kept).
+    package var dueLocal: String?
 
     public init(id: Int64, dedupeKey: String, week: String, userID: String, platform: Platform, variant: Variant,
                 message: String, report: String, availableAt: Int64, state: OutboxDelivery.State, attempts: Int, lastError: String?,

@@ -184,7 +184,8 @@ import Testing
             for statement in [
                 "ALTER TABLE devices DROP COLUMN provider", "ALTER TABLE devices DROP COLUMN topic",
                 "ALTER TABLE digest_outbox DROP COLUMN provider", "ALTER TABLE digest_outbox DROP COLUMN target",
-                "ALTER TABLE digest_outbox DROP COLUMN headers", insert, "UPDATE digest_schema SET version = 12",
+                "ALTER TABLE digest_outbox DROP COLUMN headers", "ALTER TABLE digest_outbox DROP COLUMN timing",
+                "ALTER TABLE digest_outbox DROP COLUMN due_local", insert, "UPDATE digest_schema SET version = 12",
             ] {
                 try store.sql(statement)
             }
@@ -194,7 +195,7 @@ import Testing
                 DROP VIEW digest_devices;
                 ALTER TABLE digest_import_devices DROP COLUMN provider, DROP COLUMN topic;
                 CREATE VIEW digest_devices AS SELECT user_id, token, platform, registered_at, list_position FROM digest_import_devices;
-                ALTER TABLE digest_outbox DROP COLUMN provider, DROP COLUMN target, DROP COLUMN headers;
+                ALTER TABLE digest_outbox DROP COLUMN provider, DROP COLUMN target, DROP COLUMN headers, DROP COLUMN timing, DROP COLUMN due_local;
                 UPDATE digest_schema SET version = 12;
                 \(insert);
                 """)
@@ -205,11 +206,13 @@ import Testing
             case .postgres: try PostgresDatabase.postgres(url: store.url!)
             }
         let migration = try await database.migrate()
-        #expect(migration.from == 12 && migration.to == 13)
+        #expect(migration.from == 12 && migration.to == 14)
         let rows = try await database.peek(limit: 10, state: nil)
         #expect(rows.map(\.provider) == [.fcm, .fcm])
         #expect(rows.map(\.target) == ["t-before", ""])
         #expect(rows.map(\.headers) == [nil, nil])
+        // Migration 14: rows from before have no timing and no local due time.
+        #expect(rows.map(\.timing) == [nil, nil] && rows.map(\.dueLocal) == [nil, nil])
         #expect(rows.first?.message.contains("t-before") == true)
         // The view is ours again: it gains the columns, and an APNs device goes in and comes back.
         let apns = Device(token: Self.apnsToken, platform: .ios, topic: "com.example.news", provider: .apns)
