@@ -32,7 +32,7 @@
 # Knobs (environment): AB_DATA=same, AB_ROUNDS=3 (turns per build and benchmark), AB_USERS=100000
 # (SQLite run), AB_PG_USERS=200000 (PostgreSQL run), AB_SEND_USERS=6000 (the demo whose outbox
 # `digest send` delivers), AB_PREVIEW_ITERATIONS=100, AB_WEEK=2026-W46, AB_OUT=bench-out/ab,
-# AB_PARTS="sqlite postgres send previews" (and send-h2: `digest send` with its defaults over TLS to the
+# AB_RUN_FLAGS_A/AB_RUN_FLAGS_B (more `digest run` options per build), AB_PARTS="sqlite postgres send previews" (and send-h2: `digest send` with its defaults over TLS to the
 # fake FCM answering AB_SEND_DELAY=80 ms late; give it AB_SEND_USERS=34000 for ~50,000 messages). Prints a Markdown table (also in $AB_OUT/ab.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -108,6 +108,9 @@ timed() {
 # The builds in this round's order: A B, then B A, …
 order() { if [ $(($1 % 2)) -eq 1 ]; then echo "A B"; else echo "B A"; fi; }
 dir_of() { if [ "$1" = A ]; then echo "$A"; else echo "$B"; fi; }
+# More `digest run` options for a build's weekly runs (AB_RUN_FLAGS_A, AB_RUN_FLAGS_B): one build twice
+# with different options, e.g. AB_RUN_FLAGS_B="--deliver-at habit" with A and B the same checkout.
+run_flags() { if [ "$1" = A ]; then echo "${AB_RUN_FLAGS_A:-}"; else echo "${AB_RUN_FLAGS_B:-}"; fi; }
 # The builds whose checkouts generate data: A alone, or each (AB_DATA=own); whose data a build runs on.
 data_builds() { if [ "$DATA" = own ]; then echo "A B"; else echo "A"; fi; }
 data_of() { if [ "$DATA" = own ]; then echo "$1"; else echo A; fi; }
@@ -143,7 +146,7 @@ if [[ " $PARTS " == *" sqlite "* ]]; then
       cp "$OUT/gen-$(data_of "$build").sqlite" "$OUT/run.sqlite"
       log "sqlite: round $round, $build"
       timed sqlite "$build" "$round" "$USERS" \
-        "$(dir_of "$build")/.build/release/digest" run --db "$OUT/run.sqlite" --week "$WEEK" --send-at now --progress-interval 0 --templates "$(dir_of "$build")/Templates"
+        "$(dir_of "$build")/.build/release/digest" run --db "$OUT/run.sqlite" --week "$WEEK" --send-at now --progress-interval 0 --templates "$(dir_of "$build")/Templates" $(run_flags "$build")
     done
   done
   rm -f "$OUT"/run.sqlite* "$OUT"/gen-*.sqlite*
@@ -192,7 +195,7 @@ if [[ " $PARTS " == *" postgres "* ]]; then
         -c "VACUUM (ANALYZE) digest_outbox" -c "CHECKPOINT"
       log "postgres: round $round, $build (database $db)"
       timed postgres "$build" "$round" "$PG_USERS" \
-        "$(dir_of "$build")/.build/release/digest" run --db "$(url "$db")" --week "$WEEK" --send-at now --progress-interval 0 --templates "$(dir_of "$build")/Templates"
+        "$(dir_of "$build")/.build/release/digest" run --db "$(url "$db")" --week "$WEEK" --send-at now --progress-interval 0 --templates "$(dir_of "$build")/Templates" $(run_flags "$build")
     done
   done
   as_pg "$PGBIN/pg_ctl" -D "$CLUSTER/data" -m immediate stop >/dev/null 2>&1 || true
