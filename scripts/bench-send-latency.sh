@@ -16,6 +16,9 @@ cd "$(dirname "$0")/.."
 USERS="${1:-34000}"
 OUT="bench-out/send-latency"
 LATENCIES="${LATENCIES:-20 80 150}"
+# QUICK=1: FCM's defaults and APNs at 80 ms only, the ratio printed, BENCHMARKS.md left alone.
+QUICK="${QUICK:-0}"
+[ "$QUICK" = 1 ] && LATENCIES=80
 
 swift build -c release --product digest >/dev/null
 swift build -c release --product digest-fake-fcm >/dev/null
@@ -45,7 +48,7 @@ start_server() {  # name delay-ms
 }
 stop_server() { kill -TERM "$SERVER"; wait "$SERVER" || true; }
 trap 'kill "${SERVER:-0}" "${SAMPLER:-0}" 2>/dev/null || true' EXIT
-command -v curl >/dev/null || { echo "bench-send-latency: curl (with HTTP/2) samples the fake APNs server: apt-get install curl" >&2; exit 1; }
+command -v curl >/dev/null || { echo "bench-send-latency: curl (with HTTP/2) reads the fake APNs server's /stats: apt-get install curl" >&2; exit 1; }
 # The server's deliveries every 0.2 s: "unix-time delivered" lines.
 sample() {
     python3 - "$PORT" "$OUT/cert.pem" > "$1" <<'PY' &
@@ -118,10 +121,12 @@ run_sdk() {  # mode
 }
 
 for delay in $LATENCIES; do run_sender "defaults_$delay" "$delay" "\`digest send\` (defaults)"; done
-run_sender unpaced_80 80 "\`digest send --rate 0\`" --rate 0
-run_sender unpaced_wide_80 80 "\`digest send --rate 0 --concurrency 2400\` (24 connections)" --rate 0 --concurrency 2400
-run_sdk send_each_async
-run_sdk send_each
+if [ "$QUICK" != 1 ]; then
+    run_sender unpaced_80 80 "\`digest send --rate 0\`" --rate 0
+    run_sender unpaced_wide_80 80 "\`digest send --rate 0 --concurrency 2400\` (24 connections)" --rate 0 --concurrency 2400
+    run_sdk send_each_async
+    run_sdk send_each
+fi
 
 # APNs direct: a weekly run whose iOS devices all talk to APNs, its outbox left with the APNs
 # messages; the sender holds APNs credentials only.
@@ -138,17 +143,11 @@ run_apns() {  # name delay-ms label sender-options...
     cp "$OUT/apns-fresh.sqlite" "$OUT/apns-demo/digest.sqlite"
     "$BIN/digest-fake-apns" --port 0 --port-file "$OUT/port" --key-file "$OUT/AuthKey.p8" --key-id BENCH12345 \
         --team-id TEAM123456 --topic com.example.digest --delay-ms "$delay" --max-concurrent-streams 100 \
-        --tls-cert "$OUT/cert.pem" --tls-key "$OUT/key.pem" > "$OUT/fake-apns-$name.log" 2>&1 &
+        --tls-cert "$OUT/cert.pem" --tls-key "$OUT/key.pem" --samples-file "$OUT/samples-$name.txt" > "$OUT/fake-apns-$name.log" 2>&1 &
     SERVER=$!
     for _ in $(seq 1 100); do [ -s "$OUT/port" ] && break; sleep 0.1; done
     PORT="$(cat "$OUT/port")"
-    # The fake APNs speaks HTTP/2 only: curl samples its /stats.
-    (while true; do
-        printf '%s %s\n' "$(date +%s.%N)" "$(curl -s --http2 --cacert "$OUT/cert.pem" "https://127.0.0.1:$PORT/stats" \
-            | python3 -c 'import json,sys; print(json.load(sys.stdin)["delivered"])')"
-        sleep 0.2
-    done) > "$OUT/samples-$name.txt" 2>/dev/null &
-    SAMPLER=$!
+    SAMPLER=0
     local start end fake0 fake1
     fake0="$(awk '{print $14 + $15}' "/proc/$SERVER/stat")"
     start=$(date +%s.%N)
@@ -158,7 +157,6 @@ run_apns() {  # name delay-ms label sender-options...
     end=$(date +%s.%N)
     fake1="$(awk '{print $14 + $15}' "/proc/$SERVER/stat")"
     sleep 0.3
-    kill "$SAMPLER"; wait "$SAMPLER" 2>/dev/null || true
     local stats
     stats="$(curl -s --http2 --cacert "$OUT/cert.pem" "https://127.0.0.1:$PORT/stats" \
         | python3 -c 'import json,sys; s = json.load(sys.stdin); print(s["delivered"], s["duplicates"], s["maxInFlight"], s["maxConnections"], s["refusedStreams"])')"
@@ -180,6 +178,8 @@ run_apns apns_80 80 "\`digest send\` APNs (defaults), $APNS_MESSAGES APNs messag
 APNS_RATIO="$(python3 -c "print(f'{${STEADY_apns_80:-0} / ${STEADY_defaults_80:-1}:.2f}')")"
 FCM_US="$(awk -v m="$MESSAGES" '{printf "%.0f", ($1 + $2) * 1e6 / m}' "$OUT/send-defaults_80.cpu")"
 APNS_US="$(python3 -c "print(f'{${CPU_apns_80} * 1e6 / $APNS_MESSAGES:.0f}')")"
+echo "APNs ÷ FCM (steady, defaults, 80 ms): $APNS_RATIO; sender CPU a message: FCM $FCM_US µs, APNs $APNS_US µs"
+[ "$QUICK" = 1 ] && exit 0
 BEST_SDK="$(python3 -c "print(max($SDK_send_each_async, $SDK_send_each))")"
 RATIO="$(python3 -c "print(f'{${STEADY_defaults_80:-0} / $BEST_SDK:.1f}')")"
 

@@ -35,6 +35,8 @@ struct FakeAPNsCommand: AsyncParsableCommand {
     @Option(help: "Share of requests answered 500 InternalServerError.") var internalRate = 0.0
     @Option(help: "Share of requests whose connection is closed without an answer.") var dropRate = 0.0
     @Flag(help: "Answer every token 400 BadDeviceToken, as a token of the other environment is.") var wrongEnvironment = false
+    @Option(help: "Append `<unix time> <delivered>` to this file every 0.2 s (a benchmark's samples, without a client polling /stats).")
+    var samplesFile: String?
 
     func validate() throws {
         guard delayMs >= 0 else { throw ValidationError("--delay-ms must not be negative") }
@@ -64,6 +66,21 @@ struct FakeAPNsCommand: AsyncParsableCommand {
         print("signing key: \(keyFile ?? "not written (--key-file)")")
         print("certificate to trust: \(caOut ?? server.certificatePath)")
 
+        // The deliveries so far, every 0.2 s, from a timer of this process.
+        var sampler: (any DispatchSourceTimer)?
+        if let samplesFile {
+            FileManager.default.createFile(atPath: samplesFile, contents: nil)
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: samplesFile))
+            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "samples"))
+            timer.schedule(deadline: .now(), repeating: .milliseconds(200))
+            timer.setEventHandler {
+                let line = String(format: "%.3f %d\n", Date().timeIntervalSince1970, server.stats.delivered)
+                handle.write(Data(line.utf8))
+            }
+            timer.resume()
+            sampler = timer
+        }
+
         // Wait for SIGTERM or SIGINT, then report.
         let (stop, continuation) = AsyncStream<Void>.makeStream()
         let sources = [SIGTERM, SIGINT].map { signalNumber in
@@ -75,6 +92,7 @@ struct FakeAPNsCommand: AsyncParsableCommand {
         }
         for await _ in stop { break }
         sources.forEach { $0.cancel() }
+        sampler?.cancel()
         let stats = server.stats
         print("requests: \(stats.requests), delivered: \(stats.delivered), duplicates: \(stats.duplicates), provider tokens: \(stats.providerTokens)")
         print("answers: " + stats.answers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))
