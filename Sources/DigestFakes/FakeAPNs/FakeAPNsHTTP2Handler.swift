@@ -237,7 +237,9 @@ final class FakeAPNsHTTP2Handler: ChannelInboundHandler {
             var fields = HPACKHeaders()
             fields.reserveCapacity(answer.headers.count + 2)
             fields.add(name: ":status", value: String(answer.status))
-            for (name, value) in answer.headers { fields.add(name: name, value: value) }
+            // `apns-id` is new in every answer: a literal, not an entry that pushes the others out of
+            // both sides' HPACK tables (as Apple's own encoder may or may not do: a client decodes either).
+            for (name, value) in answer.headers { fields.add(name: name, value: value, indexing: name == "apns-id" ? .nonIndexable : .indexable) }
             if answer.body.isEmpty {
                 context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: fields, endStream: true)))), promise: nil)
             } else {
