@@ -86,15 +86,10 @@ struct APNsTransport: PushTransport {
         var refusals = 0
         while true {
             let answer: HTTP2Exchange.Answer
-            do {
-                let outgoing = HTTP2Exchange.Outgoing(body: ByteBuffer(string: message.message), token: token, path: request.path, headers: request.headers)
-                answer = try await exchange.post(outgoing, on: eventLoop, timeout: requestTimeout)
-            } catch where HTTP2Exchange.wasRefused(error) && refusals < FCMTransport.maxRefusals {
-                refusals += 1
-                metrics.refused.increment()
-                continue
-            } catch {
-                return .retry(after: nil, .init(code: "NETWORK", detail: String(describing: error).prefix(200).description))
+            let outgoing = HTTP2Exchange.Outgoing(body: ByteBuffer(string: message.message), token: token, path: request.path, headers: request.headers)
+            switch await exchange.post(outgoing, on: eventLoop, timeout: requestTimeout, refusals: &refusals, refused: metrics.refused) {
+            case .success(let answered): answer = answered
+            case .failure(let failure): return .retry(after: nil, failure)
             }
             let now = Date(timeIntervalSince1970: TimeInterval(clock()))
             let verdict = APNsResponse.classify(

@@ -61,9 +61,6 @@ struct FCMTransport: PushTransport {
         for exchange in exchanges { exchange.closeConnection() }
     }
 
-    /// Refused requests posted again in a row before the refusal counts as a failed try.
-    static var maxRefusals: Int { 8 }
-
     /// One try of one message.
     ///
     /// A request the server refused unprocessed (a stream past the last one its GOAWAY names, or reset
@@ -89,14 +86,11 @@ struct FCMTransport: PushTransport {
             let body = ByteBuffer(string: validateOnly ? Self.dryRun(message.message) : message.message)
             let verdict: FCMVerdict
             let answer: HTTP2Exchange.Answer
-            do {
-                answer = try await exchange.post(body, token: token, on: eventLoop, timeout: requestTimeout)
-            } catch where HTTP2Exchange.wasRefused(error) && refusals < Self.maxRefusals {
-                refusals += 1
-                metrics.refused.increment()
-                continue
-            } catch {
-                return .retry(after: nil, .init(code: "NETWORK", detail: String(describing: error).prefix(200).description))
+            switch await exchange.post(
+                .init(body: body, token: token), on: eventLoop, timeout: requestTimeout, refusals: &refusals, refused: metrics.refused)
+            {
+            case .success(let answered): answer = answered
+            case .failure(let failure): return .retry(after: nil, failure)
             }
             // The sender's clock reads whole seconds, as HTTP dates do: a Retry-After date that is the
             // longest wait comes back as the retry time exactly (the state machine adds the delay to

@@ -3,7 +3,7 @@
 /// from it alone what the outbox records.
 enum PushOutcome: Sendable {
     /// Why a try failed: the provider's error code (`NETWORK` when no answer came) and its message.
-    struct Failure: Sendable, Hashable {
+    struct Failure: Error, Sendable, Hashable {
         var code: String
         var detail: String
 

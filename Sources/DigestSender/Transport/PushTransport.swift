@@ -1,6 +1,8 @@
 import DigestCore
+import CoreMetrics
 import DigestNIO
 import DigestStore
+import NIOCore
 
 /// A provider as the sender sees it: lanes (connections) that carry a number of requests each, and a
 /// way to try one outbox row on one of them. A transport turns the row into its provider's request
@@ -28,4 +30,28 @@ protocol PushTransport: Sendable {
 
     /// Closes the connections once their requests end.
     func close()
+}
+
+extension HTTP2Exchange {
+    /// Refused requests posted again in a row before the refusal counts as a failed try.
+    static var maxRefusals: Int { 8 }
+
+    /// Posts `outgoing`, and again at once while the server refuses it unprocessed (past a GOAWAY's
+    /// last stream, REFUSED_STREAM: it did nothing with it, so it is no try), `maxRefusals` times at
+    /// most over the caller's `refusals` for this message. Any other failure without an answer may have
+    /// been delivered: it comes back as the retry's `NETWORK` reason.
+    func post(
+        _ outgoing: Outgoing, on eventLoop: any EventLoop, timeout: TimeAmount, refusals: inout Int, refused: Counter
+    ) async -> Result<Answer, PushOutcome.Failure> {
+        while true {
+            do {
+                return .success(try await post(outgoing, on: eventLoop, timeout: timeout))
+            } catch where Self.wasRefused(error) && refusals < Self.maxRefusals {
+                refusals += 1
+                refused.increment()
+            } catch {
+                return .failure(.init(code: "NETWORK", detail: String(describing: error).prefix(200).description))
+            }
+        }
+    }
 }
