@@ -27,7 +27,7 @@ demo-send: build
 test: setup-tests
 	scripts/public-surface.sh
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	SWIFT=$(SWIFT) scripts/test.sh
 
 ## Benchmarks (release build; not part of CI). Results go to BENCHMARKS.md.
 bench: setup-tests

@@ -49,6 +49,8 @@ final class PostgresClients: Sendable {
         var phase = Phase.idle
         /// The schema version last read (nil: no digest schema).
         var schema: Int?
+        /// When a unit of each lane last lost its connection.
+        var lastLoss: [Lane: ContinuousClock.Instant] = [:]
     }
 
     init(location: PostgresLocation, size: Int) {
@@ -85,6 +87,16 @@ final class PostgresClients: Sendable {
                 // Another caller was cancelled while it opened: open again.
             }
         }
+    }
+
+    /// Records that a unit of `lane` lost its connection now.
+    func noteLoss(_ lane: Lane) {
+        state.withLock { $0.lastLoss[lane] = .now }
+    }
+
+    /// When a unit of `lane` last lost its connection.
+    func lastLoss(_ lane: Lane) -> ContinuousClock.Instant? {
+        state.withLock { $0.lastLoss[lane] }
     }
 
     /// The schema version read when the database was opened, or since.
@@ -287,6 +299,7 @@ struct PostgresPool: Sendable {
         let started = ContinuousClock.now
         var delay = Duration.milliseconds(100)
         var retrying = false
+        var staleWaits = 0
         while true {
             do {
                 // A wait for a connection is bounded (a client that gives none in time is replaced):
@@ -294,13 +307,21 @@ struct PostgresPool: Sendable {
                 // the window or five minutes, whichever is longer: units before it may be slow, and
                 // a client replaced while it still works leaves its connections to close on their own.
                 let wait = retrying ? max(reconnectWindow - started.duration(to: .now), .seconds(5)) : max(reconnectWindow, .seconds(300))
-                return try await Self.borrow(client, until: .now + wait, body)
+                return try await Self.borrow(client, until: .now + wait, stale: { clients.lastLoss(lane) }, body)
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 if error is CancellationError { throw error }
-                if error is NoConnection {
-                    guard let fresh = clients.replace(client, of: lane) else { throw clients.closedError }
-                    client = fresh
+                if Self.isConnectionLoss(error) { clients.noteLoss(lane) }
+                if let noConnection = error as? NoConnection {
+                    // A wait that outlived a loss by ``staleWait`` asks the same client again, once:
+                    // postgres-nio's pool can forget a request queued while its connections were lost
+                    // (seen under load: the others were served, that one never, with connections idle).
+                    if noConnection.stale && staleWaits == 0 {
+                        staleWaits += 1
+                    } else {
+                        guard let fresh = clients.replace(client, of: lane) else { throw clients.closedError }
+                        client = fresh
+                    }
                 }
                 if clients.isClosed { throw clients.closedError }
                 guard Self.isRetryable(error), started.duration(to: .now) + delay < reconnectWindow else {
@@ -350,49 +371,155 @@ struct PostgresPool: Sendable {
         ).first?.decode(Bool.self) ?? false
     }
 
-    /// The client gave no connection: it could not make one (in time), or it was shut down.
-    struct NoConnection: Error {}
+    /// The client gave no connection: it could not make one (in time), or it was shut down;
+    /// `stale` when the wait outlived a connection loss of its lane by ``staleWait``.
+    struct NoConnection: Error {
+        var stale = false
+    }
+
+    /// How long a wait for a connection may go on after a unit of its lane lost one (the server
+    /// restarted, say), or after it began when that loss was more recent than this: long enough for
+    /// the units queued before it to run again.
+    static let staleWait = Duration.seconds(15)
 
     /// Runs `body` on a connection of `client`, held for its whole duration. Waiting for the
-    /// connection ends at `deadline` with ``NoConnection``.
+    /// connection ends at `deadline`, or ``staleWait`` after a recent connection loss of the lane
+    /// (`lastLoss`) or after the start of a wait that began within ``staleWait`` of one, with
+    /// ``NoConnection``; a body still waiting on its connection two seconds after that connection
+    /// closed ends with ``ConnectionLost``.
+    ///
+    /// The unit runs in a task of its own, which a wait given up (or a body abandoned) leaves behind,
+    /// cancelled, instead of awaiting: postgres-nio 1.33 can lose a request for a connection queued
+    /// while its connections were lost, and a query written as its connection closed, and then
+    /// neither answers nor cancels them (seen under load after a server restart), so a task group
+    /// (which awaits its children) would wait forever. Such a request, if ever served, hands its
+    /// connection back at once.
     private static func borrow<T: Sendable>(
-        _ client: PostgresClient, until deadline: ContinuousClock.Instant,
+        _ client: PostgresClient, until deadline: ContinuousClock.Instant, stale lastLoss: @escaping @Sendable () -> ContinuousClock.Instant?,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        // 0 waiting, 1 leased, 2 given up: the connection and the deadline race for it.
         let race = LeaseRace()
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                do {
-                    return try await client.withConnection { connection in
-                        guard race.state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
-                            throw NoConnection()
-                        }
-                        return try await body(connection)
+        let outcome = OneShot<T>()
+        let waitStarted = ContinuousClock.now
+        let work = Task {
+            do {
+                let value = try await client.withConnection { connection in
+                    guard race.lease(connection) else { throw NoConnection() }
+                    return try await body(connection)
+                }
+                outcome.resume(.success(value))
+            } catch {
+                let state = race.state.load(ordering: .acquiring)
+                outcome.resume(.failure(state == LeaseRace.leased ? error : NoConnection(stale: state == LeaseRace.gaveUpAfterLoss)))
+            }
+        }
+        let watchdog = Task {
+            var closedSince: ContinuousClock.Instant?
+            while true {
+                switch race.state.load(ordering: .acquiring) {
+                case LeaseRace.waiting:
+                    // The deadline, or a loss near the wait.
+                    var until = deadline
+                    var stale = false
+                    if let loss = lastLoss(), loss + staleWait > waitStarted, max(loss, waitStarted) + staleWait < until {
+                        until = max(loss, waitStarted) + staleWait
+                        stale = true
                     }
-                } catch where race.state.load(ordering: .acquiring) != 1 {
-                    throw NoConnection()
+                    if ContinuousClock.now >= until {
+                        let giveUp = stale ? LeaseRace.gaveUpAfterLoss : LeaseRace.gaveUp
+                        if race.state.compareExchange(expected: LeaseRace.waiting, desired: giveUp, ordering: .acquiringAndReleasing).exchanged {
+                            work.cancel()
+                            outcome.resume(.failure(NoConnection(stale: stale)))
+                            return
+                        }
+                    }
+                case LeaseRace.leased:
+                    // A closed connection answers nothing more: a body still on it is abandoned.
+                    if race.connection?.isClosed == true {
+                        let since = closedSince ?? .now
+                        closedSince = since
+                        if since.duration(to: .now) > .seconds(2) {
+                            work.cancel()
+                            outcome.resume(.failure(ConnectionLost()))
+                            return
+                        }
+                    }
+                default:
+                    return
+                }
+                do {
+                    try await Task.sleep(for: .milliseconds(250))
+                } catch {
+                    return  // the unit ended
                 }
             }
-            group.addTask {
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                if race.state.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged {
-                    throw NoConnection()
-                }
-                return nil
+        }
+        defer { watchdog.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { outcome.wait($0) }
+        } onCancel: {
+            // Still waiting: give up now. Leased: the body hears the cancellation and ends.
+            if race.state.compareExchange(expected: LeaseRace.waiting, desired: LeaseRace.gaveUp, ordering: .acquiringAndReleasing).exchanged {
+                outcome.resume(.failure(CancellationError()))
             }
-            while let result = try await group.next() {
-                if let value = result {
-                    group.cancelAll()
-                    return value
-                }
-            }
-            throw NoConnection()
+            work.cancel()
         }
     }
 
+    /// A unit's connection closed under it and its body never heard: the unit runs again.
+    struct ConnectionLost: Error {}
+
+    /// Who won a unit's connection: the connection (leased) or the wait's end (given up).
     private final class LeaseRace: Sendable {
-        let state = Atomic<Int>(0)
+        static let waiting = 0, leased = 1, gaveUp = 2, gaveUpAfterLoss = 3
+        let state = Atomic<Int>(waiting)
+        private let leasedConnection = Mutex<PostgresConnection?>(nil)
+
+        /// Takes `connection` for the unit unless its wait was given up.
+        func lease(_ connection: PostgresConnection) -> Bool {
+            leasedConnection.withLock { $0 = connection }
+            return state.compareExchange(expected: Self.waiting, desired: Self.leased, ordering: .acquiringAndReleasing).exchanged
+        }
+
+        var connection: PostgresConnection? { leasedConnection.withLock { $0 } }
+    }
+
+    /// A continuation resumed once, by the first result, even one that comes before ``wait(_:)``.
+    private final class OneShot<T: Sendable>: Sendable {
+        private enum State { case idle, waiting(CheckedContinuation<T, any Error>), result(Result<T, any Error>), done }
+        private let state = Mutex(State.idle)
+
+        func wait(_ continuation: CheckedContinuation<T, any Error>) {
+            let ready = state.withLock { state -> Result<T, any Error>? in
+                switch state {
+                case .idle:
+                    state = .waiting(continuation)
+                    return nil
+                case .result(let result):
+                    state = .done
+                    return result
+                case .waiting, .done:
+                    preconditionFailure("waited for twice")
+                }
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+
+        func resume(_ result: Result<T, any Error>) {
+            let waiting = state.withLock { state -> CheckedContinuation<T, any Error>? in
+                switch state {
+                case .idle:
+                    state = .result(result)
+                    return nil
+                case .waiting(let continuation):
+                    state = .done
+                    return continuation
+                case .result, .done:
+                    return nil  // the first result counts
+                }
+            }
+            waiting?.resume(with: result)
+        }
     }
 
     static func isRetryable(_ error: any Error) -> Bool {
@@ -405,6 +532,7 @@ struct PostgresPool: Sendable {
     /// Whether an error means the connection is gone (or could not be made), rather than that the
     /// statement failed.
     static func isConnectionLoss(_ error: any Error) -> Bool {
+        if error is ConnectionLost { return true }
         if let error = error as? PSQLError {
             switch error.code {
             case .connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection:

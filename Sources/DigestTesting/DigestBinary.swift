@@ -1,4 +1,5 @@
 package import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,9 +39,14 @@ package struct DigestBinary: Sendable {
         return process
     }
 
-    /// Runs `digest` with `arguments` and waits for it; `environment` sets (or, with `nil`, removes)
-    /// variables of the test's own environment.
-    package static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:]) throws -> Output {
+    /// Runs `digest` with `arguments` and waits for it, without holding a thread of the concurrency
+    /// pool (the tests share two of them on a 2-core machine); `environment` sets (or, with `nil`,
+    /// removes) variables of the test's own environment. A process still running after `timeout` is
+    /// killed and the call throws ``DigestBinaryTimeout`` with the end of its stderr: a hung child
+    /// fails its test instead of the whole run.
+    package static func run(
+        _ arguments: [String], in directory: URL? = nil, environment: [String: String?] = [:], timeout: Duration = .seconds(300)
+    ) async throws -> Output {
         let process = makeProcess(arguments, environment: environment)
         if let directory { process.currentDirectoryURL = directory }
         let out = Pipe()
@@ -48,21 +54,56 @@ package struct DigestBinary: Sendable {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        // Read both pipes to the end before waiting, so a full pipe never blocks the child.
-        let group = DispatchGroup()
+        // Both pipes are read to the end on threads of their own, so a full pipe never blocks the child.
+        let outData = LockedData()
         let errData = LockedData()
-        group.enter()
-        DispatchQueue.global().async {
-            errData.set(err.fileHandleForReading.readDataToEndOfFile())
-            group.leave()
+        let group = DispatchGroup()
+        for (pipe, data) in [(out, outData), (err, errData)] {
+            group.enter()
+            DispatchQueue.global().async {
+                data.set(pipe.fileHandleForReading.readDataToEndOfFile())
+                group.leave()
+            }
         }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
+        let deadline = Deadline(process: process, after: timeout)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            group.notify(queue: .global()) { continuation.resume() }
+        }
+        deadline.cancel()
+        await waitForExit(process)
+        let stderr = String(decoding: errData.get(), as: UTF8.self)
+        if deadline.killed { throw DigestBinaryTimeout(arguments: arguments, timeout: timeout, stderr: stderr) }
         return Output(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData.get(), as: UTF8.self),
+            status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self), stderr: stderr,
             signalled: process.terminationReason == .uncaughtSignal)
+    }
+
+    /// Waits for `process` to have exited (its pipes closed first, so this is short), polling
+    /// instead of blocking a thread of the pool.
+    static func waitForExit(_ process: Process) async {
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(5)) }
+        process.waitUntilExit()
+    }
+
+    /// Kills a process still running after its time, from a dispatch timer.
+    final class Deadline: Sendable {
+        private let state = Mutex((killed: false, cancelled: false))
+
+        init(process: Process, after timeout: Duration) {
+            let pid = process.processIdentifier
+            let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+                let kill = state.withLock { state -> Bool in
+                    guard !state.cancelled else { return false }
+                    state.killed = true
+                    return true
+                }
+                if kill { Glibc.kill(pid, SIGKILL) }
+            }
+        }
+
+        var killed: Bool { state.withLock { $0.killed } }
+        func cancel() { state.withLock { $0.cancelled = true } }
     }
 
     /// A `digest` process running in the background, its output going to files.
@@ -95,9 +136,17 @@ package struct DigestBinary: Sendable {
         }
 
         /// Waits for the process to end without holding a thread of the concurrency pool (tests on
-        /// that pool would starve otherwise).
-        package func finish() async throws -> Output {
-            while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        /// that pool would starve otherwise); one still running after `timeout` is killed and the
+        /// call throws ``DigestBinaryTimeout``.
+        package func finish(timeout: Duration = .seconds(300)) async throws -> Output {
+            let deadline = ContinuousClock.now + timeout
+            while process.isRunning {
+                if ContinuousClock.now > deadline {
+                    kill()
+                    throw DigestBinaryTimeout(arguments: process.arguments ?? [], timeout: timeout, stderr: stderr)
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
             return wait()
         }
 
@@ -122,31 +171,55 @@ package struct DigestBinary: Sendable {
     }
 
     /// Starts `digest`, waits until its stderr has shown `lines` lines containing `marker`, then
-    /// kills it with SIGKILL. Returns whether it was killed while still running.
-    package static func runAndKill(_ arguments: [String], afterLines lines: Int, containing marker: String) throws -> Bool {
+    /// kills it with SIGKILL. Returns whether it was killed while still running. The reading is done
+    /// on a dispatch thread, not one of the concurrency pool; a process that shows neither its lines
+    /// nor its end within `timeout` is killed and the call throws ``DigestBinaryTimeout``.
+    package static func runAndKill(
+        _ arguments: [String], afterLines lines: Int, containing marker: String, timeout: Duration = .seconds(300)
+    ) async throws -> Bool {
         let process = makeProcess(arguments)
         let err = Pipe()
         process.standardError = err
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        var seen = 0
-        var buffer = ""
-        let handle = err.fileHandleForReading
-        while seen < lines {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }  // the process ended first
-            buffer += String(decoding: chunk, as: UTF8.self)
-            seen = buffer.components(separatedBy: "\n").filter { $0.contains(marker) }.count
+        let deadline = Deadline(process: process, after: timeout)
+        let (seen, buffer) = await withCheckedContinuation { (continuation: CheckedContinuation<(Int, String), Never>) in
+            DispatchQueue.global().async {
+                var seen = 0
+                var buffer = ""
+                let handle = err.fileHandleForReading
+                while seen < lines {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { break }  // the process ended first
+                    buffer += String(decoding: chunk, as: UTF8.self)
+                    seen = buffer.components(separatedBy: "\n").filter { $0.contains(marker) }.count
+                }
+                continuation.resume(returning: (seen, buffer))
+            }
         }
+        deadline.cancel()
+        if deadline.killed { throw DigestBinaryTimeout(arguments: arguments, timeout: timeout, stderr: buffer) }
         let killedWhileRunning = seen >= lines && process.isRunning
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        await waitForExit(process)
         return killedWhileRunning && process.terminationReason == .uncaughtSignal
     }
 }
 
+/// A `digest` process that outlived the time its test gave it, with what it printed to stderr.
+package struct DigestBinaryTimeout: Error, CustomStringConvertible {
+    package var arguments: [String]
+    package var timeout: Duration
+    package var stderr: String
+
+    package var description: String {
+        "digest \(arguments.joined(separator: " ")) was still running after \(timeout) and was killed; the end of its stderr:\n"
+            + stderr.split(separator: "\n", omittingEmptySubsequences: false).suffix(20).joined(separator: "\n")
+    }
+}
+
 private final class LockedData: @unchecked Sendable {
-    // Written once by one reader thread before `group.leave()`, read after `group.wait()`.
+    // Written once by one reader thread before `group.leave()`, read once the group has notified.
     private var data = Data()
     func set(_ value: Data) { data = value }
     func get() -> Data { data }

@@ -50,7 +50,7 @@ import Testing
         let output = try await collector.finish()
         #expect(output.status == 0 && !output.signalled, "\(output.stderr)")
 
-        let report = try DigestBinary.run(["report", "--db", db, "--week", "2026-W47", "--json"])
+        let report = try await DigestBinary.run(["report", "--db", db, "--week", "2026-W47", "--json"])
         #expect(report.status == 0, "\(report.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])
         let rows = try #require(json["rows"] as? [[String: Any]])
@@ -60,16 +60,16 @@ import Testing
         #expect((split["arms"] as? [[String: Any]])?.map { $0["arm"] as? String } == ["image"])
         // --chart writes the same figures as a chart beside the table.
         let chart = store.directory.path("week.svg")
-        let drawn = try DigestBinary.run(["report", "--db", db, "--week", "2026-W47", "--chart", chart])
+        let drawn = try await DigestBinary.run(["report", "--db", db, "--week", "2026-W47", "--chart", chart])
         #expect(drawn.status == 0 && drawn.stdout.contains("week 2026-W47: 1 sent, 1 opened"), "\(drawn.stderr)")
         let svg = try String(contentsOfFile: chart, encoding: .utf8)
         #expect(svg.hasPrefix("<svg ") && svg.contains(#"data-label="Image""#) && svg.contains(#"data-label="image arm""#), "\(svg)")
-        let unwritable = try DigestBinary.run(["report", "--db", db, "--week", "2026-W47", "--chart", store.directory.path("no/such/dir.svg")])
+        let unwritable = try await DigestBinary.run(["report", "--db", db, "--week", "2026-W47", "--chart", store.directory.path("no/such/dir.svg")])
         #expect(unwritable.status != 0 && unwritable.stderr.contains("cannot write the chart to"), "\(unwritable.stderr)")
 
-        let bad = try DigestBinary.run(["collect", "--db", db, "--key-file", store.directory.path("missing")])
+        let bad = try await DigestBinary.run(["collect", "--db", db, "--key-file", store.directory.path("missing")])
         #expect(bad.status != 0 && bad.stderr.contains("--key-file"), "\(bad.stderr)")
-        let week = try DigestBinary.run(["report", "--db", db, "--week", "2026-47"])
+        let week = try await DigestBinary.run(["report", "--db", db, "--week", "2026-47"])
         #expect(week.status == 64 && week.stderr.contains("--week"), "\(week.stderr)")
     }
 }

@@ -40,11 +40,11 @@ import Testing
                     habitual: random.next(below: 10) > 0))
         }
         try Self.writeFiles(people, random: &random, in: store.directory)
-        let imported = try DigestBinary.run(
+        let imported = try await DigestBinary.run(
             ["import", "--db", db] + ["users", "articles", "reads"].map { store.directory.path("\($0).jsonl") })
         #expect(imported.status == 0, "\(imported.stderr)")
         // Monday 23 November 2026 00:30Z: the week has ended in the three zones, before any reading hour.
-        let run = try DigestBinary.run([
+        let run = try await DigestBinary.run([
             "run", "--db", db, "--week", "2026-W47", "--as-of", "2026-11-23T00:30:00Z", "--deliver-at", "habit", "--holdout", "20",
             "--templates", DigestBinary.templates.path,
         ])
@@ -87,7 +87,7 @@ import Testing
         }
         #expect(accepted == events.count)
 
-        let report = try DigestBinary.run(["report", "--db", db, "--week", "2026-W47", "--json"])
+        let report = try await DigestBinary.run(["report", "--db", db, "--week", "2026-W47", "--json"])
         #expect(report.status == 0, "\(report.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])
         let timing = try #require(object["timing"] as? [String: Any])
@@ -99,7 +99,7 @@ import Testing
         let groups = try #require(timing["groups"] as? [[String: Any]])
         #expect(groups.map { $0["group"] as? String } == ["habit", "control", "fallback"])
         #expect(groups.allSatisfy { $0["median_minutes_to_open"] is Double })
-        let text = try DigestBinary.run(["report", "--db", db, "--week", "2026-W47"])
+        let text = try await DigestBinary.run(["report", "--db", db, "--week", "2026-W47"])
         #expect(text.stdout.contains("habit − control: +"), "\(text.stdout)")
         print(text.stdout.split(separator: "\n").filter { $0.contains("habit") || $0.contains("control") || $0.contains("fallback") }
             .joined(separator: "\n"))

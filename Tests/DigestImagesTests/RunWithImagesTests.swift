@@ -13,14 +13,10 @@ import Testing
 @Suite struct RunWithImagesTests {
     static let fixtures = DigestBinary.packageRoot.appendingPathComponent("Tests/DigestRunTests/Fixtures")
 
-    /// Runs the binary on a thread of its own: waiting for it must not hold a thread of the
-    /// concurrency pool that the in-process server and other suites need.
+    /// Runs the binary (waiting for it holds no thread of the concurrency pool, which the
+    /// in-process server and other suites need).
     static func run(_ arguments: [String]) async throws -> DigestBinary.Output {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(with: Result { try DigestBinary.run(arguments) })
-            }
-        }
+        try await DigestBinary.run(arguments)
     }
 
     @Test func theRunMakesImageMessagesFromRealFilesAndRecordsFailures() async throws {

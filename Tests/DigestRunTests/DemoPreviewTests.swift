@@ -7,9 +7,9 @@ import Testing
 /// `make demo` shows what devices get: its previews draw the renditions the run made, never a
 /// placeholder for a picture that exists, and it prints a sample message of every locale.
 @Suite struct DemoPreviewTests {
-    @Test func demoPreviewsDrawTheRunsOwnPictures() throws {
+    @Test func demoPreviewsDrawTheRunsOwnPictures() async throws {
         let dir = try TemporaryDirectory()
-        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "200", "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
+        let demo = try await DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "200", "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(demo.status == 0, "\(demo.stderr)")
         let previews = dir.url.appendingPathComponent("demo/previews")
         var imagePreviews = 0
@@ -29,12 +29,12 @@ import Testing
     /// One line per locale folder of the templates: the title and body of the first message (outbox
     /// order) of a reader whose locale resolves to it, or that there is none (`de`, which no demo
     /// reader has; `fr-FR` readers fall back to English and are not samples of `en`).
-    @Test func demoPrintsASampleMessagePerLocale() throws {
+    @Test func demoPrintsASampleMessagePerLocale() async throws {
         let dir = try TemporaryDirectory()
         let templates = dir.url.appendingPathComponent("templates")
         try FileManager.default.copyItem(at: DigestBinary.templates, to: templates)
         try FileManager.default.copyItem(at: templates.appendingPathComponent("en"), to: templates.appendingPathComponent("de"))
-        let demo = try DigestBinary.run([
+        let demo = try await DigestBinary.run([
             "demo", "--out", dir.path("demo"), "--users", "200", "--images", "0", "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z",
             "--templates", templates.path,
         ])

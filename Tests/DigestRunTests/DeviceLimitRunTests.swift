@@ -46,8 +46,8 @@ import Testing
     }
 
     /// The tokens of `user`'s outbox rows, in the order they were enqueued.
-    func tokens(of user: String, in db: String) throws -> [String] {
-        let peek = try DigestBinary.run(["queue", "peek", "--db", db, "--limit", "1000", "--show-tokens"])
+    func tokens(of user: String, in db: String) async throws -> [String] {
+        let peek = try await DigestBinary.run(["queue", "peek", "--db", db, "--limit", "1000", "--show-tokens"])
         #expect(peek.status == 0, "\(peek.stderr)")
         return try peek.stdout.split(separator: "\n").compactMap { line in
             let row = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
@@ -56,28 +56,28 @@ import Testing
         }
     }
 
-    @Test(arguments: TestStore.allCases) func aRunSendsToTheTwentyNewestDevicesThenTheLaterListed(store: TestStore) throws {
+    @Test(arguments: TestStore.allCases) func aRunSendsToTheTwentyNewestDevicesThenTheLaterListed(store: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let db = try store.make(in: dir)
-        let imported = try DigestBinary.run(["import", "--db", db, "--strict"] + files(in: dir))
+        let db = try await store.make(in: dir)
+        let imported = try await DigestBinary.run(["import", "--db", db, "--strict"] + files(in: dir))
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stdout.contains("users: 2 lines, 2 new or changed, 0 unchanged, 0 skipped, devices_over_limit 1"), "\(imported.stdout)")
         #expect(imported.stderr.isEmpty, "\(imported.stderr)")
 
-        let run = try DigestBinary.run(["run", "--db", db, "--as-of", Self.asOf])
+        let run = try await DigestBinary.run(["run", "--db", db, "--as-of", Self.asOf])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("devices skipped: over_limit 3"), "\(run.stdout)")
         #expect(run.stdout.contains("messages: 21 built, 21 enqueued"), "\(run.stdout)")
-        #expect(try tokens(of: "u-many", in: db) == Self.expected)
-        #expect(try tokens(of: "u-few", in: db) == ["few-1"])
+        await #expect(try tokens(of: "u-many", in: db) == Self.expected)
+        await #expect(try tokens(of: "u-few", in: db) == ["few-1"])
     }
 
     /// An adopter's `digest_devices` view with no `registered_at` and no `list_position`: the run
     /// still sends to 20 of the reader's devices, the tokens greatest in byte order.
-    @Test func anAdoptersViewWithoutOrderColumnsIsCappedInByteOrderOfToken() throws {
+    @Test func anAdoptersViewWithoutOrderColumnsIsCappedInByteOrderOfToken() async throws {
         let dir = try TemporaryDirectory()
-        let db = try TestStore.postgres.make(in: dir)
-        #expect(try DigestBinary.run(["import", "--db", db] + files(in: dir)).status == 0)
+        let db = try await TestStore.postgres.make(in: dir)
+        #expect(try await DigestBinary.run(["import", "--db", db] + files(in: dir)).status == 0)
         try PostgresCluster.shared().sql(
             """
             CREATE TABLE app_push_tokens AS SELECT user_id AS account, token AS push_token, platform AS os FROM digest_import_devices;
@@ -85,10 +85,10 @@ import Testing
             DROP VIEW digest_devices;
             CREATE VIEW digest_devices AS SELECT account AS user_id, push_token AS token, os AS platform FROM app_push_tokens;
             """, url: db)
-        let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", Self.asOf])
+        let run = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", Self.asOf])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("devices skipped: over_limit 3"), "\(run.stdout)")
         let byteOrder = Self.registrations.indices.map(Self.token).sorted { $1.utf8.lexicographicallyPrecedes($0.utf8) }
-        #expect(try tokens(of: "u-many", in: db) == Array(byteOrder.prefix(20)))
+        await #expect(try tokens(of: "u-many", in: db) == Array(byteOrder.prefix(20)))
     }
 }

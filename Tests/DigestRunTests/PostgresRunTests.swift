@@ -11,51 +11,52 @@ import Testing
 @Suite(.serialized) struct PostgresRunTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
-    /// The demo's sample data (1,500 users), written once for the suite.
-    static let demoData: Result<(TemporaryDirectory, URL), any Error> = Result {
+    /// The demo's sample data (1,500 users), written once for the suite (a task, so that waiting for
+    /// it holds no thread of the concurrency pool).
+    static let demoData = Task { () async throws -> (TemporaryDirectory, URL) in
         let dir = try TemporaryDirectory()
-        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "1500"])
+        let demo = try await DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "1500"])
         guard demo.status == 0 else { throw PostgresClusterError("demo failed: \(demo.stderr)") }
         return (dir, dir.url.appendingPathComponent("demo/data"))
     }
 
     /// A migrated database holding `files`, on `cluster`.
-    func database(with files: [String], on cluster: PostgresCluster) throws -> String {
+    func database(with files: [String], on cluster: PostgresCluster) async throws -> String {
         let url = try cluster.makeDatabase("run")
-        let migrated = try DigestBinary.run(["migrate", "--db", url])
+        let migrated = try await DigestBinary.run(["migrate", "--db", url])
         #expect(migrated.status == 0, "\(migrated.stderr)")
-        let imported = try DigestBinary.run(["import", "--db", url] + files)
+        let imported = try await DigestBinary.run(["import", "--db", url] + files)
         #expect(imported.status == 0, "\(imported.stderr)")
         return url
     }
 
-    func demoFiles() throws -> [String] {
-        let data = try Self.demoData.get().1
+    func demoFiles() async throws -> [String] {
+        let data = try await Self.demoData.value.1
         return ["users", "articles", "reads"].map { data.appendingPathComponent("\($0).jsonl").path }
     }
 
     /// Messages the week must end with: those of the same data run on SQLite (one per device of a
     /// reader who is not opted out or dormant), computed once for the suite.
-    static let referenceMessages: Result<Int, any Error> = Result {
-        let (dir, data) = try demoData.get()
+    static let referenceMessages = Task { () async throws -> Int in
+        let (dir, data) = try await demoData.value
         let db = dir.path("reference.sqlite")
         let files = ["users", "articles", "reads"].map { data.appendingPathComponent("\($0).jsonl").path }
-        guard try DigestBinary.run(["import", "--db", db] + files).status == 0,
-            try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"]).status == 0
+        guard try await DigestBinary.run(["import", "--db", db] + files).status == 0,
+            try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"]).status == 0
         else { throw PostgresClusterError("the SQLite reference run failed") }
-        let peek = try DigestBinary.run(["queue", "stats", "--db", db, "--json"])
+        let peek = try await DigestBinary.run(["queue", "stats", "--db", db, "--json"])
         let stats = try JSONSerialization.jsonObject(with: Data(peek.stdout.utf8)) as! [String: Any]
         return stats["total"] as! Int
     }
 
-    func eligibleDevices() throws -> Int { try Self.referenceMessages.get() }
+    func eligibleDevices() async throws -> Int { try await Self.referenceMessages.value }
 
     /// Messages by dedupe key, as `digest queue peek` prints them (JSON parsed, so jsonb's spacing
     /// and key order do not matter).
     /// The outbox as `queue peek` shows it, by dedupe key, without row ids or the ids' run positions
     /// (chunks of PostgreSQL and batches of SQLite place the same messages differently).
-    func outbox(_ db: String) throws -> [String: NSDictionary] {
-        let peek = try DigestBinary.run(["queue", "peek", "--db", db, "--limit", "100000", "--show-tokens"])
+    func outbox(_ db: String) async throws -> [String: NSDictionary] {
+        let peek = try await DigestBinary.run(["queue", "peek", "--db", db, "--limit", "100000", "--show-tokens"])
         #expect(peek.status == 0, "\(peek.stderr)")
         var rows: [String: NSDictionary] = [:]
         for line in peek.stdout.split(separator: "\n") {
@@ -74,24 +75,24 @@ import Testing
         return (fields[0], fields[1], fields[2])
     }
 
-    @Test func theRunGivesTheSameMessagesAsOnSQLite() throws {
+    @Test func theRunGivesTheSameMessagesAsOnSQLite() async throws {
         let cluster = try PostgresCluster.shared()
         let files = ["users", "articles", "reads"].map { Self.fixtures.appendingPathComponent("\($0).jsonl").path }
-        let url = try database(with: files, on: cluster)
+        let url = try await database(with: files, on: cluster)
         let dir = try TemporaryDirectory()
         let sqlite = dir.path("digest.sqlite")
-        #expect(try DigestBinary.run(["import", "--db", sqlite] + files).status == 0)
+        #expect(try await DigestBinary.run(["import", "--db", sqlite] + files).status == 0)
         for db in [sqlite, url] {
-            let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--chunk-size", "2"])
+            let run = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--chunk-size", "2"])
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stdout.contains("messages: 5 built, 5 enqueued"), "\(run.stdout)")
         }
-        let expected = try outbox(sqlite)
-        let rows = try outbox(url)
+        let expected = try await outbox(sqlite)
+        let rows = try await outbox(url)
         #expect(rows.count == 5)
         #expect(rows == expected)
         // A rerun enqueues nothing.
-        let rerun = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
+        let rerun = try await DigestBinary.run(["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(rerun.status == 0 && rerun.stdout.contains("0 enqueued"), "\(rerun.stdout)")
     }
 
@@ -101,10 +102,10 @@ import Testing
     /// same bytes as SQLite's outbox. Each store places a reader's messages in its own batches or
     /// chunks, so the 18 hex digits of each `message_id` that say where (``withoutIDPositions(_:)``)
     /// are the only bytes allowed to differ.
-    @Test func afterTheMigrationTheOutboxKeepsTheEncodedBytesAsSQLiteDoes() throws {
+    @Test func afterTheMigrationTheOutboxKeepsTheEncodedBytesAsSQLiteDoes() async throws {
         let cluster = try PostgresCluster.shared()
         let files = ["users", "articles", "reads"].map { Self.fixtures.appendingPathComponent("\($0).jsonl").path }
-        let url = try database(with: files, on: cluster)
+        let url = try await database(with: files, on: cluster)
         // Back to version 10, as a store migrated by the previous release (migration 12's devices
         // column, migration 13's provider columns and migration 14's timing undone too), with a message
         // enqueued then.
@@ -120,7 +121,7 @@ import Testing
             INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at)
                 VALUES ('2026-W45:u-before:t', '2026-W45', 'u-before', 'android', 'Default', '\(earlier)', '{}', now());
             """, url: url)
-        let migrated = try DigestBinary.run(["migrate", "--db", url])
+        let migrated = try await DigestBinary.run(["migrate", "--db", url])
         #expect(migrated.status == 0 && migrated.stdout.contains("schema upgraded from version 10 to 14"), "\(migrated.stdout)\(migrated.stderr)")
         let type = "SELECT data_type FROM information_schema.columns WHERE table_name = 'digest_outbox' AND column_name = 'message'"
         #expect(try cluster.sql(type, url: url) == "json")
@@ -130,9 +131,9 @@ import Testing
 
         let dir = try TemporaryDirectory()
         let sqlite = dir.path("digest.sqlite")
-        #expect(try DigestBinary.run(["import", "--db", sqlite] + files).status == 0)
+        #expect(try await DigestBinary.run(["import", "--db", sqlite] + files).status == 0)
         for db in [sqlite, url] {
-            let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
+            let run = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
             #expect(run.status == 0 && run.stdout.contains("messages: 5 built, 5 enqueued"), "\(run.stdout)\(run.stderr)")
         }
         var expected: [String: String] = [:]
@@ -155,12 +156,12 @@ import Testing
 
     /// An adopter's own tables, shaped their way, behind the four views: nothing imported into
     /// digest's tables, the same messages.
-    @Test func viewsOverAnAdoptersOwnTablesGiveTheSameMessages() throws {
+    @Test func viewsOverAnAdoptersOwnTablesGiveTheSameMessages() async throws {
         let cluster = try PostgresCluster.shared()
         let files = ["users", "articles", "reads"].map { Self.fixtures.appendingPathComponent("\($0).jsonl").path }
-        let reference = try database(with: files, on: cluster)
-        #expect(try DigestBinary.run(["run", "--db", reference, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"]).status == 0)
-        let url = try database(with: files, on: cluster)
+        let reference = try await database(with: files, on: cluster)
+        #expect(try await DigestBinary.run(["run", "--db", reference, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"]).status == 0)
+        let url = try await database(with: files, on: cluster)
         // Move the history into "the app's" tables, with its own names and types, and empty digest's.
         try cluster.sql(
             """
@@ -189,13 +190,13 @@ import Testing
                 FROM app_reading_log;
             """, url: url)
         #expect(try cluster.sql("SELECT count(*) FROM digest_import_reads", url: url) == "0")
-        let run = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
+        let run = try await DigestBinary.run(["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(run.status == 0, "\(run.stderr)")
-        let expected = try outbox(reference)
+        let expected = try await outbox(reference)
         #expect(expected.count == 5)
-        #expect(try outbox(url) == expected)
+        await #expect(try outbox(url) == expected)
         // Rolling runs walk `seq`, which this adopter's view lacks: one line saying what to do.
-        let rolling = try DigestBinary.run(["run", "--db", url, "--as-of", "2026-11-16T12:00:00Z"])
+        let rolling = try await DigestBinary.run(["run", "--db", url, "--as-of", "2026-11-16T12:00:00Z"])
         let lines = rolling.stderr.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
         #expect(rolling.status != 0 && lines.count == 1, "\(rolling.stderr)")
         #expect(rolling.stderr.contains("the digest_users view has no seq column"), "\(rolling.stderr)")
@@ -205,7 +206,7 @@ import Testing
     /// share the zones' chunks, and together with a later run they enqueue each message once.
     @Test func overlappingRollingRunsShareTheZonesAndDoubleNothing() async throws {
         let cluster = try PostgresCluster.shared()
-        let url = try database(with: try demoFiles(), on: cluster)
+        let url = try await database(with: try demoFiles(), on: cluster)
         let dir = try TemporaryDirectory()
         let arguments = ["run", "--db", url, "--as-of", "2026-11-16T12:00:00Z", "--chunk-size", "15", "--progress-interval", "0"]
         let workers = try ["r1", "r2", "r3"].map { try DigestBinary.start(arguments + ["--worker", $0], name: $0, in: dir.url) }
@@ -217,8 +218,8 @@ import Testing
                 enqueued += Int(line.split(separator: " ")[3]) ?? 0
             }
         }
-        let rows = try outbox(url)
-        #expect(rows.count == (try eligibleDevices()))
+        let rows = try await outbox(url)
+        await #expect(rows.count == (try eligibleDevices()))
         #expect(enqueued == rows.count, "each message enqueued by exactly one worker")
         let zoneChunks = try cluster.sql(
             "SELECT count(*) FILTER (WHERE state = 'done'), count(*), count(DISTINCT done_by) FROM digest_run_chunks WHERE time_zone IS NOT NULL",
@@ -226,14 +227,14 @@ import Testing
         let fields = zoneChunks.split(separator: "|").compactMap { Int($0) }
         #expect(fields.count == 3 && fields[0] == fields[1] && fields[1] > 20 && fields[2] >= 2, "\(zoneChunks)")
         // The next hour finds every zone planned and done: nothing to enqueue.
-        let next = try DigestBinary.run(["run", "--db", url, "--as-of", "2026-11-16T13:00:00Z"])
+        let next = try await DigestBinary.run(["run", "--db", url, "--as-of", "2026-11-16T13:00:00Z"])
         #expect(next.status == 0 && next.stdout.contains("0 enqueued"), "\(next.stdout)")
-        #expect(try outbox(url).count == rows.count)
+        await #expect(try outbox(url).count == rows.count)
     }
 
     @Test func threeWorkersShareTheWeekAndAKilledOnesChunkIsRedone() async throws {
         let cluster = try PostgresCluster.shared()
-        let url = try database(with: try demoFiles(), on: cluster)
+        let url = try await database(with: try demoFiles(), on: cluster)
         let dir = try TemporaryDirectory()
         let arguments = ["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--chunk-size", "15", "--lease", "2", "--progress-interval", "0"]
         let first = try DigestBinary.start(arguments + ["--worker", "w1"], name: "w1", in: dir.url)
@@ -258,17 +259,17 @@ import Testing
         #expect(state.total > 10 && state.done == state.total, "\(state)")
         // The killed worker's chunks were claimed again once their leases ended.
         if (Int(held) ?? 0) > 0 { #expect(state.claims >= state.total + (Int(held) ?? 0)) }
-        let rows = try outbox(url)
-        #expect(rows.count == (try eligibleDevices()))
+        let rows = try await outbox(url)
+        await #expect(rows.count == (try eligibleDevices()))
         let done = try cluster.sql("SELECT count(DISTINCT done_by) FROM digest_run_chunks WHERE week = '2026-W46'", url: url)
         #expect((Int(done) ?? 0) >= 2)
-        let status = try DigestBinary.run(["run", "--db", url, "--status"])
+        let status = try await DigestBinary.run(["run", "--db", url, "--status"])
         #expect(status.stdout.contains("2026-W46: done, \(state.total) chunks"), "\(status.stdout)")
     }
 
     @Test func aServerRestartMidRunIsRetriedAndLosesNothing() async throws {
         let cluster = try PostgresCluster()  // its own: the restart must not disturb other tests
-        let url = try database(with: try demoFiles(), on: cluster)
+        let url = try await database(with: try demoFiles(), on: cluster)
         let dir = try TemporaryDirectory()
         let run = try DigestBinary.start(
             ["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--chunk-size", "15", "--progress-interval", "0", "--concurrency", "1"],
@@ -287,10 +288,10 @@ import Testing
         #expect(output.status == 0, "\(output.stderr)")
         let state = try chunks(cluster, url)
         #expect(state.done == state.total)
-        #expect(try outbox(url).count == (try eligibleDevices()))
+        await #expect(try outbox(url).count == (try eligibleDevices()))
     }
 
-    @Test func connectionMistakesGiveOneClearLine() throws {
+    @Test func connectionMistakesGiveOneClearLine() async throws {
         let cluster = try PostgresCluster.shared()
         let fresh = try cluster.makeDatabase("fresh")
         // A role with a password, checked by SCRAM on TCP (the rest of the cluster trusts loopback).
@@ -301,7 +302,7 @@ import Testing
         if !rules.hasPrefix("host all digest_pw") {
             try ("host all digest_pw 127.0.0.1/32 scram-sha-256\n" + rules).write(toFile: hba, atomically: false, encoding: .utf8)
             try cluster.sql("SELECT pg_reload_conf()", database: "postgres")
-            Thread.sleep(forTimeInterval: 0.3)
+            try await Task.sleep(for: .milliseconds(300))
         }
         // Exit statuses: 78 for what a retry cannot fix, 75 for a server that is not there now.
         let cases: [(url: String, expected: String, status: Int32)] = [
@@ -311,7 +312,7 @@ import Testing
             ("postgres://postgres@127.0.0.1:\(cluster.port)/\(name)?sslmode=require", "does not offer TLS", 78),
         ]
         for (url, expected, status) in cases {
-            let run = try DigestBinary.run(["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
+            let run = try await DigestBinary.run(["run", "--db", url, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
             let lines = run.stderr.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
             #expect(run.status == status, "\(expected): \(run.status)")
             #expect(lines.count == 1, "\(run.stderr)")

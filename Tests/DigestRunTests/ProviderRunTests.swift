@@ -23,20 +23,20 @@ import Testing
         return [users, Self.fixtures.appendingPathComponent("articles.jsonl").path, reads]
     }
 
-    @Test(arguments: TestStore.allCases) func apnsDevicesAreEncodedAsAPNsRequests(store: TestStore) throws {
+    @Test(arguments: TestStore.allCases) func apnsDevicesAreEncodedAsAPNsRequests(store: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let db = try store.make(in: dir)
-        let imported = try DigestBinary.run(["import", "--db", db, "--strict"] + files(in: dir))
+        let db = try await store.make(in: dir)
+        let imported = try await DigestBinary.run(["import", "--db", db, "--strict"] + files(in: dir))
         #expect(imported.status == 0 && imported.stderr.isEmpty, "\(imported.stdout)\(imported.stderr)")
-        let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
+        let run = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("users: 2 looked at, 2 digested (0 re-engagement)"), "\(run.stdout)")
         #expect(!run.stdout.contains("provider_unsupported"), "\(run.stdout)")
         #expect(run.stdout.contains("messages: 3 built, 3 enqueued"), "\(run.stdout)")
 
-        let stats = try DigestBinary.run(["queue", "stats", "--db", db])
+        let stats = try await DigestBinary.run(["queue", "stats", "--db", db])
         #expect(stats.status == 0 && stats.stdout.contains("by provider: apns 2, fcm 1\n"), "\(stats.stdout)\(stats.stderr)")
-        let peek = try DigestBinary.run(["queue", "peek", "--db", db, "--limit", "3", "--show-tokens"])
+        let peek = try await DigestBinary.run(["queue", "peek", "--db", db, "--limit", "3", "--show-tokens"])
         let rows = try peek.stdout.split(separator: "\n").map {
             try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], "\(peek.stdout)")
         }
@@ -54,7 +54,7 @@ import Testing
             #expect(headers["apns-push-type"] as? String == "alert" && headers["apns-id"] as? String != nil)
             #expect(headers["apns-topic"] as? String == (row["user_id"] as? String == "u-both" ? "com.example.news" : nil))
         }
-        let masked = try DigestBinary.run(["queue", "peek", "--db", db])
+        let masked = try await DigestBinary.run(["queue", "peek", "--db", db])
         #expect(!masked.stdout.contains(Self.apnsToken) && masked.stdout.contains("…both"), "\(masked.stdout)")
     }
 }

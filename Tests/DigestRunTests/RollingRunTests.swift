@@ -25,7 +25,7 @@ import Testing
 
     /// A user per zone (`u-<index>`, one Android device each), articles of the weeks before 2026-W44
     /// and a read for every user on Wednesday of that week.
-    func importWorld(into db: String, in dir: TemporaryDirectory, zones: [String] = zones) throws {
+    func importWorld(into db: String, in dir: TemporaryDirectory, zones: [String] = zones) async throws {
         let users = zones.enumerated().map { index, zone in
             #"{"id":"u-\#(index)","locale":"en","timeZone":"\#(zone)","devices":[{"token":"token-\#(index)","platform":"android"}]}"#
         }
@@ -39,7 +39,7 @@ import Testing
             try dir.write("users.jsonl", lines: users), try dir.write("articles.jsonl", lines: articles),
             try dir.write("reads.jsonl", lines: reads),
         ]
-        let imported = try DigestBinary.run(["import", "--db", db] + files)
+        let imported = try await DigestBinary.run(["import", "--db", db] + files)
         #expect(imported.status == 0, "\(imported.stderr)")
     }
 
@@ -73,17 +73,17 @@ import Testing
         Timestamp.format(Timestamp.parse(text)! + Int64(hours) * 3600)
     }
 
-    @Test(arguments: TestStore.allCases) func hourlyRunsReachEveryOffsetInTheFirstHourAndAreDueAtMondayNine(backend: TestStore) throws {
+    @Test(arguments: TestStore.allCases) func hourlyRunsReachEveryOffsetInTheFirstHourAndAreDueAtMondayNine(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let db = try backend.make(in: dir, name: "rolling")
-        try importWorld(into: db, in: dir)
+        let db = try await backend.make(in: dir, name: "rolling")
+        try await importWorld(into: db, in: dir)
         // Hourly from the hour before 2026-W44 ends at UTC+14 (Sunday 10:00 UTC) to after it ended
         // at UTC−12 (Monday 12:00 UTC).
         var enqueuedAt: [String: Int64] = [:]
         var offsetsSeen: [String] = []
         for hour in 0...27 {
             let instant = Self.instant("2026-11-01T09:00:00Z", plusHours: hour)
-            let run = try DigestBinary.run(["run", "--db", db, "--as-of", instant, "--progress-interval", "0"])
+            let run = try await DigestBinary.run(["run", "--db", db, "--as-of", instant, "--progress-interval", "0"])
             #expect(run.status == 0, "\(instant): \(run.stderr)")
             for line in run.stdout.split(separator: "\n") where line.hasPrefix("week 2026-W44: UTC offsets ") {
                 offsetsSeen += line.dropFirst("week 2026-W44: UTC offsets ".count).prefix { $0 != "(" }
@@ -110,19 +110,19 @@ import Testing
         // New York ends the week on standard time: -04:00 is La Paz's alone (38 distinct offsets for 38 zones).
         #expect(offsetsSeen.filter { $0 == "-04:00" }.count == 1 && offsetsSeen.contains("-05:00"), "\(offsetsSeen)")
         // Once every zone is done, the next hour has nothing to do.
-        let after = try DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-02T14:00:00Z"])
+        let after = try await DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-02T14:00:00Z"])
         #expect(after.status == 0)
         #expect(!after.stdout.contains("2026-W44: UTC offsets"), "\(after.stdout)")
         #expect(try outbox(db) == rows)
     }
 
-    @Test(arguments: TestStore.allCases) func aLateFirstRunNeverMakesAMessageDueInQuietHours(backend: TestStore) throws {
+    @Test(arguments: TestStore.allCases) func aLateFirstRunNeverMakesAMessageDueInQuietHours(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let db = try backend.make(in: dir, name: "rolling")
-        try importWorld(into: db, in: dir)
+        let db = try await backend.make(in: dir, name: "rolling")
+        try await importWorld(into: db, in: dir)
         // The scheduler was off until Monday 15:00 UTC: 09:00 has passed everywhere east of UTC−6.
         let now = Timestamp.parse("2026-11-02T15:00:00Z")!
-        let run = try DigestBinary.run(["run", "--db", db, "--as-of", Timestamp.format(now)])
+        let run = try await DigestBinary.run(["run", "--db", db, "--as-of", Timestamp.format(now)])
         #expect(run.status == 0, "\(run.stderr)")
         let rows = try outbox(db)
         #expect(rows.count == Self.zones.count)
@@ -151,21 +151,21 @@ import Testing
 
     /// The scheduler was off for two weeks: the next run catches the missed weeks up, oldest first,
     /// and no message of theirs is due in the reader's night.
-    @Test(arguments: TestStore.allCases) func missedWeeksAreCaughtUpOldestFirstAndNeverDueAtNight(backend: TestStore) throws {
+    @Test(arguments: TestStore.allCases) func missedWeeksAreCaughtUpOldestFirstAndNeverDueAtNight(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let db = try backend.make(in: dir, name: "rolling")
-        try importWorld(into: db, in: dir, zones: ["Europe/Warsaw", "Asia/Tokyo"])
+        let db = try await backend.make(in: dir, name: "rolling")
+        try await importWorld(into: db, in: dir, zones: ["Europe/Warsaw", "Asia/Tokyo"])
         let later = try dir.write("reads-later.jsonl", lines: [0, 1].flatMap { index in
             ["2026-11-04", "2026-11-11"].map { day in
                 #"{"userId":"u-\#(index)","articleId":"a2","readAt":"\#(day)T12:00:00Z","seconds":240}"#
             }
         })
-        #expect(try DigestBinary.run(["import", "--db", db, later]).status == 0)
-        let first = try DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-01T23:30:00Z"])
+        #expect(try await DigestBinary.run(["import", "--db", db, later]).status == 0)
+        let first = try await DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-01T23:30:00Z"])
         #expect(first.status == 0 && first.stdout.contains("messages: 2 built, 2 enqueued"), "\(first.stdout)")
         // Back on Monday of 2026-W47 at 15:00 UTC: 16:00 in Warsaw, midnight in Tokyo.
         let now = Timestamp.parse("2026-11-16T15:00:00Z")!
-        let back = try DigestBinary.run(["run", "--db", db, "--as-of", Timestamp.format(now)])
+        let back = try await DigestBinary.run(["run", "--db", db, "--as-of", Timestamp.format(now)])
         #expect(back.status == 0, "\(back.stderr)")
         let weeks = back.stdout.split(separator: "\n").filter { $0.hasPrefix("week 2026") }.map { $0.prefix(13) }
         #expect(weeks == ["week 2026-W44", "week 2026-W45", "week 2026-W46"], "\(back.stdout)")
@@ -178,17 +178,17 @@ import Testing
         }
     }
 
-    @Test(arguments: TestStore.allCases) func readersAndDevicesAddedLateGetTheWeekInTheNextRunOnce(backend: TestStore) throws {
+    @Test(arguments: TestStore.allCases) func readersAndDevicesAddedLateGetTheWeekInTheNextRunOnce(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let db = try backend.make(in: dir, name: "rolling")
-        try importWorld(into: db, in: dir, zones: ["Europe/Warsaw", "Asia/Tokyo"])
+        let db = try await backend.make(in: dir, name: "rolling")
+        try await importWorld(into: db, in: dir, zones: ["Europe/Warsaw", "Asia/Tokyo"])
         let optedOut = try dir.write("users-opted-out.jsonl", lines: [
             #"{"id":"u-back","locale":"en","timeZone":"Europe/Warsaw","optedOut":true,"devices":[{"token":"token-back","platform":"web"}]}"#
         ])
-        #expect(try DigestBinary.run(["import", "--db", db, optedOut]).status == 0)
+        #expect(try await DigestBinary.run(["import", "--db", db, optedOut]).status == 0)
         // Both zones' weeks ended (Tokyo 15:00Z, Warsaw 23:00Z on Sunday), not yet everywhere: --week
         // takes the readers whose week has ended, as the hourly runs do.
-        let first = try DigestBinary.run(["run", "--db", db, "--week", "2026-W44", "--as-of", "2026-11-01T23:30:00Z"])
+        let first = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W44", "--as-of", "2026-11-01T23:30:00Z"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("messages: 2 built, 2 enqueued"), "\(first.stdout)")
         #expect(first.stdout.contains("skipped: opted_out 1"), "\(first.stdout)")
@@ -204,8 +204,8 @@ import Testing
             #"{"userId":"u-new","articleId":"a2","readAt":"2026-10-29T12:00:00Z","seconds":240}"#,
             #"{"userId":"u-back","articleId":"a3","readAt":"2026-10-29T12:00:00Z","seconds":240}"#,
         ])
-        #expect(try DigestBinary.run(["import", "--db", db, users, reads]).status == 0)
-        let second = try DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-02T00:00:00Z"])
+        #expect(try await DigestBinary.run(["import", "--db", db, users, reads]).status == 0)
+        let second = try await DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-02T00:00:00Z"])
         #expect(second.status == 0, "\(second.stderr)")
         // Three new messages: the new reader's, the new device's and the returning reader's; the Tokyo
         // reader's first device already had the week's digest.
@@ -216,7 +216,7 @@ import Testing
         #expect(rows["2026-W44:u-back:\(OutboxMessage.tokenHash("token-back"))"] == Self.monday("Europe/Warsaw", hour: 9))
         #expect(rows["2026-W44:u-1:\(OutboxMessage.tokenHash("token-1b"))"] == Self.monday("Asia/Tokyo", hour: 9))
         // The hours after have nothing left to do for the week.
-        let third = try DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-02T01:00:00Z"])
+        let third = try await DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-02T01:00:00Z"])
         #expect(third.status == 0)
         #expect(!third.stdout.contains("enqueued") || third.stdout.contains("0 enqueued"), "\(third.stdout)")
         #expect(try outbox(db) == rows)

@@ -9,8 +9,8 @@ import Testing
 @Suite struct WeeklyRunEndToEndTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
-    func importFixtures(into db: String) throws -> DigestBinary.Output {
-        try DigestBinary.run(["import", "--db", db] + ["users", "articles", "reads"].map {
+    func importFixtures(into db: String) async throws -> DigestBinary.Output {
+        try await DigestBinary.run(["import", "--db", db] + ["users", "articles", "reads"].map {
             Self.fixtures.appendingPathComponent("\($0).jsonl").path
         })
     }
@@ -26,17 +26,17 @@ import Testing
         return rows
     }
 
-    @Test func fixtureUsersGetTheGoldenMessages() throws {
+    @Test func fixtureUsersGetTheGoldenMessages() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("digest.sqlite")
-        #expect(try importFixtures(into: db).status == 0)
+        await #expect(try importFixtures(into: db).status == 0)
         // Scheduled hourly from the moment the week ends at UTC+14 to after it has ended everywhere:
         // each reader's message is enqueued by the first run after their local week ended, due at
         // their Monday 09:00 (Warsaw 08:00Z, Shanghai 01:00Z, New York 14:00Z, Mars/Olympus as UTC).
         var stdout = ""
         for hour in 0...27 {
             let instant = Timestamp.format(Timestamp.parse("2026-11-15T10:00:00Z")! + Int64(hour) * 3600)
-            let run = try DigestBinary.run(["run", "--db", db, "--as-of", instant])
+            let run = try await DigestBinary.run(["run", "--db", db, "--as-of", instant])
             #expect(run.status == 0, "\(run.stderr)")
             stdout += run.stdout
         }
@@ -75,36 +75,36 @@ import Testing
         #expect(locales == ["u-pl": "pl", "u-zh": "zh-Hans", "u-quiet": "en", "u-mars": "ru"])
     }
 
-    @Test func reimportAndRerunChangeNothing() throws {
+    @Test func reimportAndRerunChangeNothing() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("digest.sqlite")
-        _ = try importFixtures(into: db)
-        let again = try importFixtures(into: db)
+        _ = try await importFixtures(into: db)
+        let again = try await importFixtures(into: db)
         #expect(again.status == 0)
         #expect(again.stdout.contains("users: 6 lines, 0 new or changed, 6 unchanged"))
         #expect(again.stdout.contains("reads: 10 lines, 0 new or changed, 10 unchanged"))
 
-        #expect(try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"]).status == 0)
+        #expect(try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"]).status == 0)
         let before = try outbox(db)
-        let rerun = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--send-at", "now"])
+        let rerun = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--send-at", "now"])
         #expect(rerun.status == 0)
         #expect(rerun.stdout.contains("already complete"))
         #expect(rerun.stdout.contains("0 enqueued"))
         #expect(try outbox(db) == before)
     }
 
-    @Test func aKilledRunResumesWithExactlyOneMessagePerDevice() throws {
+    @Test func aKilledRunResumesWithExactlyOneMessagePerDevice() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("digest.sqlite")
         // No images: the resumed run below has no attachment store, so its messages must match a text-only demo.
-        let demo = try DigestBinary.run([
+        let demo = try await DigestBinary.run([
             "demo", "--out", dir.path("demo"), "--users", "3000", "--images", "0", "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--progress-interval", "100",
         ])
         #expect(demo.status == 0, "\(demo.stderr)")
         // A fresh database with the same data, run in small batches and killed after three commits.
         let data = dir.url.appendingPathComponent("demo/data")
-        _ = try DigestBinary.run(["import", "--db", db] + ["users", "articles", "reads"].map { data.appendingPathComponent("\($0).jsonl").path })
-        let killed = try DigestBinary.runAndKill(
+        _ = try await DigestBinary.run(["import", "--db", db] + ["users", "articles", "reads"].map { data.appendingPathComponent("\($0).jsonl").path })
+        let killed = try await DigestBinary.runAndKill(
             ["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z", "--batch-size", "10", "--progress-interval", "0"],
             afterLines: 4, containing: "progress:")
         #expect(killed, "the run must be killed while it was still going")
@@ -112,7 +112,7 @@ import Testing
         let expected = try outbox(dir.path("demo/digest.sqlite"))
         #expect(partial > 0 && partial < expected.count, "partial \(partial) of \(expected.count)")
 
-        let resumed = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
+        let resumed = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(resumed.stdout.contains("resumed after user key"))
         let rows = try outbox(db)
@@ -147,27 +147,27 @@ import Testing
         }
     }
 
-    @Test func aSecondRunIsRefusedWhileTheLockIsHeld() throws {
+    @Test func aSecondRunIsRefusedWhileTheLockIsHeld() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("digest.sqlite")
-        _ = try importFixtures(into: db)
+        _ = try await importFixtures(into: db)
         let lock = try RunLock(path: db + ".lock")
-        let refused = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
+        let refused = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("another digest run holds the lock"))
         // An hourly rolling run leaves the hour's work to the run holding the lock: one line, exit 0.
-        let hourly = try DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-16T12:00:00Z"])
+        let hourly = try await DigestBinary.run(["run", "--db", db, "--as-of", "2026-11-16T12:00:00Z"])
         #expect(hourly.status == 0, "\(hourly.stderr)")
         #expect(hourly.stdout == "another digest run holds the lock on \(db): leaving this hour's work to it\n", "\(hourly.stdout)")
         #expect(try outbox(db).isEmpty)
         withExtendedLifetime(lock) {}
     }
 
-    @Test func aCorruptDatabaseIsAClearError() throws {
+    @Test func aCorruptDatabaseIsAClearError() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("corrupt.sqlite")
         try Data(repeating: 0x42, count: 8192).write(to: URL(fileURLWithPath: db))
-        let run = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
+        let run = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
         #expect(run.status != 0)
         #expect(run.stderr.contains("file is not a database"))
         #expect(run.stderr.contains(db))
@@ -180,16 +180,16 @@ import Testing
         (["--week", "last week"], "not an ISO week"),
         (["--send-at", "tomorrow"], "--send-at takes"),
     ])
-    func badWeeksAndOptionsFailClearly(arguments: [String], message: String) throws {
+    func badWeeksAndOptionsFailClearly(arguments: [String], message: String) async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("digest.sqlite")
-        _ = try importFixtures(into: db)
-        let run = try DigestBinary.run(["run", "--db", db] + arguments)
+        _ = try await importFixtures(into: db)
+        let run = try await DigestBinary.run(["run", "--db", db] + arguments)
         #expect(run.status != 0)
         #expect(run.stderr.contains(message), "\(run.stderr)")
     }
 
-    @Test func badLinesAreReportedWithFileAndLineAndSkipped() throws {
+    @Test func badLinesAreReportedWithFileAndLineAndSkipped() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("digest.sqlite")
         let users = try dir.write("users.jsonl", lines: [
@@ -208,7 +208,7 @@ import Testing
             #"{"userId":"nobody","articleId":"a1","readAt":"2026-11-11T10:00:00Z","seconds":60}"#,
             #"{"userId":"u1","articleId":"missing","readAt":"2026-11-11T10:00:00Z","seconds":60}"#,
         ])
-        let result = try DigestBinary.run(["import", "--db", db, users, articles, reads])
+        let result = try await DigestBinary.run(["import", "--db", db, users, articles, reads])
         #expect(result.status == 0)
         #expect(result.stderr.contains("\(users):2: bad_platform: user 'u2': devices[0]: unknown platform 'blackberry'"))
         #expect(result.stderr.contains("\(users):3: bad_json: not JSON"))
@@ -219,30 +219,30 @@ import Testing
         #expect(result.stderr.contains("\(reads):3: unknown_article: unknown article 'missing'"))
         #expect(result.stdout.contains("reads: 3 lines, 1 new or changed, 0 unchanged, 2 skipped (unknown_article 1, unknown_user 1)"))
 
-        let strict = try DigestBinary.run(["import", "--db", dir.path("strict.sqlite"), "--strict", users])
+        let strict = try await DigestBinary.run(["import", "--db", dir.path("strict.sqlite"), "--strict", users])
         #expect(strict.status != 0)
         #expect(strict.stderr.contains("\(users):2:"))
     }
 
-    @Test func queueStatsAndPeekShowTheOutboxWithTokensMasked() throws {
+    @Test func queueStatsAndPeekShowTheOutboxWithTokensMasked() async throws {
         let dir = try TemporaryDirectory()
         let db = dir.path("digest.sqlite")
-        _ = try importFixtures(into: db)
-        _ = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
-        let stats = try DigestBinary.run(["queue", "stats", "--db", db])
+        _ = try await importFixtures(into: db)
+        _ = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z"])
+        let stats = try await DigestBinary.run(["queue", "stats", "--db", db])
         #expect(stats.stdout.contains("by state: ready 5"))
         #expect(stats.stdout.contains("by platform: android 2, ios 2, web 1"))
-        let peek = try DigestBinary.run(["queue", "peek", "--db", db, "--limit", "10"])
+        let peek = try await DigestBinary.run(["queue", "peek", "--db", db, "--limit", "10"])
         #expect(peek.stdout.split(separator: "\n").count == 5)
         #expect(!peek.stdout.contains("pl-android-token-0001"))
         #expect(peek.stdout.contains("…0001"))
-        let ready = try DigestBinary.run(["queue", "peek", "--db", db, "--state", "ready", "--limit", "10"])
+        let ready = try await DigestBinary.run(["queue", "peek", "--db", db, "--state", "ready", "--limit", "10"])
         #expect(ready.status == 0 && ready.stdout.split(separator: "\n").count == 5)
-        let expired = try DigestBinary.run(["queue", "peek", "--db", db, "--state", "expired"])
+        let expired = try await DigestBinary.run(["queue", "peek", "--db", db, "--state", "expired"])
         #expect(expired.status == 0 && expired.stdout.isEmpty)
-        let unknown = try DigestBinary.run(["queue", "peek", "--db", db, "--state", "gone"])
+        let unknown = try await DigestBinary.run(["queue", "peek", "--db", db, "--state", "gone"])
         #expect(unknown.status == 64 && unknown.stderr.contains("unknown state 'gone': one of ready, leased, sent, dead, expired"))
-        let migrate = try DigestBinary.run(["migrate", "--db", db])
+        let migrate = try await DigestBinary.run(["migrate", "--db", db])
         #expect(migrate.stdout.contains("schema is current"))
     }
 }

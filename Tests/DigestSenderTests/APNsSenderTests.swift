@@ -23,9 +23,9 @@ import Testing
         let backend: TestStore
         let db: String
 
-        init(_ backend: TestStore, in dir: TemporaryDirectory) throws {
+        init(_ backend: TestStore, in dir: TemporaryDirectory) async throws {
             self.backend = backend
-            db = try backend.make(in: dir, name: "apns")
+            db = try await backend.make(in: dir, name: "apns")
         }
 
         /// The first column of the first row, as text.
@@ -141,7 +141,7 @@ import Testing
     @Test(arguments: TestStore.allCases)
     func everyMessageIsSentOnceWithItsHeadersAndBadDeviceTokensAreDead(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let outbox = try Outbox(backend, in: dir)
+        let outbox = try await Outbox(backend, in: dir)
         try await Self.fill(outbox, count: 120) { $0 <= 10 ? Self.otherTopic : nil }
         var faults = FakeAPNsServer.Faults()
         faults.badDeviceTokens = [Self.token(7), Self.token(50), Self.token(90)]
@@ -167,7 +167,7 @@ import Testing
     @Test(arguments: TestStore.allCases)
     func twentyBadDeviceTokensFirstExit78AndKillNothing(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let outbox = try Outbox(backend, in: dir)
+        let outbox = try await Outbox(backend, in: dir)
         try await Self.fill(outbox, count: 60)
         var faults = FakeAPNsServer.Faults()
         faults.wrongEnvironment = true
@@ -188,14 +188,14 @@ import Testing
     @Test(arguments: TestStore.allCases)
     func unregisteredKillsTheDeviceSinceItsTimestampOnly(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let outbox = try Outbox(backend, in: dir)
+        let outbox = try await Outbox(backend, in: dir)
         let died = Timestamp.parse("2026-11-01T00:00:00Z")!
         let users = try dir.write("users.jsonl", lines: [
             #"{"id":"u1","locale":"en","timeZone":"UTC","devices":[{"token":"\#(Self.token(1))","provider":"apns","registeredAt":"2026-10-01T00:00:00Z"}]}"#,
             #"{"id":"u2","locale":"en","timeZone":"UTC","devices":[{"token":"\#(Self.token(2))","provider":"apns","registeredAt":"2026-11-01T01:00:00Z"}]}"#,
             #"{"id":"u3","locale":"en","timeZone":"UTC","devices":[{"token":"\#(Self.token(3))","provider":"apns"}]}"#,
         ])
-        let imported = try DigestBinary.run(["import", "--db", outbox.db, users])
+        let imported = try await DigestBinary.run(["import", "--db", outbox.db, users])
         #expect(imported.status == 0, "\(imported.stderr)")
         try await Self.fill(outbox, count: 3)
         var faults = FakeAPNsServer.Faults()
@@ -218,7 +218,7 @@ import Testing
     @Test(arguments: TestStore.allCases)
     func expiredProviderTokenOnAYoungTokenExits78NamingTheClock(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let outbox = try Outbox(backend, in: dir)
+        let outbox = try await Outbox(backend, in: dir)
         try await Self.fill(outbox, count: 10)
         let server = try await FakeAPNsServer.start(clock: { FakeAPNsServer.wallClock() + 2 * 3600 })
         await #expect {
@@ -234,7 +234,7 @@ import Testing
     @Test(arguments: TestStore.allCases)
     func expiredProviderTokenOnAnOldTokenRenewsIt(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let outbox = try Outbox(backend, in: dir)
+        let outbox = try await Outbox(backend, in: dir)
         try await Self.fill(outbox, count: 40)
         let base = FakeAPNsServer.wallClock()
         let senderOffset = Atomic<Int64>(0)
@@ -266,7 +266,7 @@ import Testing
     @Test(arguments: TestStore.allCases, Refusal.allCases)
     func refusalsOfTheKeyOrTopicExit78AndReleaseEverything(backend: TestStore, refusal: Refusal) async throws {
         let dir = try TemporaryDirectory()
-        let outbox = try Outbox(backend, in: dir)
+        let outbox = try await Outbox(backend, in: dir)
         try await Self.fill(outbox, count: 30)
         let server = try await FakeAPNsServer.start()
         var key: APNsSigningKey?
@@ -291,7 +291,7 @@ import Testing
     @Test(arguments: TestStore.allCases)
     func busyAnswersAreRetriedAndPayloadTooLargeIsDead(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let outbox = try Outbox(backend, in: dir)
+        let outbox = try await Outbox(backend, in: dir)
         try await Self.fill(outbox, count: 150, payloadBytes: { $0 % 50 == 0 ? 5000 : nil })
         var faults = FakeAPNsServer.Faults()
         faults.tooManyRequestsRate = 0.15
@@ -314,7 +314,7 @@ import Testing
     @Test(arguments: TestStore.allCases)
     func aGoAwayResendsWhatItRefused(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let outbox = try Outbox(backend, in: dir)
+        let outbox = try await Outbox(backend, in: dir)
         try await Self.fill(outbox, count: 200)
         var faults = FakeAPNsServer.Faults()
         faults.minDelayMilliseconds = 20
@@ -337,7 +337,7 @@ import Testing
     @Test(arguments: TestStore.allCases)
     func exactlyOnceDespiteDroppedConnections(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let outbox = try Outbox(backend, in: dir)
+        let outbox = try await Outbox(backend, in: dir)
         let count = 300
         try await Self.fill(outbox, count: count)
         var faults = FakeAPNsServer.Faults()

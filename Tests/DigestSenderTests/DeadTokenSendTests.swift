@@ -13,8 +13,8 @@ import Testing
 /// under three readers gets one message a week.
 @Suite struct DeadTokenSendTests {
     /// Outbox rows as `week token → count`, and their states.
-    func outbox(_ db: String, in dir: TemporaryDirectory) throws -> (byWeekAndToken: [String: Int], states: [String: Int]) {
-        let peek = try DigestBinary.run(["queue", "peek", "--db", db, "--limit", "1000", "--show-tokens"])
+    func outbox(_ db: String, in dir: TemporaryDirectory) async throws -> (byWeekAndToken: [String: Int], states: [String: Int]) {
+        let peek = try await DigestBinary.run(["queue", "peek", "--db", db, "--limit", "1000", "--show-tokens"])
         #expect(peek.status == 0, "\(peek.stderr)")
         var byWeekAndToken: [String: Int] = [:]
         var states: [String: Int] = [:]
@@ -29,7 +29,7 @@ import Testing
 
     @Test(arguments: TestStore.allCases) func aDeadTokenStaysDeadAfterAReimportAndASharedTokenGetsOneMessage(backend: TestStore) async throws {
         let dir = try TemporaryDirectory()
-        let db = try backend.make(in: dir, name: "tokens")
+        let db = try await backend.make(in: dir, name: "tokens")
         let users = try dir.write("users.jsonl", lines: [
             #"{"id":"gone","locale":"en","timeZone":"UTC","devices":[{"token":"tok-dead","platform":"android"}]}"#,
             #"{"id":"r-a","locale":"en","timeZone":"UTC","devices":[{"token":"tok-shared","platform":"ios"}]}"#,
@@ -44,12 +44,12 @@ import Testing
             [#"{"userId":"\#(user)","articleId":"a1","readAt":"2026-11-04T12:00:00Z","seconds":200}"#,
              #"{"userId":"\#(user)","articleId":"a2","readAt":"2026-11-11T12:00:00Z","seconds":200}"#]
         })
-        #expect(try DigestBinary.run(["import", "--db", db, users, articles, reads]).status == 0)
+        #expect(try await DigestBinary.run(["import", "--db", db, users, articles, reads]).status == 0)
 
-        let first = try DigestBinary.run(["run", "--db", db, "--week", "2026-W45", "--as-of", "2026-11-10T00:00:00Z", "--send-at", "now"])
+        let first = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W45", "--as-of", "2026-11-10T00:00:00Z", "--send-at", "now"])
         #expect(first.status == 0, "\(first.stderr)")
         // The shared token is the last line's (r-c): one message, not three.
-        #expect(try outbox(db, in: dir).byWeekAndToken == ["2026-W45 tok-dead": 1, "2026-W45 tok-shared": 1, "2026-W45 tok-keep": 1])
+        await #expect(try outbox(db, in: dir).byWeekAndToken == ["2026-W45 tok-dead": 1, "2026-W45 tok-shared": 1, "2026-W45 tok-keep": 1])
 
         var faults = FakeFCMServer.Faults()
         faults.unregisteredTokens = ["tok-dead"]
@@ -71,20 +71,20 @@ import Testing
         try await server.shutdown()
 
         // The app exports the same users file again: the dead token comes back in it.
-        #expect(try DigestBinary.run(["import", "--db", db, users]).status == 0)
-        let second = try DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-17T00:00:00Z", "--send-at", "now"])
+        #expect(try await DigestBinary.run(["import", "--db", db, users]).status == 0)
+        let second = try await DigestBinary.run(["run", "--db", db, "--week", "2026-W46", "--as-of", "2026-11-17T00:00:00Z", "--send-at", "now"])
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stdout.contains("devices skipped: dead_token 1"), "\(second.stdout)")
         #expect(second.stdout.contains("dead_tokens 1"), "\(second.stdout)")
-        let rows = try outbox(db, in: dir)
+        let rows = try await outbox(db, in: dir)
         #expect(rows.byWeekAndToken["2026-W46 tok-dead"] == nil)
         #expect(rows.byWeekAndToken["2026-W46 tok-shared"] == 1 && rows.byWeekAndToken["2026-W46 tok-keep"] == 1, "\(rows.byWeekAndToken)")
         #expect(rows.states["dead"] == 1 && rows.states["sent"] == 2, "\(rows.states)")
 
         // By hand: the token is alive again.
-        let revive = try DigestBinary.run(["devices", "revive", "--db", db, "tok-dead"])
+        let revive = try await DigestBinary.run(["devices", "revive", "--db", db, "tok-dead"])
         #expect(revive.status == 0 && revive.stdout.contains("alive again"), "\(revive.stdout)\(revive.stderr)")
-        let again = try DigestBinary.run(["devices", "revive", "--db", db, "tok-dead"])
+        let again = try await DigestBinary.run(["devices", "revive", "--db", db, "tok-dead"])
         #expect(again.stdout.contains("was not dead"), "\(again.stdout)")
     }
 }

@@ -16,8 +16,8 @@ import Testing
     }
 
     static func send(_ db: String, _ fcm: FakeFCMServer, metadataHost: String, _ extra: [String] = [], credentials: [String] = ["--credentials", "metadata"],
-                     environment: [String: String?] = [:]) throws -> DigestBinary.Output {
-        try DigestBinary.run(
+                     environment: [String: String?] = [:]) async throws -> DigestBinary.Output {
+        try await DigestBinary.run(
             ["send", "--db", db, "--endpoint", fcm.url, "--drain", "--time-scale", "0.01", "--poll-interval", "0.05"] + credentials + extra,
             environment: ["GCE_METADATA_HOST": metadataHost, "DIGEST_CREDENTIALS": nil, "GOOGLE_APPLICATION_CREDENTIALS": nil].merging(environment) { $1 })
     }
@@ -25,7 +25,7 @@ import Testing
     @Test func sendsWithTheMetadataServersTokenForItsProject() async throws {
         let (dir, db, fcm, metadata) = try await Self.setUp(count: 40)
         defer { withExtendedLifetime(dir) {} }
-        let output = try Self.send(db, fcm, metadataHost: metadata.host)
+        let output = try await Self.send(db, fcm, metadataHost: metadata.host)
         #expect(output.status == 0, "\(output.stderr)")
         #expect(output.stdout.contains("for project digest-test") && output.stdout.contains("with the default service account of the metadata server at \(metadata.host)"),
                 "\(output.stdout)")
@@ -40,7 +40,7 @@ import Testing
         let (dir, db, fcm, metadata) = try await Self.setUp(count: 10)
         defer { withExtendedLifetime(dir) {} }
         // DIGEST_CREDENTIALS=metadata asks too; --project is not looked up, and FCM refuses another project.
-        let output = try Self.send(db, fcm, metadataHost: metadata.host, ["--project", "someone-else"], credentials: [],
+        let output = try await Self.send(db, fcm, metadataHost: metadata.host, ["--project", "someone-else"], credentials: [],
                                    environment: ["DIGEST_CREDENTIALS": "metadata"])
         #expect(output.status == 78, "\(output.stderr)")
         #expect(output.stderr.contains("the default service account of the metadata server at \(metadata.host) may not send messages for the project someone-else"),
@@ -48,7 +48,7 @@ import Testing
         #expect(metadata.stats.projectRequests == 0 && metadata.stats.tokenRequests == 1)
         #expect(try OutboxFixture.states(path: db) == ["ready": 10])
         // GOOGLE_APPLICATION_CREDENTIALS is a path only: `metadata` there is a file that is not there.
-        let file = try Self.send(db, fcm, metadataHost: metadata.host, credentials: [], environment: ["GOOGLE_APPLICATION_CREDENTIALS": "metadata"])
+        let file = try await Self.send(db, fcm, metadataHost: metadata.host, credentials: [], environment: ["GOOGLE_APPLICATION_CREDENTIALS": "metadata"])
         #expect(file.status == 78 && file.stderr.contains("cannot read the service-account file"), "\(file.stderr)")
         try await fcm.shutdown()
         try await metadata.shutdown()
@@ -61,16 +61,16 @@ import Testing
         let closed = try await FakeMetadataServer.start()
         let closedHost = closed.host
         try await closed.shutdown()
-        let absent = try Self.send(db, fcm, metadataHost: closedHost)
+        let absent = try await Self.send(db, fcm, metadataHost: closedHost)
         #expect(absent.status == 78 && absent.stderr.contains("no metadata server answers at \(closedHost)"), "\(absent.stderr)")
         // No service account on the machine: 78, asked once.
         metadata.scriptTokenAnswers([], then: .status(404))
-        let noAccount = try Self.send(db, fcm, metadataHost: metadata.host)
+        let noAccount = try await Self.send(db, fcm, metadataHost: metadata.host)
         #expect(noAccount.status == 78 && noAccount.stderr.contains("no default service account"), "\(noAccount.stderr)")
         #expect(metadata.stats.tokenRequests == 1)
         // There but failing: retried, then 75.
         metadata.scriptTokenAnswers([], then: .status(503))
-        let failing = try Self.send(db, fcm, metadataHost: metadata.host)
+        let failing = try await Self.send(db, fcm, metadataHost: metadata.host)
         #expect(failing.status == 75 && failing.stderr.contains("HTTP 503"), "\(failing.stderr)")
         #expect(metadata.stats.tokenRequests == 1 + 4)
         #expect(try OutboxFixture.states(path: db) == ["ready": 10])

@@ -342,7 +342,7 @@ import Testing
         let (dir, db, server, credentials) = try await Self.setUp(count: 10, faults: .init())
         let taken = try await FakeMetadataServer.start()  // anything listening on loopback
         let port = String(taken.host.split(separator: ":").last!)
-        let output = try DigestBinary.run(["send", "--db", db, "--credentials", credentials, "--endpoint", server.url, "--drain", "--metrics-port", port])
+        let output = try await DigestBinary.run(["send", "--db", db, "--credentials", credentials, "--endpoint", server.url, "--drain", "--metrics-port", port])
         #expect(output.status == 78 && output.stderr.contains("127.0.0.1:\(port): cannot serve /metrics and /healthz"), "\(output.stderr)")
         withExtendedLifetime(dir) {}
         try await taken.shutdown()
@@ -353,17 +353,17 @@ import Testing
         let dir = try TemporaryDirectory()
         let db = dir.path("outbox.sqlite")
         try OutboxFixture.fill(path: db, count: 10)
-        let missing = try DigestBinary.run(["send", "--db", db, "--credentials", dir.path("nope.json")])
+        let missing = try await DigestBinary.run(["send", "--db", db, "--credentials", dir.path("nope.json")])
         #expect(missing.status == 78 && missing.stderr.contains("cannot read the service-account file"), "\(missing.status)")
         // No key at all (no option, no DIGEST_CREDENTIALS or GOOGLE_APPLICATION_CREDENTIALS): 78 at once.
-        let none = try DigestBinary.run(["send", "--db", db], environment: ["DIGEST_CREDENTIALS": nil, "GOOGLE_APPLICATION_CREDENTIALS": nil])
+        let none = try await DigestBinary.run(["send", "--db", db], environment: ["DIGEST_CREDENTIALS": nil, "GOOGLE_APPLICATION_CREDENTIALS": nil])
         #expect(none.status == 78 && none.stderr.contains("no credentials: pass --credentials FILE"), "\(none.status) \(none.stderr)")
         // The key from the environment, the store from DIGEST_DB.
-        let fromEnvironment = try DigestBinary.run(
+        let fromEnvironment = try await DigestBinary.run(
             ["send", "--validate-only"], environment: ["DIGEST_DB": db, "GOOGLE_APPLICATION_CREDENTIALS": dir.path("user.json")])
         #expect(fromEnvironment.status == 78 && fromEnvironment.stderr.contains("user.json"), "\(fromEnvironment.stderr)")
         try #"{"type":"authorized_user"}"#.write(toFile: dir.path("user.json"), atomically: true, encoding: .utf8)
-        let wrongKind = try DigestBinary.run(["send", "--db", db, "--credentials", dir.path("user.json")])
+        let wrongKind = try await DigestBinary.run(["send", "--db", db, "--credentials", dir.path("user.json")])
         #expect(wrongKind.status != 0 && wrongKind.stderr.contains("service-account"))
         #expect(try OutboxFixture.states(path: db) == ["ready": 10])
     }
@@ -378,9 +378,9 @@ import Testing
         let sender = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "once", dir: dir, extra: ["--drain"])
         #expect(try await sender.wait(timeout: .seconds(60)) == 0)
         #expect(try OutboxFixture.states(path: db) == ["sent": 27, "dead": 3])
-        let none = try DigestBinary.run(["queue", "requeue-dead", "--db", db, "--reason", "UNAVAILABLE"])
+        let none = try await DigestBinary.run(["queue", "requeue-dead", "--db", db, "--reason", "UNAVAILABLE"])
         #expect(none.status == 0 && none.stdout.contains("requeued 0 dead messages"))
-        let some = try DigestBinary.run(["queue", "requeue-dead", "--db", db, "--reason", "INVALID_ARGUMENT", "--week", "2026-W46"])
+        let some = try await DigestBinary.run(["queue", "requeue-dead", "--db", db, "--reason", "INVALID_ARGUMENT", "--week", "2026-W46"])
         #expect(some.status == 0 && some.stdout.contains("requeued 3 dead messages"), "\(some.stderr)")
         #expect(try OutboxFixture.states(path: db) == ["sent": 27, "ready": 3])
         try await server.shutdown()
@@ -392,11 +392,11 @@ import Testing
     /// counted, and do not keep `--drain` running.
     @Test func theWeeklyRunsMessagesPassEachProvidersRulesEndToEnd() async throws {
         let dir = try TemporaryDirectory()
-        let demo = try DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "120", "--send-at", "now"])
+        let demo = try await DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "120", "--send-at", "now"])
         #expect(demo.status == 0, "\(demo.stderr)")
         let db = dir.path("demo/digest.sqlite")
         let count = try OutboxFixture.states(path: db)["ready", default: 0]
-        let stats = try DigestBinary.run(["queue", "stats", "--db", db, "--json"])
+        let stats = try await DigestBinary.run(["queue", "stats", "--db", db, "--json"])
         let json = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any], "\(stats.stdout)")
         let apnsCount = try #require((json["byProvider"] as? [String: Int])?["apns"], "\(stats.stdout)")
         #expect(count > 100 && apnsCount > 5 && apnsCount < count)

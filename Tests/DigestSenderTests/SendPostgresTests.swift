@@ -17,7 +17,7 @@ import Testing
     @Test func chaosWithASigkilledSenderLosesNothingOnPostgreSQL() async throws {
         let cluster = try PostgresCluster.shared()
         let url = try cluster.makeDatabase("send")
-        #expect(try DigestBinary.run(["migrate", "--db", url]).status == 0)
+        #expect(try await DigestBinary.run(["migrate", "--db", url]).status == 0)
         let count = 9000
         let concurrency = 32
         try await OutboxFixture.fill(postgres: url, count: count)

@@ -1,6 +1,7 @@
 import DigestStore
 import DigestTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// The page in a real headless Chromium (Debian `chromium`, installed by scripts/setup.sh as root):
@@ -14,7 +15,7 @@ import Testing
         let dir = try TemporaryDirectory()
         let server = PreviewServerTests.server(try await FixtureDatabase.make(in: dir))
         let dom = try await LiveServer.with(server) { port in
-            try Chromium.dumpDOM("http://127.0.0.1:\(port)/?q=u-pl&week=\(FixtureDatabase.week)", profile: dir.path("chromium"))
+            try await Chromium.dumpDOM("http://127.0.0.1:\(port)/?q=u-pl&week=\(FixtureDatabase.week)", profile: dir.path("chromium"))
         }
         let status = try #require(Chromium.element(id: "status", in: dom), "no #status in:\n\(dom.prefix(2000))")
         #expect(status.contains("data-state=\"done\""), "\(status)")
@@ -36,7 +37,7 @@ import Testing
         let dir = try TemporaryDirectory()
         let server = PreviewServerTests.server(try await FixtureDatabase.make(in: dir))
         let dom = try await LiveServer.with(server) { port in
-            try Chromium.dumpDOM(
+            try await Chromium.dumpDOM(
                 "http://127.0.0.1:\(port)/?user=u-zh&week=\(FixtureDatabase.week)&source=computed", profile: dir.path("chromium"))
         }
         let status = try #require(Chromium.element(id: "status", in: dom), "no #status in:\n\(dom.prefix(2000))")
@@ -56,7 +57,7 @@ enum Chromium {
     static let unavailableReason: String? = {
         guard path != nil else { return "chromium is not installed (scripts/setup.sh installs it as root)" }
         do {
-            let dom = try dumpDOM("data:text/html,<p id=probe>ok</p>", profile: nil, budget: 2000)
+            let dom = try dumpDOMBlocking("data:text/html,<p id=probe>ok</p>", profile: nil, budget: 2000)
             return dom.contains("probe") ? nil : "chromium ran but returned no page: \(dom.prefix(200))"
         } catch {
             return "chromium cannot run here: \(error)"
@@ -68,9 +69,33 @@ enum Chromium {
     }
 
     /// Loads `url` headless and returns the DOM after `budget` ms of virtual time (network waits
-    /// do not count), as `--dump-dom` prints it.
-    static func dumpDOM(_ url: String, profile: String?, budget: Int = 20_000) throws -> String {
-        guard let path else { throw Failure(description: "chromium is not installed") }
+    /// do not count), as `--dump-dom` prints it. Waiting holds no thread of the concurrency pool: the
+    /// page's server answers on that pool.
+    static func dumpDOM(_ url: String, profile: String?, budget: Int = 20_000) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            startDump(url, profile: profile, budget: budget) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// ``dumpDOM(_:profile:budget:)`` blocking the calling thread, for the probe of a page that
+    /// needs no server.
+    static func dumpDOMBlocking(_ url: String, profile: String?, budget: Int) throws -> String {
+        let box = ResultBox()
+        let done = DispatchSemaphore(value: 0)
+        startDump(url, profile: profile, budget: budget) { result in
+            box.result = result
+            done.signal()
+        }
+        done.wait()
+        return try box.result!.get()
+    }
+
+    /// Runs chromium, reads its output on a dispatch queue and calls `completion` once, with the DOM
+    /// or why there is none (chromium is terminated after 90 s).
+    private static func startDump(
+        _ url: String, profile: String?, budget: Int, completion: @escaping @Sendable (Result<String, any Error>) -> Void
+    ) {
+        guard let path else { return completion(.failure(Failure(description: "chromium is not installed"))) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         var arguments = [
@@ -83,25 +108,25 @@ enum Chromium {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = DispatchTime.now() + .seconds(90)
-        let reader = DispatchQueue(label: "chromium-out")
-        let box = OutputBox()
-        let done = DispatchSemaphore(value: 0)
-        reader.async {
-            box.data = out.fileHandleForReading.readDataToEndOfFile()
-            done.signal()
+        do { try process.run() } catch { return completion(.failure(error)) }
+        // Whichever comes first, the end of the output or the 90 s, decides.
+        let outcome = Outcome()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(90)) {
+            if outcome.decide(.timedOut) { process.terminate() }
         }
-        if done.wait(timeout: deadline) == .timedOut {
-            process.terminate()
-            throw Failure(description: "chromium did not finish within 90 s")
+        DispatchQueue(label: "chromium-out").async {
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            let timedOut = !outcome.decide(.finished)
+            process.waitUntilExit()
+            if profile == nil { try? FileManager.default.removeItem(atPath: profileDirectory) }
+            if timedOut {
+                completion(.failure(Failure(description: "chromium did not finish within 90 s")))
+            } else if process.terminationStatus != 0 {
+                completion(.failure(Failure(description: "chromium exited with status \(process.terminationStatus)")))
+            } else {
+                completion(.success(String(decoding: data, as: UTF8.self)))
+            }
         }
-        process.waitUntilExit()
-        if profile == nil { try? FileManager.default.removeItem(atPath: profileDirectory) }
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "chromium exited with status \(process.terminationStatus)")
-        }
-        return String(decoding: box.data, as: UTF8.self)
     }
 
     /// The opening tag of the element with `id`.
@@ -117,7 +142,22 @@ enum Chromium {
     }
 }
 
-/// Chromium's output, written by one reader thread before it signals.
-private final class OutputBox: @unchecked Sendable {
-    var data = Data()
+/// Which came first for one chromium: its output's end or its deadline.
+private final class Outcome: Sendable {
+    enum Kind { case finished, timedOut }
+    private let first = Mutex<Kind?>(nil)
+
+    /// Records `kind` if nothing came first; returns whether it did.
+    func decide(_ kind: Kind) -> Bool {
+        first.withLock { first in
+            guard first == nil else { return false }
+            first = kind
+            return true
+        }
+    }
+}
+
+/// The probe's result, written by one reader thread before it signals.
+private final class ResultBox: @unchecked Sendable {
+    var result: Result<String, any Error>?
 }

@@ -110,7 +110,7 @@ import Testing
     @Test func theOutboxMessageAndTheWeeksFiguresWhenTheRunHasBeen() async throws {
         let dir = try TemporaryDirectory()
         let database = try await FixtureDatabase.make(in: dir)
-        let run = try DigestBinary.run(["run", "--db", database.path, "--week", FixtureDatabase.week])
+        let run = try await DigestBinary.run(["run", "--db", database.path, "--week", FixtureDatabase.week])
         #expect(run.status == 0, "\(run.stderr)")
         let rows = try await database.outboxRows(week: FixtureDatabase.week, userID: "u-pl")
         #expect(rows.map(\.platform) == [.android, .ios])
