@@ -10,7 +10,7 @@ import Testing
     static func downloader(allow: String? = "127.0.0.1", total: Duration = .seconds(60), maxBytes: Int = 1_000_000) throws -> ImageDownloader {
         var configuration = ImageDownloader.Configuration()
         configuration.totalTimeout = total
-        configuration.connectTimeout = .seconds(1)
+        configuration.connectTimeout = .seconds(10)  // a loopback connect took over 1 s in a loaded run
         configuration.maxBytes = maxBytes
         if let allow { configuration.addressGuard = try AddressGuard(allowList: allow) }
         return ImageDownloader(configuration: configuration)

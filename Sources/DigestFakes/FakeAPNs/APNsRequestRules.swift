@@ -42,8 +42,12 @@ enum APNsRequestRules {
     static func checkRequestLine(method: String, path: String, headers: [(String, String)]) -> Failure? {
         guard path.hasPrefix(devicePathPrefix) else { return Failure(404, "BadPath") }
         guard method == "POST" else { return Failure(405, "MethodNotAllowed") }
-        var seen = Set<String>()
-        for (name, _) in headers where !seen.insert(name.lowercased()).inserted { return Failure(400, "DuplicateHeaders") }
+        // HTTP/2 names are lower-case already (RFC 9113 8.2.1); others are folded first.
+        var seen = Set<String>(minimumCapacity: headers.count)
+        for (name, _) in headers {
+            let folded = name.utf8.contains(where: { (0x41...0x5A).contains($0) }) ? name.lowercased() : name
+            if !seen.insert(folded).inserted { return Failure(400, "DuplicateHeaders") }
+        }
         return nil
     }
 
@@ -55,8 +59,8 @@ enum APNsRequestRules {
         guard !token.isEmpty else { return .failure(Failure(400, "MissingDeviceToken")) }
         guard isDeviceToken(token) else { return .failure(Failure(400, "BadDeviceToken")) }
         var apns: [String: String] = [:]
-        for (name, value) in headers {
-            let name = name.lowercased()
+        for (name, value) in headers where name.utf8.count > 5 {
+            let name = name.utf8.contains(where: { (0x41...0x5A).contains($0) }) ? name.lowercased() : name
             if name.hasPrefix("apns-") { apns[name] = value }
         }
         guard let topic = apns["apns-topic"] else { return .failure(Failure(400, "MissingTopic")) }
@@ -104,10 +108,9 @@ enum APNsRequestRules {
 
     /// 8-4-4-4-12 hexadecimal digits, either case.
     static func isUUID(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 36 else { return false }
-        for (index, byte) in bytes.enumerated() {
-            if [8, 13, 18, 23].contains(index) {
+        guard text.utf8.count == 36 else { return false }
+        for (index, byte) in text.utf8.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
                 guard byte == UInt8(ascii: "-") else { return false }
             } else if !isHexDigit(byte) {
                 return false
@@ -212,7 +215,7 @@ enum PayloadShape {
             switch byte {
             case UInt8(ascii: "{"): return object { parser, _ in parser.value() }
             case UInt8(ascii: "["): return array()
-            case UInt8(ascii: "\""): return string() != nil
+            case UInt8(ascii: "\""): return skipString()
             case UInt8(ascii: "t"): return literal("true")
             case UInt8(ascii: "f"): return literal("false")
             case UInt8(ascii: "n"): return literal("null")
@@ -271,6 +274,36 @@ enum PayloadShape {
                 default: return false
                 }
             }
+        }
+
+        /// A string checked as ``string()`` checks it, without decoding it (a value: only keys are
+        /// needed decoded); false when malformed.
+        mutating func skipString() -> Bool {
+            index += 1  // "
+            while let byte = peek {
+                index += 1
+                switch byte {
+                case UInt8(ascii: "\""):
+                    return true
+                case UInt8(ascii: "\\"):
+                    guard let escape = peek else { return false }
+                    index += 1
+                    switch escape {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"),
+                        UInt8(ascii: "r"), UInt8(ascii: "t"):
+                        break
+                    case UInt8(ascii: "u"):
+                        guard hex4() != nil else { return false }
+                    default:
+                        return false
+                    }
+                case 0..<0x20:
+                    return false
+                default:
+                    break
+                }
+            }
+            return false
         }
 
         /// A string, decoded (escapes resolved; lone surrogates become U+FFFD); nil when malformed.
