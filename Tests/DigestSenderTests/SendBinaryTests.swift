@@ -161,7 +161,7 @@ import Testing
 
         server.setFaults(FakeFCMServer.Faults())
         let second = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "second", dir: dir, extra: ["--drain"])
-        #expect(try await second.wait(timeout: .seconds(120)) == 0, "\(second.output)")
+        #expect(try await second.wait(timeout: .seconds(300)) == 0, "\(second.output)")
         #expect(try OutboxFixture.states(path: db) == ["sent": count])
         #expect(server.stats.delivered == count && server.stats.duplicates == 0)
         try await server.shutdown()

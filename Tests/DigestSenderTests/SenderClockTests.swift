@@ -16,7 +16,7 @@ import Testing
             configuration.drain = false
         } _: { sender, _ in
             let sending = Task { try await sender.send() }
-            try await SendBinaryTests.until(.seconds(30)) {
+            try await SendBinaryTests.until(.seconds(120)) {
                 try OutboxFixture.scalar(path: db, "SELECT state || ' ' || attempts FROM digest_outbox") == "ready 1"
             }
             sending.cancel()  // a stop, as SIGTERM's graceful shutdown is
