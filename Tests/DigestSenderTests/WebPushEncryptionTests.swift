@@ -98,6 +98,22 @@ import Testing
         }
     }
 
+    /// For scripts/webpush-crosscheck.py only: with `DIGEST_WEBPUSH_SAMPLES=FILE` set, writes bodies
+    /// encrypted here with their receivers' keys (JSON lines, base64url) for another library to decrypt;
+    /// otherwise does nothing.
+    @Test func samplesForTheCrossCheck() throws {
+        guard let path = ProcessInfo.processInfo.environment["DIGEST_WEBPUSH_SAMPLES"], !path.isEmpty else { return }
+        var lines: [String] = []
+        for size in [0, 1, 41, 1000, 3993] {
+            let subscriber = Subscriber()
+            let plaintext = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+            let body = try WebPushEncryption.encrypt(plaintext, to: try subscriber.keys)
+            lines.append(
+                #"{"private":"\#(Base64URL.encode(Array(subscriber.privateKey.rawRepresentation)))","auth":"\#(Base64URL.encode(subscriber.auth))","plaintext":"\#(Base64URL.encode(plaintext))","body":"\#(Base64URL.encode(body))"}"#)
+        }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
     static let goodPoint = Base64URL.encode(Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation))
     static let goodAuth = Base64URL.encode([UInt8](repeating: 7, count: 16))
 
