@@ -17,12 +17,13 @@ struct Digest: AsyncParsableCommand {
         discussion: """
             Exit statuses: 0 done; 64 a bad command line; 78 a configuration, key or schema refused (fix it: \
             a restart fails the same way); 75 the store or the network unavailable (a later try may work); \
-            1 anything else.
+            73 an output file that exists or cannot be created; 1 anything else.
             """,
         version: version,
         subcommands: [
             DemoCommand.self, ImportCommand.self, RunCommand.self, PreviewCommand.self, ServeCommand.self, QueueCommand.self,
             SendCommand.self, MigrateCommand.self, ImagesCommand.self, DevicesCommand.self, CollectCommand.self, ReportCommand.self,
+            WebPushCommand.self,
         ])
 
     /// Logs go to stderr at `DIGEST_LOG_LEVEL` (default `warning`); output stays on stdout.
@@ -44,6 +45,8 @@ enum ExitStatus {
     static let configuration = ExitCode(78)
     /// The store or the network is unavailable: a later try may work (EX_TEMPFAIL).
     static let unavailable = ExitCode(75)
+    /// An output file exists (and is not overwritten) or cannot be created (EX_CANTCREAT).
+    static let cannotCreate = ExitCode(73)
 
     /// The status `error` calls for, when it is one of those two.
     static func of(_ error: any Error) -> ExitCode? {
