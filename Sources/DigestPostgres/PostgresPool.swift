@@ -134,43 +134,18 @@ final class PostgresClients: Sendable {
     /// value ignores cancellation, and a task group would wait for its children anyway (the wait this
     /// replaces did, so it never returned while a run hung).
     private static func wait(for runs: [Task<Void, Never>], atMost limit: Duration) async {
-        let first = FirstOf()
+        let first = PostgresPool.OneShot<Void>()
         let timer = Task {
             try? await Task.sleep(for: limit)
-            first.resume()
+            first.resume(.success(()))
         }
         let ended = Task {
             for run in runs { await run.value }
-            first.resume()
+            first.resume(.success(()))
         }
-        await withCheckedContinuation { first.wait($0) }
+        try? await withCheckedThrowingContinuation { first.wait($0) }
         timer.cancel()
         _ = ended
-    }
-
-    /// A continuation resumed by the first of several callers of ``resume()``, even one that comes
-    /// before ``wait(_:)``.
-    private final class FirstOf: Sendable {
-        private enum State { case idle, waiting(CheckedContinuation<Void, Never>), done }
-        private let state = Mutex(State.idle)
-
-        func wait(_ continuation: CheckedContinuation<Void, Never>) {
-            let resumeNow = state.withLock { state -> Bool in
-                guard case .idle = state else { return true }
-                state = .waiting(continuation)
-                return false
-            }
-            if resumeNow { continuation.resume() }
-        }
-
-        func resume() {
-            let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                defer { state = .done }
-                if case .waiting(let continuation) = state { return continuation }
-                return nil
-            }
-            waiting?.resume()
-        }
     }
 
     var isClosed: Bool {
@@ -485,7 +460,7 @@ struct PostgresPool: Sendable {
     }
 
     /// A continuation resumed once, by the first result, even one that comes before ``wait(_:)``.
-    private final class OneShot<T: Sendable>: Sendable {
+    final class OneShot<T: Sendable>: Sendable {
         private enum State { case idle, waiting(CheckedContinuation<T, any Error>), result(Result<T, any Error>), done }
         private let state = Mutex(State.idle)
 
