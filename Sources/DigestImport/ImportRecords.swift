@@ -41,6 +41,8 @@ enum ImportRecords {
                     platform = .ios
                 case (.apns, let name?):
                     throw LineProblem(.badPlatform, "\(path): platform \(ImportFieldRules.quote(name)) with provider apns (ios or none)")
+                case (.webpush, _):
+                    throw LineProblem(.badProvider, "\(path): provider webpush is not imported by this build")
                 case (.fcm, let given):
                     let name: String
                     if let given { name = given } else { name = try fields.string("platform") }

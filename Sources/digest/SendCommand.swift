@@ -373,6 +373,7 @@ extension Provider {
         switch self {
         case .fcm: "FCM"
         case .apns: "APNs"
+        case .webpush: "Web Push"
         }
     }
 
@@ -381,6 +382,7 @@ extension Provider {
         switch self {
         case .fcm: "--credentials"
         case .apns: "--apns-key-file (with --apns-key-id, --apns-team-id, --apns-topic)"
+        case .webpush: "--vapid-key-file (with --vapid-subject)"
         }
     }
 }

@@ -236,6 +236,8 @@ public struct BatchComposer: Sendable {
                 for (index, request) in zip(indices, apns.messages(for: encoded, devices: chosen, messageIDs: chosenIDs)) {
                     bodies[index] = (request.payload, request.headers.json)
                 }
+            case .webpush:
+                preconditionFailure("canEncode leaves Web Push devices out")
             }
         }
         user.messages = devices.indices.map { index in
@@ -257,6 +259,7 @@ public struct BatchComposer: Sendable {
     static func canEncode(_ device: Device) -> Bool {
         switch device.provider {
         case .fcm, .apns: true
+        case .webpush: false
         }
     }
 

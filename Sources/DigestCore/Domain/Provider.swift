@@ -5,4 +5,7 @@ public enum Provider: String, Sendable, Hashable, CaseIterable, Codable {
     case fcm
     /// Apple Push Notification service, direct: the token is the APNs device token (lower-case hex).
     case apns
+    /// Standard Web Push (RFC 8030, 8291, 8292): the token is the subscription's endpoint URL, and the
+    /// device keeps the subscription's keys.
+    case webpush
 }
