@@ -1,4 +1,5 @@
 import Crypto
+import DigestCore
 import DigestTesting
 import Foundation
 import Testing

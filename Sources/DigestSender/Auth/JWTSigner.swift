@@ -41,18 +41,3 @@ struct JWTSigner: Sendable {
         return signingInput + "." + Base64URL.encode(Array(signature.rawRepresentation))
     }
 }
-
-/// Base64 without padding, URL alphabet (JWT).
-package enum Base64URL {
-    package static func encode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64).map(Array.init)
-    }
-}

@@ -1,4 +1,5 @@
 import Crypto
+import DigestCore
 import Foundation
 
 /// The application server's VAPID key (RFC 8292): an ECDSA P-256 private key that signs the JWT of

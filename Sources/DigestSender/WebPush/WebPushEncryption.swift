@@ -1,4 +1,5 @@
 package import Crypto
+package import DigestCore
 
 /// Message encryption for Web Push (RFC 8291) in the `aes128gcm` content coding (RFC 8188): the body
 /// of a push request, readable only by the subscription's browser.

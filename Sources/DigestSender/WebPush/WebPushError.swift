@@ -5,11 +5,9 @@
 package struct WebPushError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The kind of failure; compare with the static members.
     package struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: String { case subscriptionKeys, payloadTooLarge, endpoint }
+        private enum Value: String { case payloadTooLarge, endpoint }
         private let value: Value
 
-        /// `p256dh` is not a P-256 point, or `auth` is not 16 bytes.
-        package static let subscriptionKeys = Code(value: .subscriptionKeys)
         /// The plaintext is over ``WebPushEncryption/maxPlaintextBytes``.
         package static let payloadTooLarge = Code(value: .payloadTooLarge)
         /// The endpoint is not an `https` URL with a host.
