@@ -62,6 +62,7 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
         var dead: (ids: [Int64], reasons: [String]) = ([], [])
         var unregistered: (ids: [Int64], diedAt: [Int64]) = ([], [])
         var released: [Int64] = []
+        var postponed: (ids: [Int64], until: [Int64], reasons: [String]) = ([], [], [])
         for settlement in settlements {
             switch settlement {
             case .sent(let id, let name): sent.ids.append(id); sent.names.append(name)
@@ -70,10 +71,12 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
             case .unregistered(let id, let reason, let diedAt):
                 unregistered.ids.append(id); unregistered.diedAt.append(diedAt ?? now)
                 dead.ids.append(id); dead.reasons.append(reason)
-            case .release(let id): released.append(id)
+            case .release(let id, nil, nil): released.append(id)
+            case .release(let id, let until, let reason):
+                postponed.ids.append(id); postponed.until.append(until ?? 0); postponed.reasons.append(reason ?? "")
             }
         }
-        return try await pool.transaction { [sent, retries, dead, unregistered, released] connection in
+        return try await pool.transaction { [sent, retries, dead, unregistered, released, postponed] connection in
             var applied = 0
             if !sent.ids.isEmpty {
                 applied += try await connection.changed(
@@ -131,6 +134,19 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                     UPDATE digest_outbox
                     SET state = 'ready', attempts = greatest(attempts - 1, 0), lease_owner = NULL, leased_until = NULL
                     WHERE id = ANY(\(released)) AND state = 'leased' AND lease_owner = \(owner)
+                    RETURNING 1
+                    """)
+            }
+            if !postponed.ids.isEmpty {
+                // 0 and '' stand for "as it was" (the arrays carry no NULLs).
+                applied += try await connection.changed(
+                    """
+                    UPDATE digest_outbox o
+                    SET state = 'ready', attempts = greatest(o.attempts - 1, 0), lease_owner = NULL, leased_until = NULL,
+                        available_at = CASE WHEN t.until > 0 THEN to_timestamp(t.until) ELSE o.available_at END,
+                        last_error = CASE WHEN t.reason <> '' THEN t.reason ELSE o.last_error END
+                    FROM unnest(\(postponed.ids)::int8[], \(postponed.until)::int8[], \(postponed.reasons)::text[]) AS t(id, until, reason)
+                    WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
                     RETURNING 1
                     """)
             }

@@ -84,10 +84,12 @@ final class SQLiteOutboxQueries {
                     statement.bind(owner, at: 2)
                     statement.bind(reason, at: 3)
                     statement.bind(now, at: 4)
-                case .release(let id):
+                case .release(let id, let until, let reason):
                     statement = try connection.statement(SQL.release)
                     statement.bind(id, at: 1)
                     statement.bind(owner, at: 2)
+                    statement.bind(until, at: 3)
+                    statement.bind(reason, at: 4)
                 }
                 try statement.run()
                 applied += connection.changes
@@ -210,7 +212,8 @@ final class SQLiteOutboxQueries {
             """
         static let release = """
             UPDATE digest_outbox
-            SET state = 'ready', attempts = max(attempts - 1, 0), lease_owner = NULL, leased_until = NULL
+            SET state = 'ready', attempts = max(attempts - 1, 0), lease_owner = NULL, leased_until = NULL,
+                available_at = coalesce(?3, available_at), last_error = coalesce(?4, last_error)
             \(held)
             """
         static let extend = "UPDATE digest_outbox SET leased_until = ?3 \(held)"

@@ -26,7 +26,7 @@ import Testing
     }
 
     static func released(_ settled: [Settlement]) -> [Int64] {
-        settled.compactMap { if case .release(let id) = $0 { id } else { nil } }
+        settled.compactMap { if case .release(let id, _, _) = $0 { id } else { nil } }
     }
 
     @Test func twentyBadDeviceTokensFirstFailTheRunWithExit78AndKillNothing() {

@@ -118,12 +118,15 @@ public enum Settlement: Sendable, Hashable {
     /// the app registers it again after that (APNs says since when a token is invalid, and a device
     /// registered after that time is alive).
     case unregistered(id: Int64, reason: String, diedAt: Int64? = nil)
-    /// `ready` again, untried: the lease does not count as an attempt.
-    case release(id: Int64)
+    /// `ready` again, untried: the lease does not count as an attempt. With `until`, not due before
+    /// then and `reason` kept as its last error: a message the sender may not send for now (its
+    /// push service's host is not allowed, or that service refuses the sender's key), left as it was
+    /// for a later look instead of leased again at once.
+    case release(id: Int64, until: Int64? = nil, reason: String? = nil)
 
     public var id: Int64 {
         switch self {
-        case .sent(let id, _), .retry(let id, _, _), .dead(let id, _), .unregistered(let id, _, _), .release(let id): id
+        case .sent(let id, _), .retry(let id, _, _), .dead(let id, _), .unregistered(let id, _, _), .release(let id, _, _): id
         }
     }
 }

@@ -95,6 +95,36 @@ import Testing
         }
     }
 
+    /// A postponed release (a message the sender may not send for now) is untried, not due before its
+    /// time, carries its reason, and is left alone by the holder's other leases; a plain release in the
+    /// same settlement keeps its time and last error.
+    @Test(arguments: Backend.allCases) func aPostponedReleaseIsUntriedAndDueLater(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        try await store.outbox(count: 3)
+        try await store.withConsumer { consumer in
+            let leased = try await consumer.lease(owner: "a", limit: 3, now: 10, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
+            let ids = leased.map(\.id)
+            #expect(try await consumer.settle([.retry(id: ids[2], at: 11, error: "UNAVAILABLE: 503")], owner: "a", now: 10, maxAttempts: 5) == 1)
+            let again = try await consumer.lease(owner: "a", limit: 3, now: 12, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm])
+            #expect(again.map(\.id) == [ids[2]] && again.first?.attempts == 2)
+            #expect(try await consumer.settle([.release(id: ids[0], until: 910, reason: "HOST_NOT_ALLOWED: push.example.net")], owner: "b", now: 12, maxAttempts: 5) == 0)
+            let applied = try await consumer.settle(
+                [
+                    .release(id: ids[0], until: 910, reason: "HOST_NOT_ALLOWED: push.example.net"),
+                    .release(id: ids[1]),
+                    .release(id: ids[2], until: 920, reason: "VAPID_REFUSED: push.example.net refuses the key"),
+                ], owner: "a", now: 12, maxAttempts: 5)
+            #expect(applied == 3)
+            let rows = try store.rows()
+            #expect(rows[ids[0]]?.state == .ready && rows[ids[0]]?.attempts == 0 && rows[ids[0]]?.availableAt == 910)
+            #expect(rows[ids[0]]?.lastError == "HOST_NOT_ALLOWED: push.example.net")
+            #expect(rows[ids[1]]?.state == .ready && rows[ids[1]]?.attempts == 0 && rows[ids[1]]?.lastError == nil)
+            #expect(rows[ids[1]]?.availableAt == 0)
+            #expect(rows[ids[2]]?.attempts == 1 && rows[ids[2]]?.availableAt == 920 && rows[ids[2]]?.lastError == "VAPID_REFUSED: push.example.net refuses the key")
+            #expect(try await consumer.lease(owner: "a", limit: 3, now: 909, leaseSeconds: 60, maxAttempts: 5, providers: [.fcm]).map(\.id) == [ids[1]])
+        }
+    }
+
     @Test(arguments: Backend.allCases) func fourConsumersLeasingAtOnceNeverShareAMessage(backend: Backend) async throws {
         let store = try await StoreHarness(backend)
         try await store.outbox(count: 400)
