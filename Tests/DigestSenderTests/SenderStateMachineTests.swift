@@ -49,6 +49,24 @@ import Testing
         #expect(summary?.sent == 1 && summary?.released == 2 && summary?.dead == ["INVALID_ARGUMENT": 1])
     }
 
+    @Test func aPostponedMessageGoesBackUntriedUntilLaterAndTheRunGoesOn() {
+        var configuration = Self.configuration(lanes: [1])
+        configuration.leaseBatch = 3
+        var run = Run(configuration)
+        run.lease(3)
+        run.answer(.postponed(.init(code: "HOST_NOT_ALLOWED", detail: "push.example.net is not allowed"), for: .seconds(900)))
+        run.settle()
+        #expect(run.settled == [.release(id: 1, until: run.unixTime + 900, reason: "HOST_NOT_ALLOWED: push.example.net is not allowed")])
+        #expect(run.reported.contains(.postponed(code: "HOST_NOT_ALLOWED", id: 1)) && run.sends == [1, 2])
+        run.stop()
+        run.answer(.sent(receipt: "n2"))
+        run.settle()
+        run.settle()
+        let summary = run.finished
+        #expect(summary?.postponed == ["HOST_NOT_ALLOWED": 1] && summary?.sent == 1 && summary?.released == 1 && summary?.retried.isEmpty == true)
+        #expect(summary?.lines().contains("left untried for later: 1 (HOST_NOT_ALLOWED 1)") == true)
+    }
+
     @Test func aLeaseThatReturnsDuringAStopIsReleased() {
         var run = Run(Self.configuration(lanes: [2]))
         run.stop()

@@ -16,6 +16,8 @@ public struct SendSummary: Sendable, Hashable, Codable {
     public var devicesRemoved = 0
     /// Leases given back untried at shutdown.
     public var released = 0
+    /// Given back untried for a later look, by reason (Web Push: `HOST_NOT_ALLOWED`, `VAPID_REFUSED`).
+    public var postponed: [String: Int] = [:]
     /// Draining: messages left `ready` and not due yet (waiting for their delivery time, or held
     /// through their reader's quiet hours), and when the first of them is due.
     public var waiting = 0
@@ -40,6 +42,7 @@ public struct SendSummary: Sendable, Hashable, Codable {
         lines.append("dead: \(deadTotal)\(list(dead))")
         if devicesRemoved > 0 { lines.append("tokens marked dead (unregistered): \(devicesRemoved)") }
         if released > 0 { lines.append("released at shutdown: \(released)") }
+        if !postponed.isEmpty { lines.append("left untried for later: \(postponed.values.reduce(0, +))\(list(postponed))") }
         if waiting > 0 {
             let at = nextDue.map { " (the first at \(Timestamp.format($0)))" } ?? ""
             lines.append("not due yet: \(waiting)\(at), waiting for their delivery time or held through quiet hours")

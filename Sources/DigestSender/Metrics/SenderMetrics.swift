@@ -42,6 +42,10 @@ struct SenderMetrics: Sendable {
         Counter(label: "digest_sender_retried_total", dimensions: [("provider", provider.rawValue), ("reason", code)]).increment()
     }
 
+    func postponed(_ code: String) {
+        Counter(label: "digest_sender_postponed_total", dimensions: [("provider", provider.rawValue), ("reason", code)]).increment()
+    }
+
     func dead(_ code: String) {
         Counter(label: "digest_sender_dead_total", dimensions: [("provider", provider.rawValue), ("reason", code)]).increment()
     }

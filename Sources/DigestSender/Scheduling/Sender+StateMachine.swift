@@ -123,6 +123,8 @@ struct SenderStateMachine<Instant: InstantProtocol>: Sendable where Instant.Dura
         case dead(code: String, id: Int64, userID: String)
         /// Leases given back untried.
         case released(Int)
+        /// A message given back untried for a later look (``PushOutcome/postponed(_:for:)``).
+        case postponed(code: String, id: Int64)
         /// A provider's hold on every send started or grew.
         case held
         /// Sends waited this long for the pacer.

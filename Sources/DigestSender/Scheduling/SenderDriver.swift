@@ -139,6 +139,9 @@ struct SenderDriver<Consumer: OutboxConsumer, Transport: PushTransport>: Sendabl
         case .released(let count):
             metrics.released.increment(by: count)
             logger.notice("released leases", metadata: ["count": "\(count)"])
+        case .postponed(let code, let id):
+            metrics.postponed(code)
+            logger.debug("postponed", metadata: ["digest.message_id": "\(id)", "digest.error": "\(code)"])
         case .held: metrics.quotaHolds.increment()
         case .paced(let waited): metrics.pacedMicroseconds.increment(by: Int64(waited.seconds * 1e6))
         case .leased(let count): logger.debug("leased", metadata: ["count": "\(count)"])

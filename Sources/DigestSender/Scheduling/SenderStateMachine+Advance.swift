@@ -47,6 +47,12 @@ extension SenderStateMachine {
             // Not tried as far as the outbox is concerned: released, as the ones not sent.
             if !dry { pending.append((.release(id: message.id), nil)) }
             stop(refusal: error, &actions)
+        case .postponed(let failure, let wait):
+            summary.postponed[failure.code, default: 0] += 1
+            actions.append(.report(.postponed(code: failure.code, id: message.id)))
+            if !dry {
+                settle(.release(id: message.id, until: unixTime + Int64(wait.seconds.rounded(.up)), reason: failure.reason), lane: lane)
+            }
         }
     }
 

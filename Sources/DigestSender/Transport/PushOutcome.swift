@@ -27,4 +27,8 @@ enum PushOutcome: Sendable {
     case messageDead(Failure)
     /// The provider or the credentials source refused this sender: no retry helps, stop everything.
     case credentialsRefused(SenderError)
+    /// Not tried, and not to be tried for now: the message goes back untried, not due before `for`
+    /// from now, with the failure as its last error (Web Push: a host the sender may not contact, an
+    /// origin that refuses the sender's key). The rest of the run goes on.
+    case postponed(Failure, for: Duration)
 }
