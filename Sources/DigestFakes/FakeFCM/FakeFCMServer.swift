@@ -24,7 +24,7 @@ import _CryptoExtras
 /// // digest send --credentials sa.json --endpoint server.url …
 /// try await server.shutdown()
 /// ```
-package final class FakeFCMServer: Sendable {
+package final class FakeFCMServer: FakeHTTPService {
     /// Faults injected into `messages:send`, each decided per request.
     package struct Faults: Sendable, Hashable, Codable {
         /// Share answered 503 `UNAVAILABLE` with `Retry-After: retryAfterSeconds`.
@@ -173,7 +173,7 @@ package final class FakeFCMServer: Sendable {
                 guard let sslContext else {
                     return channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                        try channel.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
+                        try channel.pipeline.syncOperations.addHandler(FakeHTTP1Handler(server: server))
                     }
                 }
                 // HTTPS: HTTP/2 or HTTP/1.1 as ALPN decides; HTTP/2 at the frame level, one handler a connection.
@@ -184,12 +184,12 @@ package final class FakeFCMServer: Sendable {
                         channel.eventLoop.makeCompletedFuture {
                             try channel.pipeline.syncOperations.addHandler(
                                 NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()))
-                            try channel.pipeline.syncOperations.addHandler(FakeFCMHTTP2Handler(server: server))
+                            try channel.pipeline.syncOperations.addHandler(FakeHTTP2Handler(server: server))
                         }
                     } http1ChannelConfigurator: { channel in
                         channel.eventLoop.makeCompletedFuture {
                             try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                            try channel.pipeline.syncOperations.addHandler(FakeFCMHandler(server: server))
+                            try channel.pipeline.syncOperations.addHandler(FakeHTTP1Handler(server: server))
                         }
                     }
                 }
@@ -267,10 +267,7 @@ package final class FakeFCMServer: Sendable {
 
     // MARK: Answers
 
-    enum Reply {
-        case answer(status: Int, headers: [(String, String)], body: String, delay: Int)
-        case drop(delay: Int)
-    }
+    typealias Reply = FakeReply
 
     func reply(method: String, path: String, headers: [(String, String)], body: [UInt8], http2: Bool = false) -> Reply {
         switch (method, path) {
@@ -290,6 +287,9 @@ package final class FakeFCMServer: Sendable {
     }
 
     func answered() { state.withLock { $0.inFlight -= 1 } }
+
+    /// `messages:send` requests count as in flight until answered.
+    func counts(path: String) -> Bool { path.hasSuffix("/messages:send") }
 
     private func tokenReply(_ body: [UInt8]) -> Reply {
         let form = Self.form(String(decoding: body, as: UTF8.self))

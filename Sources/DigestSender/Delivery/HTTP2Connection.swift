@@ -122,7 +122,7 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
             let status = headers.headers.first(name: ":status").flatMap { Int($0) }
             perform(streams.headers(
                 streamID, status: status, retryAfter: status.flatMap { $0 >= 200 ? headers.headers.first(name: "retry-after") : nil },
-                id: status.flatMap { $0 >= 200 ? headers.headers.first(name: "apns-id") : nil }, endStream: headers.endStream, now: .now()))
+                id: status.flatMap { $0 >= 200 ? headers.headers.first(name: "apns-id") ?? headers.headers.first(name: "location") : nil }, endStream: headers.endStream, now: .now()))
         case .data(let data):
             consumed += data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
             guard case .byteBuffer(let buffer) = data.data else { return }

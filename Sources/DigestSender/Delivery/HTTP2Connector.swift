@@ -26,6 +26,10 @@ package final class HTTP2Connector: Sendable {
     /// A new connection opens one stream at a time until a request on it was answered 200, then as
     /// many as the server allows (APNs).
     let oneStreamUntilSuccess: Bool
+    /// When set, the host is resolved here (off the event loop) and the address it gives checked
+    /// before anything is connected; an address it refuses fails the connection with its error (Web
+    /// Push: ``PushHostPolicy``). The connection then goes to that very address.
+    let addressCheck: (@Sendable (SocketAddress) -> (any Error)?)?
     private let tls: TLSConfiguration
     /// Made on first use, shared by every connection (making one reads the trust roots).
     private let sslContext = Mutex<Result<NIOSSLContext, any Error>?>(nil)
@@ -33,7 +37,7 @@ package final class HTTP2Connector: Sendable {
     /// For an `https` `url` (nil otherwise); `caFile`: a PEM file of extra trusted CA certificates.
     package init?(
         url: String, caFile: String?, connectTimeout: NIOCore.TimeAmount = .seconds(5), contentType: String = HTTP2Connector.fcmContentType,
-        oneStreamUntilSuccess: Bool = false
+        oneStreamUntilSuccess: Bool = false, addressCheck: (@Sendable (SocketAddress) -> (any Error)?)? = nil
     ) {
         guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https", let host = components.host, !host.isEmpty
         else { return nil }
@@ -44,6 +48,7 @@ package final class HTTP2Connector: Sendable {
         self.connectTimeout = connectTimeout
         self.contentType = contentType
         self.oneStreamUntilSuccess = oneStreamUntilSuccess
+        self.addressCheck = addressCheck
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
         tls.applicationProtocols = ["h2", "http/1.1"]
@@ -71,7 +76,7 @@ package final class HTTP2Connector: Sendable {
         // An IP address is no server name (SNI); NIOSSL then checks the certificate against the address.
         let serverName = host.contains(":") || host.allSatisfy({ $0.isNumber || $0 == "." }) ? nil : host
         let timeout = connectTimeout
-        let started = ClientBootstrap(group: loop)
+        let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(timeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
@@ -101,7 +106,18 @@ package final class HTTP2Connector: Sendable {
                     try channel.pipeline.syncOperations.addHandler(HandshakeFailure(promise: promise))
                 }
             }
-            .connect(host: host, port: port)
+        let started: EventLoopFuture<any Channel>
+        if let addressCheck {
+            let host = host, port = port
+            started = NIOThreadPool.singleton.runIfActive(eventLoop: loop) {
+                try SocketAddress.makeAddressResolvingHost(host, port: port)
+            }.flatMapThrowing { address in
+                if let refusal = addressCheck(address) { throw refusal }
+                return address
+            }.flatMap { bootstrap.connect(to: $0) }
+        } else {
+            started = bootstrap.connect(host: host, port: port)
+        }
         started.whenComplete { result in
             switch result {
             case .success(let channel):

@@ -29,17 +29,21 @@ import Synchronization
         @_spi(Benchmarks) public var status: Int
         @_spi(Benchmarks) public var retryAfter: String?
         @_spi(Benchmarks) public var body: ByteBuffer
-        /// The answer's `apns-id` (APNs).
+        /// The provider's id of what it accepted: the answer's `apns-id` (APNs), else its `Location`
+        /// (Web Push: the message's URL at the push service).
         var id: String?
     }
 
-    /// A request beyond the exchange's URL: the body, the bearer token, the path when not the URL's,
-    /// and more headers (after `authorization`, before `content-type`).
+    /// A request beyond the exchange's URL: the body, the credentials (`authorization`: a bearer
+    /// token, or another scheme's value), the path when not the URL's, and more headers (after
+    /// `authorization`, before `content-type`).
     struct Outgoing: Sendable {
         var body: ByteBuffer
         var token: String
         var path: String?
         var headers: [(name: String, value: String)] = []
+        /// The `authorization` scheme when not `Bearer` (Web Push: `vapid`, with `t=…, k=…` as the token).
+        var scheme: String?
     }
 
     private let client: HTTPClient
@@ -175,7 +179,7 @@ import Synchronization
             return cached.request
         }
         var headers = HTTPHeaders()
-        headers.add(name: "Authorization", value: "Bearer \(outgoing.token)")
+        headers.add(name: "Authorization", value: "\(outgoing.scheme ?? "Bearer") \(outgoing.token)")
         for (name, value) in outgoing.headers { headers.add(name: name, value: value) }
         headers.add(name: "Content-Type", value: contentType)
         guard let path = outgoing.path else {
@@ -213,7 +217,7 @@ private final class AnswerCollector: HTTPClientResponseDelegate {
         answer.withLock {
             $0.status = Int(head.status.code)
             $0.retryAfter = head.headers.first(name: "Retry-After")
-            $0.id = head.headers.first(name: "apns-id")
+            $0.id = head.headers.first(name: "apns-id") ?? head.headers.first(name: "location")
         }
         return task.eventLoop.makeSucceededVoidFuture()
     }

@@ -49,6 +49,8 @@ extension HTTP2Exchange {
             } catch where Self.wasRefused(error) && refusals < Self.maxRefusals {
                 refusals += 1
                 refused.increment()
+            } catch let refusal as PushAddressNotAllowed {
+                return .failure(.init(code: PushAddressNotAllowed.code, detail: refusal.description))
             } catch {
                 return .failure(.init(code: "NETWORK", detail: String(describing: error).prefix(200).description))
             }

@@ -15,10 +15,10 @@ import Foundation
 /// `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256` write) or SEC1
 /// (`BEGIN EC PRIVATE KEY`, what `openssl ecparam -name prime256v1 -genkey` writes). Neither the key
 /// nor its file's contents ever appear in an error or a log.
-package struct VAPIDKey: Sendable {
+public struct VAPIDKey: Sendable {
     let key: P256.Signing.PrivateKey
     /// The public key: base64url (no padding) of its 65-byte uncompressed point.
-    package let publicKey: String
+    public let publicKey: String
 
     init(key: P256.Signing.PrivateKey) {
         self.key = key
@@ -43,7 +43,7 @@ package struct VAPIDKey: Sendable {
     }
 
     /// The key in the PEM file at `path`.
-    package init(contentsOf path: String) throws(SenderError) {
+    public init(contentsOf path: String) throws(SenderError) {
         let pem: String
         do {
             pem = try String(contentsOfFile: path, encoding: .utf8)

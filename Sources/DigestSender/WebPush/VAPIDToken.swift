@@ -44,8 +44,25 @@ final class VAPIDToken: Sendable {
     /// origin's token while more than an hour of it is left (and its `exp` at most 24 hours ahead,
     /// should the clock have gone back), else a new one.
     func authorization(origin: String, now: Int64) -> String {
+        token(origin: origin, now: now) { expires in expires - now > Self.minimumValidity }
+    }
+
+    /// A token signed this recently counts as fresh: a refusal of it is a refusal of the key.
+    static let freshness: Int64 = 5 * 60
+
+    /// The `Authorization` value for `origin` signed within ``freshness`` of `now`: the held one if it
+    /// is, else a new one (which replaces it). After a push service refused a request (401, 403), the
+    /// request is tried once more with this: a refusal then is about the key, not an old token.
+    func freshAuthorization(origin: String, now: Int64) -> String {
+        token(origin: origin, now: now) { expires in expires - lifetime >= now - Self.freshness }
+    }
+
+    /// The held token for `origin` when `reusable` accepts its `exp` (and that is at most 24 hours
+    /// ahead, should the clock have gone back), else a new one, held from then on; tokens with an
+    /// hour or less left are dropped meanwhile.
+    private func token(origin: String, now: Int64, reusable: (Int64) -> Bool) -> String {
         tokens.withLock { tokens in
-            if let held = tokens[origin], held.expires - now > Self.minimumValidity, held.expires - now <= Self.maximumLifetime {
+            if let held = tokens[origin], reusable(held.expires), held.expires - now <= Self.maximumLifetime {
                 return held.header
             }
             tokens = tokens.filter { $0.value.expires - now > Self.minimumValidity }

@@ -1,17 +1,17 @@
 import NIOCore
 import NIOHTTP1
 
-/// One connection of the fake FCM server: collects a request, asks the server for the reply, writes
-/// it (after the injected delay) or drops the connection.
-final class FakeFCMHandler: ChannelInboundHandler {
+/// One HTTP/1.1 connection of a fake service (``FakeHTTPService``): collects a request, asks the
+/// service for the reply, writes it (after the injected delay) or drops the connection.
+final class FakeHTTP1Handler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let server: FakeFCMServer
+    private let server: any FakeHTTPService
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
 
-    init(server: FakeFCMServer) { self.server = server }
+    init(server: any FakeHTTPService) { self.server = server }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -24,7 +24,7 @@ final class FakeFCMHandler: ChannelInboundHandler {
             guard let head else { return }
             self.head = nil
             let path = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
-            let isSend = path.hasSuffix("/messages:send")
+            let isSend = server.counts(path: path)
             let reply = server.reply(method: head.method.rawValue, path: path, headers: head.headers.map { ($0.name, $0.value) }, body: body,
                                      http2: head.version.major == 2)
             let keepAlive = head.isKeepAlive
@@ -47,10 +47,7 @@ final class FakeFCMHandler: ChannelInboundHandler {
                     if !keepAlive { done.whenComplete { _ in bound.value.close(promise: nil) } }
                 }
             }
-            let delay: Int
-            switch reply {
-            case .drop(let milliseconds), .answer(_, _, _, let milliseconds): delay = milliseconds
-            }
+            let delay = reply.delay
             if delay > 0 {
                 context.eventLoop.scheduleTask(in: .milliseconds(Int64(delay)), respond)
             } else {

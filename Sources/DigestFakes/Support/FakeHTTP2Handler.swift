@@ -2,16 +2,17 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 
-/// One HTTP/2 connection of the fake FCM server at the frame level, after `NIOHTTP2Handler`: collects
+/// One HTTP/2 connection of a fake service (``FakeHTTPService``: the fake FCM, the fake Web Push
+/// service) at the frame level, after `NIOHTTP2Handler`: collects
 /// each stream's HEADERS and DATA, asks the server for the reply and writes it (after the injected
 /// delay) as HEADERS and DATA, or resets the stream for a dropped one. No stream channel or HTTP/1
 /// codec per request.
 ///
-/// When asked (``FakeFCMServer/goAway()``) it sends GOAWAY naming the newest stream the client
+/// When asked (the service's `goAway()`) it sends GOAWAY naming the newest stream the client
 /// opened, answers the streams up to it and then closes the connection, as FCM does when it recycles
 /// one. The HTTP/2 handler ignores streams the client opens after the GOAWAY, and the client sees
 /// them refused.
-final class FakeFCMHTTP2Handler: ChannelInboundHandler {
+final class FakeHTTP2Handler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
@@ -32,10 +33,10 @@ final class FakeFCMHTTP2Handler: ChannelInboundHandler {
     private var wentAway = false
     private var consumed = 0
     private var context: ChannelHandlerContext?
-    private let server: FakeFCMServer
+    private let server: any FakeHTTPService
     private var id: ObjectIdentifier { ObjectIdentifier(self) }
 
-    init(server: FakeFCMServer) { self.server = server }
+    init(server: any FakeHTTPService) { self.server = server }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -114,12 +115,9 @@ final class FakeFCMHTTP2Handler: ChannelInboundHandler {
         guard let request = receiving.removeValue(forKey: streamID) else { return }
         answering.insert(streamID)
         let path = String(request.path.split(separator: "?", maxSplits: 1).first ?? "")
-        let isSend = path.hasSuffix("/messages:send")
+        let isSend = server.counts(path: path)
         let reply = server.reply(method: request.method, path: path, headers: request.headers, body: request.body, http2: true)
-        let delay: Int
-        switch reply {
-        case .drop(let milliseconds), .answer(_, _, _, let milliseconds): delay = milliseconds
-        }
+        let delay = reply.delay
         if delay > 0 {
             later(Delayed(due: .now() + .milliseconds(Int64(delay)), streamID: streamID, reply: reply, isSend: isSend), context: context)
         } else {
@@ -132,7 +130,7 @@ final class FakeFCMHTTP2Handler: ChannelInboundHandler {
     private struct Delayed {
         let due: NIODeadline
         let streamID: Int32
-        let reply: FakeFCMServer.Reply
+        let reply: FakeReply
         let isSend: Bool
     }
 
@@ -163,7 +161,7 @@ final class FakeFCMHTTP2Handler: ChannelInboundHandler {
         if let next = delayed.first { schedule(next.due, on: loop) }
     }
 
-    private func respond(_ streamID: Int32, _ reply: FakeFCMServer.Reply, isSend: Bool) {
+    private func respond(_ streamID: Int32, _ reply: FakeReply, isSend: Bool) {
         if isSend { server.answered() }
         guard answering.remove(streamID) != nil, let context else { return }
         let id = HTTP2StreamID(streamID)

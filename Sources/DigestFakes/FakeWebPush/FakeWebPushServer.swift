@@ -1,0 +1,426 @@
+package import Crypto
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// A fake Web Push service (RFC 8030) on loopback over TLS: HTTP/2 or, when told (or when the client
+/// offers nothing else), HTTP/1.1. It knows its subscriptions (``Subscriber``: the browser's key
+/// pair and auth secret, and the VAPID key it was made with), takes `POST /push/<id>` and checks the
+/// request as a push service does: `Content-Encoding: aes128gcm`, `TTL`, `Urgency`, `Topic`, the
+/// VAPID `Authorization` (an ES256 JWT verified with its `k`, `aud` this server's origin, `exp`
+/// within 24 hours, `sub` a `mailto:` or `https:` contact), the body's size; then it decrypts the
+/// body with the subscription's keys (every request, or one in ``Faults/decryptEvery``) and keeps
+/// the plaintext. Answers: 201 with a `Location`, 400 malformed, 401 a bad token, 403 a key other than
+/// the subscription's, 404 unknown, 410 gone, 413 too large, and injected 429 (`Retry-After`), 500,
+/// 503, delays and drops (``Faults``). `GET /stats` answers ``Stats`` as JSON.
+///
+/// ```swift
+/// let server = try await FakeWebPushServer.start()
+/// let subscriber = server.subscribe(id: "ana")   // the PushSubscription a browser would give
+/// // post to subscriber.endpoint, trusting server.certificatePath
+/// try await server.shutdown()
+/// ```
+package final class FakeWebPushServer: FakeHTTPService {
+    /// Faults injected, decided per request after its own checks (a bad request is answered 400, 401
+    /// or 403 whatever the faults).
+    package struct Faults: Sendable, Hashable, Codable {
+        /// Each answer waits a random time in this range, milliseconds.
+        package var minDelayMilliseconds = 0
+        package var maxDelayMilliseconds = 0
+        /// Share answered 429 with `Retry-After: 1`.
+        package var tooManyRequestsRate = 0.0
+        /// Share answered 500.
+        package var internalRate = 0.0
+        /// Share answered 503.
+        package var unavailableRate = 0.0
+        /// Share of requests dropped without an answer (HTTP/2: the stream reset; HTTP/1.1: the
+        /// connection closed).
+        package var dropRate = 0.0
+        /// Decrypt one request in this many (1: every one). Undecrypted requests are accepted unread.
+        package var decryptEvery = 1
+
+        package init() {}
+    }
+
+    /// What the server saw.
+    package struct Stats: Sendable, Hashable, Codable {
+        /// Push requests received.
+        package var requests = 0
+        /// Over HTTP/2 (the rest came over HTTP/1.1).
+        package var http2Requests = 0
+        /// Answers by status (`201`, `410`, …, `drop`).
+        package var answers: [String: Int] = [:]
+        /// Distinct subscriptions with at least one message accepted.
+        package var delivered = 0
+        /// Acceptances beyond the first per subscription.
+        package var repeats = 0
+        /// Requests decrypted (the rest were accepted unread).
+        package var decrypted = 0
+        /// Decrypted messages by their `message_id`, beyond the first acceptance: the same message
+        /// delivered twice.
+        package var duplicateMessages = 0
+        /// Distinct VAPID tokens seen.
+        package var vapidTokens = 0
+        /// Most requests waiting for their answer at once.
+        package var maxInFlight = 0
+        /// HTTP/2 connections opened.
+        package var http2Connections = 0
+        /// GOAWAY frames sent.
+        package var goAways = 0
+
+        package init() {}
+    }
+
+    /// A browser's push subscription at this service.
+    package struct Subscriber: Sendable {
+        package let id: String
+        /// The browser's key pair (`p256dh` is its public key) and auth secret.
+        package let privateKey: P256.KeyAgreement.PrivateKey
+        package let auth: [UInt8]
+        /// The VAPID public key (base64url) the subscription was made with (`applicationServerKey`);
+        /// nil: any key is accepted.
+        package let applicationServerKey: String?
+        /// The subscription's endpoint URL.
+        package let endpoint: String
+
+        package init(id: String, privateKey: P256.KeyAgreement.PrivateKey, auth: [UInt8], applicationServerKey: String?, endpoint: String) {
+            self.id = id
+            self.privateKey = privateKey
+            self.auth = auth
+            self.applicationServerKey = applicationServerKey
+            self.endpoint = endpoint
+        }
+
+        /// `keys.p256dh` and `keys.auth`, base64url as a browser gives them.
+        package var p256dh: String { Self.base64URL(Array(privateKey.publicKey.x963Representation)) }
+        package var authBase64URL: String { Self.base64URL(auth) }
+
+        /// `PushSubscription.toJSON()`.
+        package var json: String {
+            #"{"endpoint":"\#(endpoint)","expirationTime":null,"keys":{"p256dh":"\#(p256dh)","auth":"\#(authBase64URL)"}}"#
+        }
+
+        static func base64URL(_ bytes: [UInt8]) -> String {
+            Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+    }
+
+    /// One subscription's acceptances.
+    package struct Delivery: Sendable, Hashable {
+        package var count = 0
+        /// The last accepted request's `ttl`, `urgency` and `topic` headers (absent ones left out).
+        package var headers: [String: String] = [:]
+        /// The last decrypted plaintext (nil: none decrypted yet).
+        package var plaintext: [UInt8]?
+    }
+
+    private struct State {
+        var faults: Faults
+        var subscribers: [String: Subscriber] = [:]
+        var gone: Set<String> = []
+        var deliveries: [String: Delivery] = [:]
+        /// Decrypted messages' ids, with their acceptances.
+        var messageIDs: [String: Int] = [:]
+        /// Verified VAPID tokens with their `exp`, and tokens that failed (nil).
+        var tokens: [String: Int64?] = [:]
+        var stats = Stats()
+        var inFlight = 0
+        var sequence = 0
+        var connections: [ObjectIdentifier: @Sendable () -> Void] = [:]
+    }
+
+    /// The PEM certificate the server presents, which a client must trust (self-signed when generated).
+    package let certificatePath: String
+    private let state: Mutex<State>
+    private let clock: @Sendable () -> Int64
+    private let generatedDirectory: String?
+    private let channel: Mutex<(any Channel)?> = Mutex(nil)
+    private let boundPort = Atomic<Int>(0)
+    /// The host in the endpoints and the VAPID `aud` (`127.0.0.1` unless started otherwise).
+    private let host: String
+
+    private init(host: String, faults: Faults, certificatePath: String, generatedDirectory: String?, clock: @escaping @Sendable () -> Int64) {
+        self.host = host
+        self.certificatePath = certificatePath
+        self.generatedDirectory = generatedDirectory
+        self.clock = clock
+        self.state = Mutex(State(faults: faults))
+    }
+
+    /// Starts a server on `host:port` (0: any free port). `tls`: the certificate and key to serve, with
+    /// the ALPN protocols to offer (`["http/1.1"]`: a service without HTTP/2); nil makes a self-signed
+    /// one for 127.0.0.1 and localhost offering `h2` and `http/1.1`. `clock`: Unix seconds, for the
+    /// tokens' `exp`.
+    package static func start(
+        host: String = "127.0.0.1", port: Int = 0, tls: FakeFCMServer.TLS? = nil, http1Only: Bool = false, faults: Faults = .init(),
+        maxConcurrentStreams: Int = 1000, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) async throws -> FakeWebPushServer {
+        var generated: String?
+        var tls = try tls ?? {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fake-webpush-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            generated = directory.path
+            guard let made = try TestCertificate.make(in: directory) else {
+                try? FileManager.default.removeItem(at: directory)
+                throw StartError.noCertificate
+            }
+            return made
+        }()
+        if http1Only { tls.applicationProtocols = ["http/1.1"] }
+        let server = FakeWebPushServer(
+            host: host, faults: faults, certificatePath: tls.certificatePath, generatedDirectory: generated, clock: clock)
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)))
+        configuration.applicationProtocols = tls.applicationProtocols
+        let sslContext = try NIOSSLContext(configuration: configuration)
+        let connection = {
+            var connection = NIOHTTP2Handler.ConnectionConfiguration()
+            connection.initialSettings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
+                + [HTTP2Setting(parameter: .maxConcurrentStreams, value: max(1, maxConcurrentStreams))]
+            return connection
+        }()
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 1024)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                }.flatMap {
+                    channel.configureHTTP2SecureUpgrade { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(
+                                NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()))
+                            try channel.pipeline.syncOperations.addHandler(FakeHTTP2Handler(server: server))
+                        }
+                    } http1ChannelConfigurator: { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                            try channel.pipeline.syncOperations.addHandler(FakeHTTP1Handler(server: server))
+                        }
+                    }
+                }
+            }
+            .bind(host: host, port: port).get()
+        server.channel.withLock { $0 = channel }
+        server.boundPort.store(channel.localAddress?.port ?? port, ordering: .releasing)
+        return server
+    }
+
+    enum StartError: Error, CustomStringConvertible {
+        case noCertificate
+        var description: String { "no TLS certificate given and none could be made (is the openssl program installed?)" }
+    }
+
+    package var port: Int { boundPort.load(ordering: .acquiring) }
+
+    /// The origin: `https://127.0.0.1:<port>`, the VAPID `aud` it expects.
+    package var origin: String { "https://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+
+    package func shutdown() async throws {
+        let channel = self.channel.withLock { $0 }
+        try await channel?.close()
+        if let generatedDirectory { try? FileManager.default.removeItem(atPath: generatedDirectory) }
+    }
+
+    // MARK: Subscriptions
+
+    /// A new subscription `id` (a fresh key pair and auth secret), made with `applicationServerKey`
+    /// (nil: any VAPID key is accepted for it).
+    @discardableResult
+    package func subscribe(id: String, applicationServerKey: String? = nil) -> Subscriber {
+        var random = SystemRandomNumberGenerator()
+        let auth = (0..<16).map { _ in UInt8.random(in: 0...255, using: &random) }
+        return add(Subscriber(id: id, privateKey: P256.KeyAgreement.PrivateKey(), auth: auth, applicationServerKey: applicationServerKey, endpoint: endpoint(id)))
+    }
+
+    /// Registers a subscription made elsewhere (its endpoint becomes this server's `/push/<id>`).
+    @discardableResult
+    package func add(_ subscriber: Subscriber) -> Subscriber {
+        let made = Subscriber(
+            id: subscriber.id, privateKey: subscriber.privateKey, auth: subscriber.auth, applicationServerKey: subscriber.applicationServerKey,
+            endpoint: endpoint(subscriber.id))
+        state.withLock { $0.subscribers[subscriber.id] = made }
+        return made
+    }
+
+    /// `origin/push/<id>`.
+    package func endpoint(_ id: String) -> String { "\(origin)/push/\(id)" }
+
+    /// The subscription is gone from now on: its requests are answered 410.
+    package func unsubscribe(_ id: String) { _ = state.withLock { $0.gone.insert(id) } }
+
+    // MARK: Control and observation
+
+    package func setFaults(_ faults: Faults) { state.withLock { $0.faults = faults } }
+
+    package var stats: Stats { state.withLock { $0.stats } }
+
+    /// What subscription `id` was accepted with, nil when never.
+    package func deliveries(_ id: String) -> Delivery? { state.withLock { $0.deliveries[id] } }
+
+    /// Sends GOAWAY on every open HTTP/2 connection.
+    package func goAway() {
+        for send in state.withLock({ Array($0.connections.values) }) { send() }
+    }
+
+    // MARK: FakeHTTPService
+
+    func counts(path: String) -> Bool { path.hasPrefix("/push/") }
+
+    func answered() { state.withLock { $0.inFlight -= 1 } }
+
+    func connectionOpened(_ id: ObjectIdentifier, goAway: @escaping @Sendable () -> Void) {
+        state.withLock { state in
+            state.connections[id] = goAway
+            state.stats.http2Connections += 1
+        }
+    }
+
+    func connectionClosed(_ id: ObjectIdentifier) { _ = state.withLock { $0.connections.removeValue(forKey: id) } }
+
+    func countGoAway() { state.withLock { $0.stats.goAways += 1 } }
+
+    func reply(method: String, path: String, headers: [(String, String)], body: [UInt8], http2: Bool) -> FakeReply {
+        if method == "GET" && path == "/stats" {
+            let data = (try? JSONEncoder().encode(stats)) ?? Data()
+            return .answer(status: 200, headers: [("content-type", "application/json")], body: String(decoding: data, as: UTF8.self), delay: 0)
+        }
+        guard method == "POST", path.hasPrefix("/push/") else {
+            return .answer(status: 404, headers: [], body: "no such resource", delay: 0)
+        }
+        return push(id: String(path.dropFirst("/push/".count)), headers: headers, body: body, http2: http2)
+    }
+
+    /// One push request: its checks in order (malformed 400, token 401, size 413, unknown 404, gone
+    /// 410, key 403), then the faults, then the decryption and acceptance.
+    private func push(id: String, headers: [(String, String)], body: [UInt8], http2: Bool) -> FakeReply {
+        let now = clock()
+        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name }?.1 }
+        var refusal: (Int, String)? = WebPushRequestRules.check(
+            contentEncoding: header("content-encoding"), ttl: header("ttl"), urgency: header("urgency"), topic: header("topic"))
+        var vapidKey: String?
+        if refusal == nil {
+            switch verify(header("authorization"), now: now) {
+            case .success(let key): vapidKey = key
+            case .failure(let failure): refusal = (401, failure.reason)
+            }
+        }
+        if refusal == nil && body.count > 4096 { refusal = (413, "the body is \(body.count) bytes: at most 4096") }
+        var random = SystemRandomNumberGenerator()
+        let roll = Double.random(in: 0..<1, using: &random)
+        let ttl = header("ttl"), urgency = header("urgency"), topic = header("topic")
+
+        // The state's part: which subscription, the faults, whether to decrypt.
+        enum Step { case answer(FakeReply), decrypt(Subscriber), accept(Subscriber) }
+        let step = state.withLock { state -> Step in
+            state.stats.requests += 1
+            if http2 { state.stats.http2Requests += 1 }
+            state.inFlight += 1
+            state.stats.maxInFlight = max(state.stats.maxInFlight, state.inFlight)
+            let faults = state.faults
+            let delay = faults.maxDelayMilliseconds > faults.minDelayMilliseconds
+                ? Int.random(in: faults.minDelayMilliseconds...faults.maxDelayMilliseconds, using: &random) : max(0, faults.minDelayMilliseconds)
+            func answer(_ status: Int, _ text: String, headers: [(String, String)] = []) -> Step {
+                state.stats.answers["\(status)", default: 0] += 1
+                return .answer(.answer(status: status, headers: headers + [("content-type", "text/plain")], body: text, delay: delay))
+            }
+            if let refusal { return answer(refusal.0, refusal.1) }
+            guard let subscriber = state.subscribers[id] else { return answer(404, "no such subscription") }
+            if state.gone.contains(id) { return answer(410, "the subscription has expired or was unsubscribed") }
+            if let expected = subscriber.applicationServerKey, expected != vapidKey {
+                return answer(403, "the VAPID key does not match the subscription's applicationServerKey")
+            }
+            var threshold = faults.dropRate
+            if roll < threshold {
+                state.stats.answers["drop", default: 0] += 1
+                return .answer(.drop(delay: delay))
+            }
+            threshold += faults.tooManyRequestsRate
+            if roll < threshold { return answer(429, "slow down", headers: [("retry-after", "1")]) }
+            threshold += faults.internalRate
+            if roll < threshold { return answer(500, "internal error") }
+            threshold += faults.unavailableRate
+            if roll < threshold { return answer(503, "unavailable") }
+            state.sequence += 1
+            return state.sequence % max(1, faults.decryptEvery) == 0 ? .decrypt(subscriber) : .accept(subscriber)
+        }
+        let subscriber: Subscriber
+        var plaintext: [UInt8]?
+        switch step {
+        case .answer(let reply): return reply
+        case .accept(let accepted): subscriber = accepted
+        case .decrypt(let accepted):
+            subscriber = accepted
+            // Decrypted outside the lock (a key agreement and two HKDFs).
+            do {
+                plaintext = try WebPushDecryption.decrypt(body, privateKey: accepted.privateKey, auth: accepted.auth)
+            } catch {
+                return finish(400, "the body does not decrypt: \(error.reason)", delay: 0)
+            }
+        }
+        let messageID = plaintext.flatMap(Self.messageID)
+        return state.withLock { state -> FakeReply in
+            var delivery = state.deliveries[subscriber.id] ?? Delivery()
+            delivery.count += 1
+            delivery.headers = [("ttl", ttl), ("urgency", urgency), ("topic", topic)].reduce(into: [:]) { $0[$1.0] = $1.1 }
+            if let plaintext {
+                delivery.plaintext = plaintext
+                state.stats.decrypted += 1
+            }
+            state.deliveries[subscriber.id] = delivery
+            if delivery.count == 1 { state.stats.delivered += 1 } else { state.stats.repeats += 1 }
+            if let messageID {
+                let count = (state.messageIDs[messageID] ?? 0) + 1
+                state.messageIDs[messageID] = count
+                if count > 1 { state.stats.duplicateMessages += 1 }
+            }
+            state.stats.answers["201", default: 0] += 1
+            let faults = state.faults
+            let delay = faults.maxDelayMilliseconds > faults.minDelayMilliseconds
+                ? Int.random(in: faults.minDelayMilliseconds...faults.maxDelayMilliseconds) : max(0, faults.minDelayMilliseconds)
+            return .answer(status: 201, headers: [("location", "\(origin)/m/\(subscriber.id)-\(state.sequence)")], body: "", delay: delay)
+        }
+    }
+
+    /// An answer counted after the state's first part (the decryption's failure).
+    private func finish(_ status: Int, _ text: String, delay: Int) -> FakeReply {
+        state.withLock { $0.stats.answers["\(status)", default: 0] += 1 }
+        return .answer(status: status, headers: [("content-type", "text/plain")], body: text, delay: delay)
+    }
+
+    /// The plaintext's `message_id` string, if it is a JSON object with one.
+    static func messageID(_ plaintext: [UInt8]) -> String? {
+        (try? JSONSerialization.jsonObject(with: Data(plaintext)) as? [String: Any])?["message_id"] as? String
+    }
+
+    /// The VAPID `Authorization`: `vapid t=<JWT>, k=<key>`; the JWT verified with `k` (once per
+    /// token), `aud` this server's origin, `exp` in the future and at most 24 hours ahead, `sub` a
+    /// `mailto:` or `https:` URL. The key on success.
+    private func verify(_ authorization: String?, now: Int64) -> Result<String, WebPushRequestRules.Refusal> {
+        guard let authorization else { return .failure(.init("no Authorization header")) }
+        guard let (token, key) = WebPushRequestRules.vapidParameters(authorization) else {
+            return .failure(.init("the Authorization is not `vapid t=<JWT>, k=<key>`"))
+        }
+        let cached = state.withLock { $0.tokens[token] }
+        let expires: Int64?
+        if let cached {
+            expires = cached
+        } else {
+            expires = WebPushRequestRules.verify(jwt: token, key: key, audience: origin)
+            state.withLock { state in
+                if state.tokens.updateValue(expires, forKey: token) == nil { state.stats.vapidTokens += 1 }
+            }
+        }
+        guard let expires else { return .failure(.init("the VAPID token does not verify (signature, aud \(origin), sub)")) }
+        guard expires > now else { return .failure(.init("the VAPID token has expired")) }
+        guard expires <= now + 24 * 60 * 60 else { return .failure(.init("the VAPID token's exp is more than 24 hours ahead")) }
+        return .success(key)
+    }
+}

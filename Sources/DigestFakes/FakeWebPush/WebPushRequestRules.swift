@@ -1,0 +1,72 @@
+import Crypto
+import Foundation
+
+/// The checks a push service makes of a request (RFC 8030 §5, RFC 8292), without state: the fake
+/// push service's rules.
+enum WebPushRequestRules {
+    /// Why a request is refused.
+    struct Refusal: Error, Equatable {
+        var reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// The headers: `Content-Encoding: aes128gcm` (RFC 8291), `TTL` whole seconds (required),
+    /// `Urgency` one of RFC 8030's four, `Topic` 1 to 32 base64url characters. A refusal is `400`.
+    static func check(contentEncoding: String?, ttl: String?, urgency: String?, topic: String?) -> (Int, String)? {
+        guard contentEncoding?.lowercased() == "aes128gcm" else { return (400, "Content-Encoding must be aes128gcm") }
+        guard let ttl, !ttl.isEmpty, ttl.utf8.allSatisfy({ (0x30...0x39).contains($0) }), ttl.utf8.count <= 10 else {
+            return (400, "TTL must be given as whole seconds")
+        }
+        if let urgency, !["very-low", "low", "normal", "high"].contains(urgency) { return (400, "Urgency must be very-low, low, normal or high") }
+        if let topic {
+            let alphabet = topic.utf8.allSatisfy { ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x5F }
+            guard alphabet, (1...32).contains(topic.utf8.count) else { return (400, "Topic must be 1 to 32 characters of the URL-safe base64 alphabet") }
+        }
+        return nil
+    }
+
+    /// `t` and `k` of `vapid t=<JWT>, k=<key>` (either order, spaces allowed after commas).
+    static func vapidParameters(_ authorization: String) -> (token: String, key: String)? {
+        let trimmed = authorization.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("vapid ") else { return nil }
+        var token: String?, key: String?
+        for part in trimmed.dropFirst(6).split(separator: ",") {
+            let pair = part.trimmingCharacters(in: .whitespaces)
+            if pair.hasPrefix("t=") { token = String(pair.dropFirst(2)) }
+            if pair.hasPrefix("k=") { key = String(pair.dropFirst(2)) }
+        }
+        guard let token, let key, !token.isEmpty, !key.isEmpty else { return nil }
+        return (token, key)
+    }
+
+    /// The JWT's `exp` when it is ES256 with header `{"typ":"JWT","alg":"ES256"}`, signed by `key`
+    /// (base64url of an uncompressed P-256 point), `aud` is `audience` and `sub` a `mailto:` or
+    /// `https:` URL; nil otherwise.
+    static func verify(jwt: String, key: String, audience: String) -> Int64? {
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = FakeFCMServer.base64URL(parts[0]), let claimBytes = FakeFCMServer.base64URL(parts[1]),
+              let signature = FakeFCMServer.base64URL(parts[2]), signature.count == 64,
+              let keyBytes = FakeFCMServer.base64URL(Substring(key)), keyBytes.count == 65
+        else { return nil }
+        guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)), header.alg == "ES256", header.typ == "JWT",
+              let publicKey = try? P256.Signing.PublicKey(x963Representation: keyBytes),
+              let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+              publicKey.isValidSignature(ecdsa, for: Array("\(parts[0]).\(parts[1])".utf8))
+        else { return nil }
+        guard let claims = try? JSONDecoder().decode(Claims.self, from: Data(claimBytes)), claims.aud == audience,
+              claims.sub.hasPrefix("mailto:") || claims.sub.hasPrefix("https:")
+        else { return nil }
+        return claims.exp
+    }
+
+    private struct Header: Decodable {
+        var typ: String
+        var alg: String
+    }
+
+    private struct Claims: Decodable {
+        var aud: String
+        var exp: Int64
+        var sub: String
+    }
+}

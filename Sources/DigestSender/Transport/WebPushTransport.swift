@@ -1,0 +1,249 @@
+import AsyncHTTPClient
+import CoreMetrics
+import DigestCore
+import DigestNIO
+import DigestStore
+import Foundation
+import Logging
+import NIOCore
+
+/// Standard Web Push as a ``PushTransport``: a row's `message` is the plaintext the service worker
+/// receives, its `target` the subscription's endpoint, its `headers` a ``WebPushHeaders`` (urgency,
+/// topic, expiry, the subscription's keys). Each try encrypts the plaintext afresh (RFC 8291,
+/// `aes128gcm`: a new key pair and salt), signs with the origin's VAPID token (RFC 8292) and posts
+/// it to the endpoint with `TTL` (the seconds left until the row's expiry), `Urgency` and `Topic`.
+///
+/// Endpoints are untrusted URLs: only `https`, only hosts the ``PushHostPolicy`` allows (a message
+/// to another host is postponed untried and counted, `HOST_NOT_ALLOWED`), connected to only at an
+/// address the policy allows. Each push service (origin) has its own connections (``WebPushOrigin``):
+/// HTTP/2 where the service offers it, else HTTP/1.1 through the client. Lanes here are not
+/// connections but shares of the requests in flight, each on one of the client's event loops.
+struct WebPushTransport: PushTransport {
+    struct Lane: Sendable {
+        let executor: EventLoopExecutor
+        let requests: Int
+    }
+
+    let lanes: [Lane]
+    let origins: WebPushOrigins
+    let vapid: VAPIDToken
+    let policy: PushHostPolicy
+    let requestTimeout: TimeAmount
+    let retry: RetryPolicy
+    let clock: @Sendable () -> Int64
+    let metrics: SenderMetrics
+    /// How long a message to a host not allowed, or to an origin that refuses the key, waits before
+    /// the sender looks at it again; and a message whose refusal is not decided yet.
+    let notAllowedWait: Duration
+    let undecidedWait: Duration
+    let logger: Logger
+
+    init<Database>(client: HTTPClient, vapid: VAPIDToken, policy: PushHostPolicy, configuration: WebPushSender<Database>.Configuration, metrics: SenderMetrics, logger: Logger) {
+        self.vapid = vapid
+        self.policy = policy
+        self.requestTimeout = configuration.requestTimeout
+        self.retry = configuration.retry
+        self.clock = configuration.clock
+        self.metrics = metrics
+        self.notAllowedWait = configuration.notAllowedWait
+        self.undecidedWait = configuration.undecidedWait
+        self.logger = logger
+        let eventLoops = Array(client.eventLoopGroup.makeIterator())
+        let count = max(1, min(eventLoops.count, configuration.concurrency))
+        lanes = (0..<count).map { index in
+            Lane(
+                executor: EventLoopExecutor(eventLoops[index]),
+                requests: max(1, configuration.concurrency / count + (index < configuration.concurrency % count ? 1 : 0)))
+        }
+        let caFile = configuration.caFile, connections = max(1, configuration.connectionsPerOrigin)
+        let http1 = max(1, configuration.concurrency / connections)
+        origins = WebPushOrigins { origin, host in
+            let connector = HTTP2Connector(
+                url: origin, caFile: caFile, contentType: "application/octet-stream",
+                addressCheck: { address in
+                    policy.allows(address: address, of: host) ? nil : PushAddressNotAllowed(host: host, address: address.ipAddress ?? "\(address)")
+                })
+            let exchanges = (0..<connections).map { _ in
+                connector.map { HTTP2Exchange(client: client, url: origin, connector: $0, http1Connections: http1) }
+                    ?? HTTP2Exchange(client: client, url: origin, http1Connections: http1)
+            }
+            return WebPushOrigin(origin: origin, exchanges: exchanges)
+        }
+    }
+
+    var provider: Provider { .webpush }
+
+    var laneCapacities: [Int] { lanes.map(\.requests) }
+
+    func executor(ofLane lane: Int) -> EventLoopExecutor { lanes[lane].executor }
+
+    func prepare() async throws {
+        // The key and subject were checked when the token source was made; nothing to ask anyone.
+    }
+
+    func close() {
+        for origin in origins.all { origin.close() }
+    }
+
+    /// One try of one message.
+    func deliver(_ message: LeasedMessage, lane: Int) async -> PushOutcome {
+        let request: Prepared
+        switch prepared(message) {
+        case .success(let made): request = made
+        case .failure(let unsendable): return unsendable.outcome
+        }
+        let origin = origins.origin(request.origin, host: request.host)
+        if origin.refusesKey { return keyRefused(request.origin) }
+        let eventLoop = lanes[lane].executor.eventLoop
+        let exchange = origin.exchanges[lane % origin.exchanges.count]
+        let started = ContinuousClock.now
+        defer { metrics.latency.recordNanoseconds(Int64((ContinuousClock.now - started).seconds * 1e9)) }
+        var authorization = vapid.authorization(origin: request.origin, now: clock())
+        var renewed = false
+        var refusals = 0
+        while true {
+            let body: [UInt8]
+            do {
+                body = try WebPushEncryption.encrypt(request.plaintext, to: request.keys)
+            } catch {
+                return .messageDead(.init(code: "PAYLOAD_TOO_LARGE", detail: error.message))
+            }
+            var headers = request.headers
+            headers.append(("ttl", String(request.ttl)))
+            let outgoing = HTTP2Exchange.Outgoing(
+                body: ByteBuffer(bytes: body), token: String(authorization.dropFirst(Self.scheme.count + 1)), path: request.path,
+                headers: headers, scheme: Self.scheme)
+            let answer: HTTP2Exchange.Answer
+            switch await exchange.post(outgoing, on: eventLoop, timeout: requestTimeout, refusals: &refusals, refused: metrics.refused) {
+            case .success(let answered): answer = answered
+            case .failure(let failure) where failure.code == PushAddressNotAllowed.code:
+                return .postponed(failure, for: notAllowedWait)
+            case .failure(let failure):
+                return .retry(after: nil, failure)
+            }
+            let verdict = WebPushResponse.classify(
+                status: answer.status, location: answer.id, retryAfter: answer.retryAfter, body: Array(buffer: answer.body), origin: request.origin,
+                policy: retry, now: Date(timeIntervalSince1970: TimeInterval(clock())))
+            switch verdict {
+            case .sent(let receipt):
+                origin.accepted()
+                return .sent(receipt: receipt)
+            case .gone(let code, let detail):
+                return .deviceDead(.init(code: code, detail: detail))
+            case .messageDead(let code, let detail):
+                return .messageDead(.init(code: code, detail: detail))
+            case .retry(let after, let code, let detail):
+                return .retry(after: after, .init(code: code, detail: detail))
+            case .refused(let status, let said):
+                // Once more with a token signed just now: a refusal then is about the key.
+                let fresh = vapid.freshAuthorization(origin: request.origin, now: clock())
+                if !renewed && fresh != authorization {
+                    authorization = fresh
+                    renewed = true
+                    continue
+                }
+                switch origin.refused(message.target) {
+                case .mismatch:
+                    return .deviceDead(.init(
+                        code: "VAPID_MISMATCH",
+                        detail: "\(request.origin) refused the sender's key for this subscription (\(status))\(said) but accepts it for others: it was made with another applicationServerKey"))
+                case .keyRefused(let first):
+                    if first {
+                        logger.error(
+                            "a push service refuses the VAPID key: nothing more is sent there",
+                            metadata: ["digest.origin": "\(request.origin)", "digest.status": "\(status)", "digest.advice": "check that --vapid-key-file is the key whose public key the site passes as applicationServerKey"])
+                    }
+                    return keyRefused(request.origin)
+                case .undecided:
+                    return .postponed(
+                        .init(code: "VAPID_REFUSED", detail: "\(request.origin) refused the sender's key for this subscription (\(status))\(said); left for later until the service's other answers tell a subscription made with another key from a key refused"),
+                        for: undecidedWait)
+                }
+            }
+        }
+    }
+
+    /// The `authorization` scheme of a VAPID token.
+    static let scheme = "vapid"
+
+    /// A message for an origin that refuses the key: postponed.
+    func keyRefused(_ origin: String) -> PushOutcome {
+        .postponed(
+            .init(code: "VAPID_REFUSED", detail: "\(origin) refuses the sender's VAPID key for two subscriptions and accepted none: nothing is sent there (check --vapid-key-file)"),
+            for: notAllowedWait)
+    }
+
+    /// A row made ready to post: the origin it goes to, the path, the fixed headers, the plaintext and
+    /// keys, and the `TTL` at this try.
+    struct Prepared {
+        var origin: String
+        var host: String
+        var path: String
+        var headers: [(name: String, value: String)]
+        var plaintext: [UInt8]
+        var keys: WebPushSubscriptionKeys
+        var ttl: Int64
+    }
+
+    /// Why a row cannot become a request.
+    struct Unsendable: Error {
+        let outcome: PushOutcome
+    }
+
+    /// The row as a request, or why not: its headers unreadable (dead message), its endpoint not an
+    /// https URL or its keys unusable (dead subscription), its host not allowed (postponed), its
+    /// expiry past (dead message: `TTL` would be 0).
+    func prepared(_ message: LeasedMessage) -> Result<Prepared, Unsendable> {
+        let row: WebPushHeaders
+        do {
+            row = try WebPushHeaders(json: Array((message.headers ?? "").utf8))
+        } catch {
+            return .failure(Unsendable(outcome: .messageDead(.init(code: "BAD_ROW", detail: "the outbox row's Web Push headers: \(error)"))))
+        }
+        let endpoint: WebPushEndpoint
+        do {
+            endpoint = try WebPushEndpoint(message.target)
+        } catch {
+            return .failure(Unsendable(outcome: .deviceDead(.init(code: "BAD_ENDPOINT", detail: error.message))))
+        }
+        guard policy.allows(host: endpoint.host) else {
+            return .failure(Unsendable(outcome: .postponed(
+                .init(code: "HOST_NOT_ALLOWED", detail: "\(endpoint.origin) is not a known push service: add \(endpoint.host) to --allow-push-hosts to send there"),
+                for: notAllowedWait)))
+        }
+        let keys: WebPushSubscriptionKeys
+        do {
+            keys = try WebPushSubscriptionKeys(p256dh: row.p256dh, auth: row.auth)
+        } catch {
+            return .failure(Unsendable(outcome: .deviceDead(.init(code: "BAD_KEYS", detail: error.message))))
+        }
+        let ttl = row.ttl(now: clock())
+        guard ttl > 0 else {
+            return .failure(Unsendable(outcome: .messageDead(.init(code: "EXPIRED", detail: "its TTL ended at \(Timestamp.format(row.expiresAt)): not sent"))))
+        }
+        var headers: [(name: String, value: String)] = [("content-encoding", "aes128gcm"), ("urgency", row.urgency.rawValue)]
+        if let topic = row.topic { headers.append(("topic", topic)) }
+        return .success(Prepared(origin: endpoint.origin, host: endpoint.host, path: endpoint.path, headers: headers, plaintext: Array(message.message.utf8), keys: keys, ttl: ttl))
+    }
+}
+
+/// A subscription's endpoint, split for the request: the origin (the VAPID `aud`, the connections'
+/// key), the host (the policy's question) and the path with its query (the request's `:path`).
+struct WebPushEndpoint {
+    let origin: String
+    let host: String
+    let path: String
+
+    /// Throws ``WebPushError`` for anything but an `https` URL with a host; the message never shows
+    /// the endpoint (its path identifies the subscription).
+    init(_ endpoint: String) throws(WebPushError) {
+        origin = try VAPIDToken.origin(of: endpoint)
+        guard let url = URLComponents(string: endpoint), let host = url.host, !host.isEmpty else {
+            throw WebPushError(.endpoint, "the push endpoint has no host")
+        }
+        self.host = PushHostPolicy.normalized(host)
+        var path = url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath
+        if let query = url.percentEncodedQuery { path += "?\(query)" }
+        self.path = path
+    }
+}
