@@ -238,8 +238,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The fake servers (FCM HTTP v1 over HTTP/1.1 and HTTP/2, APNs over HTTP/2, the GCE metadata
-        // server) with the test CA: behind the tests, `digest-fake-fcm` (for `make demo-send` and the
-        // delivery benchmark) and `digest-fake-apns`.
+        // server, a Web Push service) with the test CA: behind the tests, `digest-fake-fcm` (for `make
+        // demo-send` and the delivery benchmark), `digest-fake-apns` and `digest-fake-webpush`.
         .target(
             name: "DigestFakes",
             dependencies: [
@@ -284,6 +284,16 @@ let package = Package(
             dependencies: [
                 "DigestFakes",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The fake Web Push service as a program, for `make demo-send` and the delivery benchmark.
+        .executableTarget(
+            name: "digest-fake-webpush",
+            dependencies: [
+                "DigestFakes",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -17,7 +17,7 @@ import UnixSignals
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Deliver due outbox messages to Firebase Cloud Messaging (HTTP v1) and to APNs directly.",
+        abstract: "Deliver due outbox messages to Firebase Cloud Messaging (HTTP v1), to APNs directly and to browsers by standard Web Push.",
         discussion: """
             Leases due messages, posts each to {endpoint}/v1/projects/{project}/messages:send with an \
             OAuth token (from a service-account key, or from the GCE/GKE metadata server with --credentials \
@@ -29,7 +29,11 @@ struct SendCommand: AsyncParsableCommand {
             left unprocessed are sent again at once. \
             APNs messages (devices with provider apns) go straight to Apple with --apns-key-file, --apns-key-id, \
             --apns-team-id and --apns-topic: a provider token signed with the key (ES256, renewed every 50 minutes), \
-            settled by APNs' answer (docs/007). One sender delivers every provider it has credentials for; messages \
+            settled by APNs' answer (docs/007). \
+            Web Push messages (subscriptions with provider webpush) go to each subscription's push service with \
+            --vapid-key-file and --vapid-subject: encrypted to the subscription (RFC 8291), signed with the key \
+            (VAPID, RFC 8292); only the browsers' push services are contacted unless --allow-push-hosts adds more \
+            (docs/016). One sender delivers every provider it has credentials for; messages \
             of the others stay as they are and are counted. \
             SIGTERM (or Ctrl-C) finishes the requests in flight, releases the other leases and exits 0. \
             With --metrics-port, GET /metrics answers Prometheus text and GET /healthz 200 "ok" while \
@@ -117,6 +121,24 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "HTTP/2 connections to APNs (default: one per 100 of --apns-concurrency; each carries one request until its first is accepted, then at most the server's streams).")
     var apnsConnections: Int?
 
+    @Option(help: ArgumentHelp("The VAPID key Web Push requests are signed with: PKCS#8 or SEC1 PEM (`digest webpush keygen` makes one).", valueName: "vapid.pem"))
+    var vapidKeyFile: String?
+
+    @Option(help: ArgumentHelp("The VAPID contact the push services' operators can reach: mailto:ADDRESS or an https: URL.", valueName: "mailto:…"))
+    var vapidSubject: String?
+
+    @Option(help: ArgumentHelp(
+        "More push-service hosts Web Push may contact beside the browsers' (fcm.googleapis.com, updates.push.services.mozilla.com, web.push.apple.com, *.notify.windows.com): names or IP addresses, comma-separated.",
+        discussion: "A private, loopback or link-local address is contacted only when it, or the name that resolves to it, is listed.",
+        valueName: "HOST,…"))
+    var allowPushHosts: String?
+
+    @Option(help: "Web Push requests in flight at once, over every push service.")
+    var webpushConcurrency = 1_000
+
+    @Option(help: "Connections to each push service (HTTP/2 where offered; over HTTP/1.1 the requests in flight are shared among them).")
+    var webpushConnections = 4
+
     /// `--apns-connections`, else one per 100 requests in flight.
     var apnsConnectionCount: Int { apnsConnections ?? (apnsConcurrency + 99) / 100 }
 
@@ -150,6 +172,16 @@ struct SendCommand: AsyncParsableCommand {
             }
             guard !validateOnly else { throw ValidationError("APNs has no dry run: --validate-only checks FCM messages only; leave out --apns-key-file") }
         }
+        if vapidKeyFile == nil {
+            if vapidSubject != nil { throw ValidationError("--vapid-subject needs --vapid-key-file (the key Web Push requests are signed with)") }
+        } else {
+            guard vapidSubject != nil else {
+                throw ValidationError("--vapid-key-file needs --vapid-subject (mailto:ADDRESS or an https: URL the push services can reach you at)")
+            }
+            guard !validateOnly else { throw ValidationError("Web Push has no dry run: --validate-only checks FCM messages only; leave out --vapid-key-file") }
+        }
+        guard webpushConcurrency >= 1 else { throw ValidationError("--webpush-concurrency must be positive") }
+        guard (1...webpushConcurrency).contains(webpushConnections) else { throw ValidationError("--webpush-connections must be between 1 and --webpush-concurrency") }
         if let apnsTopic, apnsTopic.isEmpty || apnsTopic.contains(where: \.isWhitespace) { throw ValidationError("--apns-topic must be a bundle id") }
         guard timeScale > 0, pollInterval > 0 else { throw ValidationError("--time-scale and --poll-interval must be positive") }
         if let project, project.isEmpty || project.contains(where: { $0.isWhitespace || $0 == "/" }) {
@@ -166,10 +198,11 @@ struct SendCommand: AsyncParsableCommand {
         // Every key file is read and checked before anything else starts.
         let fcmChoice = credentialsChoice
         let apnsKey = try apnsSigningKey()
-        guard fcmChoice != nil || apnsKey != nil else {
+        let vapidKey = try vapidKeyFile.map { try VAPIDKey(contentsOf: $0) }
+        guard fcmChoice != nil || apnsKey != nil || vapidKey != nil else {
             throw SenderError(
                 .credentials,
-                "no credentials: pass --credentials FILE (a service-account key) or --credentials metadata for FCM (or set DIGEST_CREDENTIALS or GOOGLE_APPLICATION_CREDENTIALS), and/or --apns-key-file with --apns-key-id, --apns-team-id and --apns-topic for APNs")
+                "no credentials: pass --credentials FILE (a service-account key) or --credentials metadata for FCM (or set DIGEST_CREDENTIALS or GOOGLE_APPLICATION_CREDENTIALS), and/or --apns-key-file with --apns-key-id, --apns-team-id and --apns-topic for APNs, and/or --vapid-key-file with --vapid-subject for Web Push")
         }
         var account: ServiceAccount?
         if case .file(let path) = fcmChoice { account = try ServiceAccount(contentsOf: path) }
@@ -209,6 +242,15 @@ struct SendCommand: AsyncParsableCommand {
                     eventLoopGroupProvider: .shared(loops), configuration: .fcmSender(concurrency: 1, caFile: caFile))
                 clients.append(client)
                 runs.append(try apnsRun(database: database, key: apnsKey, client: client, logger: logger))
+            }
+            if let vapidKey {
+                // Push services that speak HTTP/2 get the sender's own connections; the client carries
+                // the others' HTTP/1.1 requests (a share of the requests in flight per connection).
+                let client = HTTPClient(
+                    eventLoopGroupProvider: .shared(loops),
+                    configuration: .fcmSender(concurrency: (webpushConcurrency + webpushConnections - 1) / webpushConnections, caFile: caFile))
+                clients.append(client)
+                runs.append(try webPushRun(database: database, key: vapidKey, client: client, logger: logger))
             }
             try await run(runs, database: database, registry: registry, logger: logger)
         } catch {
@@ -306,6 +348,29 @@ struct SendCommand: AsyncParsableCommand {
         Self.say("sending to \(configuration.endpoint) with key \(key.keyID) of team \(key.teamID) as \(configuration.owner), topic \(apnsTopic ?? "from each device"), \(apnsConcurrency) at once over \(apnsConnectionCount) connection\(apnsConnectionCount == 1 ? "" : "s"), unpaced")
         let line = "key \(key.keyID) of team \(key.teamID) (provider tokens signed here)"
         return ProviderRun(provider: .apns, send: { try await sender.send() }) { (true, line) }
+    }
+
+    /// The Web Push sender, with the command's settings: unpaced (push services publish no quota;
+    /// their 429s are honoured), the hosts it may contact.
+    private func webPushRun<Database: DigestDatabase>(
+        database: Database, key: VAPIDKey, client: HTTPClient, logger: Logger
+    ) throws -> ProviderRun {
+        var configuration = WebPushSender<Database>.Configuration(subject: vapidSubject ?? "")
+        configuration.allowedHosts = (allowPushHosts ?? "").split(separator: ",").map(String.init)
+        configuration.concurrency = webpushConcurrency
+        configuration.connectionsPerOrigin = webpushConnections
+        configuration.drain = drain
+        configuration.leaseSeconds = Int64(leaseSeconds)
+        configuration.maxAttempts = maxAttempts
+        configuration.retry.timeScale = timeScale
+        configuration.pollInterval = .seconds(pollInterval)
+        configuration.caFile = caFile
+        if let owner { configuration.owner = owner }
+        let sender = try WebPushSender(database: database, client: client, key: key, configuration: configuration, logger: logger)
+        let extra = configuration.allowedHosts.isEmpty ? "" : " and \(configuration.allowedHosts.joined(separator: ", "))"
+        Self.say("sending Web Push as \(configuration.owner) with VAPID key \(key.publicKey.prefix(12))… for \(configuration.subject), to the browsers' push services\(extra), \(webpushConcurrency) at once, \(webpushConnections) connection\(webpushConnections == 1 ? "" : "s") a service, unpaced")
+        let line = "VAPID key \(key.publicKey.prefix(12))… (tokens signed here)"
+        return ProviderRun(provider: .webpush, send: { try await sender.send() }) { (true, line) }
     }
 
     /// Runs each provider's sender in one service group (with `/metrics` and `/healthz` when asked)

@@ -332,7 +332,8 @@ package final class FakeWebPushServer: FakeHTTPService {
                 return .answer(.answer(status: status, headers: headers + [("content-type", "text/plain")], body: text, delay: delay))
             }
             if let refusal { return answer(refusal.0, refusal.1) }
-            guard let subscriber = state.subscribers[id] else { return answer(404, "no such subscription") }
+            // "*" stands for every id not registered (a benchmark's subscriptions sharing one key pair).
+            guard let subscriber = state.subscribers[id] ?? state.subscribers["*"] else { return answer(404, "no such subscription") }
             if state.gone.contains(id) { return answer(410, "the subscription has expired or was unsubscribed") }
             if let expected = subscriber.applicationServerKey, expected != vapidKey {
                 return answer(403, "the VAPID key does not match the subscription's applicationServerKey")
@@ -367,14 +368,14 @@ package final class FakeWebPushServer: FakeHTTPService {
         }
         let messageID = plaintext.flatMap(Self.messageID)
         return state.withLock { state -> FakeReply in
-            var delivery = state.deliveries[subscriber.id] ?? Delivery()
+            var delivery = state.deliveries[id] ?? Delivery()
             delivery.count += 1
             delivery.headers = [("ttl", ttl), ("urgency", urgency), ("topic", topic)].reduce(into: [:]) { $0[$1.0] = $1.1 }
             if let plaintext {
                 delivery.plaintext = plaintext
                 state.stats.decrypted += 1
             }
-            state.deliveries[subscriber.id] = delivery
+            state.deliveries[id] = delivery
             if delivery.count == 1 { state.stats.delivered += 1 } else { state.stats.repeats += 1 }
             if let messageID {
                 let count = (state.messageIDs[messageID] ?? 0) + 1
@@ -385,7 +386,7 @@ package final class FakeWebPushServer: FakeHTTPService {
             let faults = state.faults
             let delay = faults.maxDelayMilliseconds > faults.minDelayMilliseconds
                 ? Int.random(in: faults.minDelayMilliseconds...faults.maxDelayMilliseconds) : max(0, faults.minDelayMilliseconds)
-            return .answer(status: 201, headers: [("location", "\(origin)/m/\(subscriber.id)-\(state.sequence)")], body: "", delay: delay)
+            return .answer(status: 201, headers: [("location", "\(origin)/m/\(id)-\(state.sequence)")], body: "", delay: delay)
         }
     }
 
