@@ -136,7 +136,7 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "Web Push requests in flight at once, over every push service.")
     var webpushConcurrency = 1_000
 
-    @Option(help: "Connections to each push service (HTTP/2 where offered; over HTTP/1.1 the requests in flight are shared among them).")
+    @Option(help: "Connections to each push service (HTTP/2 where offered; over HTTP/1.1 eight times as many, each carrying one request at a time).")
     var webpushConnections = 4
 
     /// `--apns-connections`, else one per 100 requests in flight.
@@ -245,10 +245,10 @@ struct SendCommand: AsyncParsableCommand {
             }
             if let vapidKey {
                 // Push services that speak HTTP/2 get the sender's own connections; the client carries
-                // the others' HTTP/1.1 requests (a share of the requests in flight per connection).
+                // the others' HTTP/1.1 requests (8 connections for each of a service's --webpush-connections).
                 let client = HTTPClient(
                     eventLoopGroupProvider: .shared(loops),
-                    configuration: .fcmSender(concurrency: (webpushConcurrency + webpushConnections - 1) / webpushConnections, caFile: caFile))
+                    configuration: .fcmSender(concurrency: 8 * webpushConnections, caFile: caFile))
                 clients.append(client)
                 runs.append(try webPushRun(database: database, key: vapidKey, client: client, logger: logger))
             }

@@ -56,7 +56,9 @@ struct WebPushTransport: PushTransport {
                 requests: max(1, configuration.concurrency / count + (index < configuration.concurrency % count ? 1 : 0)))
         }
         let caFile = configuration.caFile, connections = max(1, configuration.connectionsPerOrigin)
-        let http1 = max(1, configuration.concurrency / connections)
+        // Over HTTP/1.1 a connection carries one request at a time: a few per exchange, not hundreds
+        // of connections to one push service.
+        let http1 = max(1, min(Self.http1ConnectionsPerExchange, configuration.concurrency / connections))
         origins = WebPushOrigins { origin, host in
             let connector = HTTP2Connector(
                 url: origin, caFile: caFile, contentType: "application/octet-stream",
@@ -162,6 +164,10 @@ struct WebPushTransport: PushTransport {
             }
         }
     }
+
+    /// HTTP/1.1 connections each of a push service's exchanges may open (8 × 4 = 32 a service by
+    /// default), when the service does not speak HTTP/2.
+    static let http1ConnectionsPerExchange = 8
 
     /// The `authorization` scheme of a VAPID token.
     static let scheme = "vapid"
