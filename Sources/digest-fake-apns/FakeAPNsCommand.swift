@@ -67,31 +67,10 @@ struct FakeAPNsCommand: AsyncParsableCommand {
         print("certificate to trust: \(caOut ?? server.certificatePath)")
 
         // The deliveries so far, every 0.2 s, from a timer of this process.
-        var sampler: (any DispatchSourceTimer)?
-        if let samplesFile {
-            FileManager.default.createFile(atPath: samplesFile, contents: nil)
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: samplesFile))
-            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "samples"))
-            timer.schedule(deadline: .now(), repeating: .milliseconds(200))
-            timer.setEventHandler {
-                let line = String(format: "%.3f %d\n", Date().timeIntervalSince1970, server.stats.delivered)
-                handle.write(Data(line.utf8))
-            }
-            timer.resume()
-            sampler = timer
-        }
+        let sampler = try samplesFile.map { try FakeProgram.sample(to: $0) { server.stats.delivered } }
 
         // Wait for SIGTERM or SIGINT, then report.
-        let (stop, continuation) = AsyncStream<Void>.makeStream()
-        let sources = [SIGTERM, SIGINT].map { signalNumber in
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-            source.setEventHandler { continuation.yield() }
-            source.resume()
-            return source
-        }
-        for await _ in stop { break }
-        sources.forEach { $0.cancel() }
+        await FakeProgram.waitForStop()
         sampler?.cancel()
         let stats = server.stats
         print("requests: \(stats.requests), delivered: \(stats.delivered), duplicates: \(stats.duplicates), provider tokens: \(stats.providerTokens)")

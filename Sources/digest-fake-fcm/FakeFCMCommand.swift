@@ -61,16 +61,7 @@ struct FakeFCMCommand: AsyncParsableCommand {
         if let credentials { print("service account: \(credentials)") }
 
         // Wait for SIGTERM or SIGINT, then report.
-        let (stop, continuation) = AsyncStream<Void>.makeStream()
-        let sources = [SIGTERM, SIGINT].map { signalNumber in
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-            source.setEventHandler { continuation.yield() }
-            source.resume()
-            return source
-        }
-        for await _ in stop { break }
-        sources.forEach { $0.cancel() }
+        await FakeProgram.waitForStop()
         let stats = server.stats
         print("requests: \(stats.requests), delivered: \(stats.delivered), duplicates: \(stats.duplicates), validated: \(stats.validated)")
         print("answers: " + stats.answers.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))

@@ -85,31 +85,9 @@ struct FakeWebPushCommand: AsyncParsableCommand {
         print("fake Web Push service listening on \(server.origin) (\(http1Only ? "HTTP/1.1" : "HTTP/2 or HTTP/1.1")), \(entries.count) subscription\(entries.count == 1 ? "" : "s"), endpoints \(server.origin)/push/<id>")
         print("certificate to trust: \(caOut ?? server.certificatePath)")
 
-        var sampler: (any DispatchSourceTimer)?
-        if let samplesFile {
-            FileManager.default.createFile(atPath: samplesFile, contents: nil)
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: samplesFile))
-            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "samples"))
-            timer.schedule(deadline: .now(), repeating: .milliseconds(200))
-            timer.setEventHandler {
-                let stats = server.stats
-                let line = String(format: "%.3f %d\n", Date().timeIntervalSince1970, stats.delivered + stats.repeats)
-                handle.write(Data(line.utf8))
-            }
-            timer.resume()
-            sampler = timer
-        }
+        let sampler = try samplesFile.map { path in try FakeProgram.sample(to: path) { server.stats.delivered + server.stats.repeats } }
 
-        let (stop, continuation) = AsyncStream<Void>.makeStream()
-        let sources = [SIGTERM, SIGINT].map { signalNumber in
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-            source.setEventHandler { continuation.yield() }
-            source.resume()
-            return source
-        }
-        for await _ in stop { break }
-        sources.forEach { $0.cancel() }
+        await FakeProgram.waitForStop()
         sampler?.cancel()
         let stats = server.stats
         print("requests: \(stats.requests) (\(stats.http2Requests) over HTTP/2), subscriptions delivered to: \(stats.delivered), more to the same: \(stats.repeats), decrypted: \(stats.decrypted), duplicate messages: \(stats.duplicateMessages), VAPID tokens: \(stats.vapidTokens)")

@@ -300,14 +300,8 @@ struct SendCommand: AsyncParsableCommand {
         configuration.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
         configuration.concurrency = concurrency
         configuration.ratePerMinute = rate == 0 ? nil : rate
-        configuration.drain = drain
         configuration.validateOnly = validateOnly
-        configuration.leaseSeconds = Int64(leaseSeconds)
-        configuration.maxAttempts = maxAttempts
-        configuration.retry.timeScale = timeScale
-        configuration.pollInterval = .seconds(pollInterval)
-        configuration.caFile = caFile
-        if let owner { configuration.owner = owner }
+        applyCommonSettings(to: &configuration)
 
         let sender = FCMSender(
             database: database, projectID: projectID, client: client, connections: connections, tokens: tokens,
@@ -337,13 +331,7 @@ struct SendCommand: AsyncParsableCommand {
         configuration.topic = apnsTopic
         configuration.concurrency = apnsConcurrency
         configuration.connections = apnsConnectionCount
-        configuration.drain = drain
-        configuration.leaseSeconds = Int64(leaseSeconds)
-        configuration.maxAttempts = maxAttempts
-        configuration.retry.timeScale = timeScale
-        configuration.pollInterval = .seconds(pollInterval)
-        configuration.caFile = caFile
-        if let owner { configuration.owner = owner }
+        applyCommonSettings(to: &configuration)
         let sender = try APNsSender(database: database, client: client, key: key, configuration: configuration, logger: logger)
         Self.say("sending to \(configuration.endpoint) with key \(key.keyID) of team \(key.teamID) as \(configuration.owner), topic \(apnsTopic ?? "from each device"), \(apnsConcurrency) at once over \(apnsConnectionCount) connection\(apnsConnectionCount == 1 ? "" : "s"), unpaced")
         let line = "key \(key.keyID) of team \(key.teamID) (provider tokens signed here)"
@@ -359,6 +347,17 @@ struct SendCommand: AsyncParsableCommand {
         configuration.allowedHosts = (allowPushHosts ?? "").split(separator: ",").map(String.init)
         configuration.concurrency = webpushConcurrency
         configuration.connectionsPerOrigin = webpushConnections
+        applyCommonSettings(to: &configuration)
+        let sender = try WebPushSender(database: database, client: client, key: key, configuration: configuration, logger: logger)
+        let extra = configuration.allowedHosts.isEmpty ? "" : " and \(configuration.allowedHosts.joined(separator: ", "))"
+        Self.say("sending Web Push as \(configuration.owner) with VAPID key \(key.publicKey.prefix(12))… for \(configuration.subject), to the browsers' push services\(extra), \(webpushConcurrency) at once, \(webpushConnections) connection\(webpushConnections == 1 ? "" : "s") a service, unpaced")
+        let line = "VAPID key \(key.publicKey.prefix(12))… (tokens signed here)"
+        return ProviderRun(provider: .webpush, send: { try await sender.send() }) { (true, line) }
+    }
+
+    /// The settings every provider's sender takes from the same flags: `--drain`, `--lease-seconds`,
+    /// `--max-attempts`, the time scale, the poll interval, `--ca-file`, the owner.
+    private func applyCommonSettings(to configuration: inout some SenderSettings) {
         configuration.drain = drain
         configuration.leaseSeconds = Int64(leaseSeconds)
         configuration.maxAttempts = maxAttempts
@@ -366,11 +365,6 @@ struct SendCommand: AsyncParsableCommand {
         configuration.pollInterval = .seconds(pollInterval)
         configuration.caFile = caFile
         if let owner { configuration.owner = owner }
-        let sender = try WebPushSender(database: database, client: client, key: key, configuration: configuration, logger: logger)
-        let extra = configuration.allowedHosts.isEmpty ? "" : " and \(configuration.allowedHosts.joined(separator: ", "))"
-        Self.say("sending Web Push as \(configuration.owner) with VAPID key \(key.publicKey.prefix(12))… for \(configuration.subject), to the browsers' push services\(extra), \(webpushConcurrency) at once, \(webpushConnections) connection\(webpushConnections == 1 ? "" : "s") a service, unpaced")
-        let line = "VAPID key \(key.publicKey.prefix(12))… (tokens signed here)"
-        return ProviderRun(provider: .webpush, send: { try await sender.send() }) { (true, line) }
     }
 
     /// Runs each provider's sender in one service group (with `/metrics` and `/healthz` when asked)
@@ -555,3 +549,18 @@ private struct Senders: Service {
         }
     }
 }
+
+/// What every provider's sender configuration has, set from the command's shared flags.
+protocol SenderSettings {
+    var drain: Bool { get set }
+    var leaseSeconds: Int64 { get set }
+    var maxAttempts: Int { get set }
+    var retry: RetryPolicy { get set }
+    var pollInterval: Duration { get set }
+    var caFile: String? { get set }
+    var owner: String { get set }
+}
+
+extension FCMSender.Configuration: SenderSettings {}
+extension APNsSender.Configuration: SenderSettings {}
+extension WebPushSender.Configuration: SenderSettings {}

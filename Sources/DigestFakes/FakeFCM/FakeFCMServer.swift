@@ -159,42 +159,7 @@ package final class FakeFCMServer: FakeHTTPService {
             configuration.applicationProtocols = tls.applicationProtocols
             return try NIOSSLContext(configuration: configuration)
         }
-        let connection = {
-            var connection = NIOHTTP2Handler.ConnectionConfiguration()
-            connection.initialSettings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
-                + [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
-            return connection
-        }()
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(.backlog, value: 1024)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                guard let sslContext else {
-                    return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                        try channel.pipeline.syncOperations.addHandler(FakeHTTP1Handler(server: server))
-                    }
-                }
-                // HTTPS: HTTP/2 or HTTP/1.1 as ALPN decides; HTTP/2 at the frame level, one handler a connection.
-                return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                }.flatMap {
-                    channel.configureHTTP2SecureUpgrade { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(
-                                NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()))
-                            try channel.pipeline.syncOperations.addHandler(FakeHTTP2Handler(server: server))
-                        }
-                    } http1ChannelConfigurator: { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                            try channel.pipeline.syncOperations.addHandler(FakeHTTP1Handler(server: server))
-                        }
-                    }
-                }
-            }
-            .bind(host: host, port: port).get()
+        let channel = try await FakeHTTPBootstrap.bind(server, host: host, port: port, sslContext: sslContext, maxConcurrentStreams: maxConcurrentStreams)
         server.channel.withLock { $0 = channel }
         server.boundPort.store(channel.localAddress?.port ?? port, ordering: .releasing)
         return server
