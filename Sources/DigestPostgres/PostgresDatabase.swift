@@ -176,6 +176,25 @@ public struct PostgresDatabase: DigestDatabase {
         }
     }
 
+    public func recordTestSend(_ send: TestSend, now: Int64, perMinute: Int) async throws -> Bool {
+        try await withPool { pool in
+            try await pool.transaction { connection in
+                // One device's sends counted and added by one process at a time.
+                try await connection.run("SELECT pg_advisory_xact_lock(hashtext('digest_test_sends:' || \(send.device)))")
+                let count = try await connection.rows(
+                    "SELECT count(*)::int8 FROM digest_test_sends WHERE device = \(send.device) AND sent_at > to_timestamp(\(now - 60))")
+                guard let first = count.first, try first.decode(Int.self) < perMinute else { return false }
+                try await connection.run(
+                    """
+                    INSERT INTO digest_test_sends (message_id, sent_at, device, user_id, week, provider, platform, variant)
+                    VALUES (\(send.messageID), to_timestamp(\(now)), \(send.device), \(send.userID), \(send.week), \(send.provider.rawValue),
+                            \(send.platform), \(send.variant))
+                    """)
+                return true
+            }
+        }
+    }
+
     public func reviveToken(_ token: String) async throws -> Bool {
         try await withPool { pool in
             try await !pool.rows("DELETE FROM digest_dead_tokens WHERE token = \(token) RETURNING 1").isEmpty

@@ -26,8 +26,35 @@ public final class PostgresEventSink: EventSink {
                     try row.decode((String, Int64, String, String, String, String?, String?).self)
                 targets[id] = EventTarget(createdAt: created, week: week, variant: variant, platform: platform, locale: locale, arm: arm)
             }
-            let (insert, rejected) = EventScreen.screen(events, targets: targets)
-            guard !insert.isEmpty else { return EventBatchResult(rejected: rejected) }
+            // Not in the outbox: a test send's message, perhaps.
+            let unknown = ids.filter { targets[$0] == nil }
+            if !unknown.isEmpty {
+                for row in try await connection.rows(
+                    "SELECT message_id, extract(epoch FROM sent_at)::int8, week, variant, platform FROM digest_test_sends WHERE message_id = ANY(\(unknown)::text[])")
+                {
+                    let (id, sent, week, variant, platform) = try row.decode((String, Int64, String, String, String).self)
+                    targets[id] = EventTarget(createdAt: sent, week: week, variant: variant, platform: platform, locale: nil, arm: nil, isTest: true)
+                }
+            }
+            let (screened, rejected) = EventScreen.screen(events, targets: targets)
+            var testsAccepted = 0
+            let tests = screened.filter { $0.1.isTest }
+            if !tests.isEmpty {
+                let ids = tests.map(\.0.event.messageID), types = tests.map(\.0.event.type.rawValue), actions = tests.map(\.0.event.action)
+                let ats = tests.map(\.0.event.at)
+                testsAccepted = try await connection.changed(
+                    """
+                    INSERT INTO digest_test_events (message_id, type, action, at, received_at)
+                    SELECT m, t, a, to_timestamp(at), to_timestamp(\(now))
+                    FROM unnest(\(ids)::text[], \(types)::text[], \(actions)::text[], \(ats)::int8[]) AS e(m, t, a, at)
+                    ON CONFLICT DO NOTHING
+                    RETURNING 1
+                    """)
+            }
+            let insert = screened.filter { !$0.1.isTest }
+            guard !insert.isEmpty else {
+                return EventBatchResult(accepted: testsAccepted, duplicates: tests.count - testsAccepted, rejected: rejected, test: testsAccepted)
+            }
             var messageIDs: [String] = [], types: [String] = [], actions: [String] = [], ats: [Int64] = []
             var weeks: [String] = [], variants: [String] = [], platforms: [String] = [], locales: [String] = [], arms: [String] = []
             for (item, target) in insert {
@@ -50,7 +77,9 @@ public final class PostgresEventSink: EventSink {
                 ON CONFLICT DO NOTHING
                 RETURNING 1
                 """)
-            return EventBatchResult(accepted: accepted, duplicates: insert.count - accepted, rejected: rejected)
+            return EventBatchResult(
+                accepted: accepted + testsAccepted, duplicates: insert.count - accepted + tests.count - testsAccepted, rejected: rejected,
+                test: testsAccepted)
         }
     }
 }

@@ -288,6 +288,31 @@ package enum PostgresSchema {
             ADD CONSTRAINT digest_outbox_provider_check CHECK (provider IN ('fcm', 'apns', 'webpush')) NOT VALID;
         DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_devices' AND schemaname = current_schema() AND definition LIKE '%digest_import_devices%') THEN CREATE OR REPLACE VIEW digest_devices AS SELECT user_id, token, platform, registered_at, list_position, provider, topic, keys_p256dh, keys_auth FROM digest_import_devices; END IF; END $$
         """,
+        // 16: test sends (docs/004, `digest send-test`): a message sent to an editor's own device is
+        // never in the outbox; its id is kept here so that `digest collect` takes the device's events,
+        // which go to their own table and into no report; the sends a minute per device are counted
+        // from it.
+        """
+        CREATE TABLE digest_test_sends (
+            message_id text PRIMARY KEY,
+            sent_at timestamptz NOT NULL,
+            device text NOT NULL,
+            user_id text NOT NULL,
+            week text NOT NULL,
+            provider text NOT NULL,
+            platform text NOT NULL,
+            variant text NOT NULL
+        );
+        CREATE INDEX digest_test_sends_device ON digest_test_sends (device, sent_at);
+        CREATE TABLE digest_test_events (
+            message_id text NOT NULL,
+            type text NOT NULL,
+            action text NOT NULL DEFAULT '',
+            at timestamptz NOT NULL,
+            received_at timestamptz NOT NULL,
+            PRIMARY KEY (message_id, type, action)
+        );
+        """,
     ]
 
     /// The version a store has once every migration ran.

@@ -191,6 +191,23 @@ public final class SQLiteDatabase: DigestDatabase {
         }
     }
 
+    public func recordTestSend(_ send: TestSend, now: Int64, perMinute: Int) async throws -> Bool {
+        try await withConnection { connection in
+            try connection.transaction {
+                let count = try connection.statement("SELECT count(*) FROM digest_test_sends WHERE device = ? AND sent_at > ?")
+                count.bind(send.device, at: 1)
+                count.bind(now - 60, at: 2)
+                guard try count.step(), count.int(0) < perMinute else { return false }
+                count.reset()
+                let insert = try connection.statement(
+                    "INSERT INTO digest_test_sends (message_id, sent_at, device, user_id, week, provider, platform, variant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                insert.bind([send.messageID, now, send.device, send.userID, send.week, send.provider.rawValue, send.platform, send.variant])
+                try insert.run()
+                return true
+            }
+        }
+    }
+
     public func reviveToken(_ token: String) async throws -> Bool {
         try await withConnection { connection in
             let statement = try connection.statement("DELETE FROM digest_dead_tokens WHERE token = ?")

@@ -37,14 +37,40 @@ struct SQLiteEventQueries {
                 }
             }
             find.reset()
+            // Not in the outbox: a test send's message, perhaps.
+            let test = try connection.statement("SELECT sent_at, week, variant, platform FROM digest_test_sends WHERE message_id = ?")
+            for id in EventScreen.messageIDs(events) where targets[id] == nil {
+                test.reset()
+                test.bind(id, at: 1)
+                if try test.step() {
+                    targets[id] = EventTarget(
+                        createdAt: test.int64(0), week: test.string(1), variant: test.string(2), platform: test.string(3), locale: nil, arm: nil,
+                        isTest: true)
+                }
+            }
+            test.reset()
             let (insert, rejected) = EventScreen.screen(events, targets: targets)
+            let testEvent = try connection.statement(
+                "INSERT INTO digest_test_events (message_id, type, action, at, received_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
+            var tests = 0, testsAccepted = 0
+            for (item, target) in insert where target.isTest {
+                testEvent.reset()
+                testEvent.bind(item.event.messageID, at: 1)
+                testEvent.bind(item.event.type.rawValue, at: 2)
+                testEvent.bind(item.event.action, at: 3)
+                testEvent.bind(item.event.at, at: 4)
+                testEvent.bind(now, at: 5)
+                try testEvent.run()
+                tests += 1
+                testsAccepted += connection.changes
+            }
             let statement = try connection.statement(
                 """
                 INSERT INTO digest_events (message_id, type, action, at, received_at, week, variant, platform, locale, arm)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                 """)
             var accepted = 0
-            for (item, target) in insert {
+            for (item, target) in insert where !target.isTest {
                 statement.reset()
                 statement.bind(item.event.messageID, at: 1)
                 statement.bind(item.event.type.rawValue, at: 2)
@@ -59,7 +85,8 @@ struct SQLiteEventQueries {
                 try statement.run()
                 accepted += connection.changes
             }
-            return EventBatchResult(accepted: accepted, duplicates: insert.count - accepted, rejected: rejected)
+            return EventBatchResult(
+                accepted: accepted + testsAccepted, duplicates: insert.count - accepted - testsAccepted, rejected: rejected, test: testsAccepted)
         }
     }
 

@@ -280,6 +280,31 @@ package enum SQLiteSchema {
                 """)
             try widenProviderChecks(connection)
         },
+        // 16: test sends (docs/004, `digest send-test`): a message sent to an editor's own device is
+        // never in the outbox; its id is kept here so that `digest collect` takes the device's events,
+        // which go to their own table and into no report; the sends a minute per device are counted
+        // from it.
+        """
+        CREATE TABLE digest_test_sends (
+            message_id TEXT PRIMARY KEY,
+            sent_at INTEGER NOT NULL,
+            device TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            week TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            variant TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX digest_test_sends_device ON digest_test_sends (device, sent_at);
+        CREATE TABLE digest_test_events (
+            message_id TEXT NOT NULL,
+            type TEXT NOT NULL,
+            action TEXT NOT NULL DEFAULT '',
+            at INTEGER NOT NULL,
+            received_at INTEGER NOT NULL,
+            PRIMARY KEY (message_id, type, action)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The version a store has once every migration ran.

@@ -54,6 +54,43 @@ import Testing
             """)
     }
 
+    /// A test send's message (`digest send-test`) is not in the outbox: its events are taken, counted
+    /// as test events, kept in their own table and out of the week's report; test sends are at most
+    /// so many a minute per device.
+    @Test(arguments: Backend.allCases) func testSendsEventsAreTakenAndKeptOutOfTheReport(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        let a = FixtureMessage(user: "u1")
+        try await store.write([a])
+        let created = StoreHarness.createdAt
+        let test = OutboxMessage.messageID(dedupeKey: "test:ana-pixel:1")
+        let send = TestSend(messageID: test, device: "Ana's Pixel", userID: "u1", week: a.week, provider: .fcm, platform: "android", variant: "BigText")
+        #expect(try await store.database.recordTestSend(send, now: created, perMinute: 2))
+        var second = send
+        second.messageID = OutboxMessage.messageID(dedupeKey: "test:ana-pixel:2")
+        #expect(try await store.database.recordTestSend(second, now: created + 10, perMinute: 2))
+        var third = send
+        third.messageID = OutboxMessage.messageID(dedupeKey: "test:ana-pixel:3")
+        #expect(try await !store.database.recordTestSend(third, now: created + 20, perMinute: 2))  // a third within the minute
+        var other = third
+        other.device = "Bo's iPhone"
+        #expect(try await store.database.recordTestSend(other, now: created + 20, perMinute: 2))  // another device's own count
+        third.messageID = OutboxMessage.messageID(dedupeKey: "test:ana-pixel:4")
+        #expect(try await store.database.recordTestSend(third, now: created + 61, perMinute: 2))  // the first is a minute old
+        let result = try await store.withCollector(keys: AppKeys(keys: [Self.key])) { port in
+            let (status, body) = try await HTTP.post(port: port, key: Self.key, body: HTTP.body([
+                HTTP.event(test, "received"), HTTP.event(test, "opened"), HTTP.event(test, "opened"), HTTP.event(a.messageID, "received"),
+                HTTP.event(test, "displayed", at: created - 1),
+            ]))
+            #expect(status == 202)
+            return try HTTP.result(body)
+        }
+        #expect(result == EventBatchResult(accepted: 3, duplicates: 1, rejected: [RejectedEvent(index: 4, reason: .beforeMessage)], test: 2))
+        #expect(try store.sql("SELECT type FROM digest_test_events ORDER BY type") == "opened\nreceived")
+        #expect(try store.sql("SELECT count(*) FROM digest_events") == "1")
+        let counts = try await store.database.eventCounts(week: a.week)
+        #expect(counts.map(\.received).reduce(0, +) == 1 && counts.map(\.opened).reduce(0, +) == 0)
+    }
+
     @Test(arguments: Backend.allCases) func earlierAndOrderedIDsAreBothFoundByTheMigratedIndex(backend: Backend) async throws {
         let store = try await StoreHarness(backend)
         // Every migrated store has the unique index, before any collector opened it.

@@ -1,3 +1,5 @@
+public import DigestCore
+
 /// What an app reports about one device message (`POST /v1/events`, docs/009-events.md).
 public struct AppEvent: Sendable, Hashable {
     /// The message's `message_id`, as its data carried it.
@@ -91,10 +93,37 @@ public struct EventBatchResult: Sendable, Hashable, Codable {
     public var duplicates: Int
     /// Refused events, by index.
     public var rejected: [RejectedEvent]
+    /// Of ``accepted``, events of test sends (`digest send-test`): kept apart, in no report.
+    public var test: Int
 
-    public init(accepted: Int = 0, duplicates: Int = 0, rejected: [RejectedEvent] = []) {
+    public init(accepted: Int = 0, duplicates: Int = 0, rejected: [RejectedEvent] = [], test: Int = 0) {
         self.accepted = accepted
         self.duplicates = duplicates
         self.rejected = rejected
+        self.test = test
+    }
+}
+
+/// A message sent to an editor's own device (`digest send-test`): never in the outbox, recorded so
+/// that the device's events are taken (and kept out of every report) and test sends are counted.
+public struct TestSend: Sendable, Hashable {
+    /// The message's id, fresh for each test send.
+    public var messageID: String
+    /// The test device's name, as in the test devices file.
+    public var device: String
+    public var userID: String
+    public var week: String
+    public var provider: Provider
+    public var platform: String
+    public var variant: String
+
+    public init(messageID: String, device: String, userID: String, week: String, provider: Provider, platform: String, variant: String) {
+        self.messageID = messageID
+        self.device = device
+        self.userID = userID
+        self.week = week
+        self.provider = provider
+        self.platform = platform
+        self.variant = variant
     }
 }

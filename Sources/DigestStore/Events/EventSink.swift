@@ -8,7 +8,8 @@
 /// ```
 public protocol EventSink: Sendable {
     /// Records `events` received at `now` (Unix seconds) in one transaction: refuses those whose
-    /// message the outbox does not hold (``EventRejection/unknownMessage``) or that happened before
+    /// message neither the outbox nor the test sends hold (``EventRejection/unknownMessage``; a test
+    /// send's events go to a table of their own, which no report reads) or that happened before
     /// the message was written (``EventRejection/beforeMessage``), and counts the rest as accepted or
     /// duplicates (`INSERT … ON CONFLICT DO NOTHING`, so concurrent requests with the same event
     /// record it once).
@@ -26,14 +27,17 @@ public struct EventTarget: Sendable, Hashable {
     public var locale: String?
     /// The A/B arm (`image`, `text`) of a split week's message, from its report.
     public var arm: String?
+    /// A test send's message (`digest send-test`): its events go to `digest_test_events`, in no report.
+    public var isTest: Bool
 
-    public init(createdAt: Int64, week: String, variant: String, platform: String, locale: String?, arm: String?) {
+    public init(createdAt: Int64, week: String, variant: String, platform: String, locale: String?, arm: String?, isTest: Bool = false) {
         self.createdAt = createdAt
         self.week = week
         self.variant = variant
         self.platform = platform
         self.locale = locale
         self.arm = arm
+        self.isTest = isTest
     }
 }
 

@@ -80,6 +80,10 @@ public protocol DigestOperatorViews: Sendable {
     func liveImageURLs(now: Int64) async throws -> Set<String>
     /// Rolling runs: per zone, the week's users digested and still waiting.
     func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress]
+    /// Records `send` at `now` (Unix seconds) unless its device had `perMinute` test sends in the
+    /// minute before; returns whether it was recorded (and may go out). Many processes may ask at once:
+    /// the count and the insert are one transaction.
+    func recordTestSend(_ send: TestSend, now: Int64, perMinute: Int) async throws -> Bool
 }
 
 extension DigestPipelineStore {
