@@ -21,6 +21,9 @@ public actor PostgresHistoryReader: HistoryReader {
     /// Whether `digest_devices` has `provider` and `topic` columns (an adopter's view may not): asked once.
     private var devicesHaveProvider: Bool?
     private var devicesHaveTopic: Bool?
+    /// Whether `digest_devices` has `keys_p256dh` and `keys_auth` columns (an adopter's view may not):
+    /// asked once.
+    private var devicesHaveKeys: Bool?
     /// Rolling runs: batches are a zone's users, whose ids are not consecutive, so their reads,
     /// earlier reads and picks are asked by the list of ids instead of by the range first…last.
     var byList = false
@@ -129,14 +132,14 @@ public actor PostgresHistoryReader: HistoryReader {
         guard !users.isEmpty else { return [] }
         var binds = PostgresBindings()
         let condition = usersCondition(users, &binds, column: "d.user_id")
-        let (registered, listPosition, provider, topic) = try await deviceOrderColumns()
+        let (registered, listPosition, provider, topic, keys) = try await deviceOrderColumns()
         let order = DeviceSelection.orderSQL(registeredAt: registered, listPosition: listPosition, token: "d.token COLLATE \"C\"")
         let devices = PostgresQuery(
             unsafeSQL: """
                 SELECT d.user_id, d.token, d.platform, extract(epoch FROM \(registered))::int8,
                        EXISTS (SELECT 1 FROM digest_dead_tokens x
                                WHERE x.token = d.token AND (\(registered) IS NULL OR \(registered) <= x.died_at)),
-                       coalesce(\(provider), 'fcm'), \(topic)
+                       coalesce(\(provider), 'fcm'), \(topic), \(keys)
                 FROM digest_devices d
                 WHERE \(condition)
                 ORDER BY d.user_id COLLATE "C", \(order)
@@ -144,8 +147,8 @@ public actor PostgresHistoryReader: HistoryReader {
             binds: binds)
         var index = 0
         for row in try await pool.rows(devices) {
-            let (owner, token, platformName, registeredAt, dead, providerName, topic) =
-                try row.decode((String, String, String, Int64?, Bool, String, String?).self)
+            let (owner, token, platformName, registeredAt, dead, providerName, topic, p256dh, auth) =
+                try row.decode((String, String, String, Int64?, Bool, String, String?, String?, String?).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
             guard index < users.count, users[index].reader.id == owner, let platform = Platform(rawValue: platformName),
                 let provider = Provider(rawValue: providerName)
@@ -153,17 +156,22 @@ public actor PostgresHistoryReader: HistoryReader {
             if dead {
                 users[index].reader.deadTokens += 1
             } else {
-                users[index].reader.admit(Device(token: token, platform: platform, registeredAt: registeredAt, topic: topic, provider: provider))
+                var keys: Device.SubscriptionKeys?
+                if let p256dh, let auth { keys = .init(p256dh: p256dh, auth: auth) }
+                users[index].reader.admit(
+                    Device(token: token, platform: platform, registeredAt: registeredAt, topic: topic, provider: provider, subscriptionKeys: keys))
             }
         }
         return users
     }
 
-    /// `d.registered_at`, `d.list_position`, `d.provider` and `d.topic`, each `NULL` (of its type) when
-    /// the `digest_devices` view has no such column (an adopter's view from before it was part of the
-    /// contract): read as never registered again, as listed in byte order of token, as FCM, and as no
-    /// topic.
-    private func deviceOrderColumns() async throws -> (registered: String, listPosition: String, provider: String, topic: String) {
+    /// `d.registered_at`, `d.list_position`, `d.provider`, `d.topic` and the subscription keys
+    /// (`d.keys_p256dh, d.keys_auth`), each `NULL` (of its type) when the `digest_devices` view has no
+    /// such column (an adopter's view from before it was part of the contract): read as never
+    /// registered again, as listed in byte order of token, as FCM, as no topic and as no keys.
+    private func deviceOrderColumns() async throws -> (
+        registered: String, listPosition: String, provider: String, topic: String, keys: String
+    ) {
         if devicesHaveRegistration == nil {
             devicesHaveRegistration = try await pool.relation("digest_devices", hasColumn: "registered_at")
         }
@@ -176,11 +184,17 @@ public actor PostgresHistoryReader: HistoryReader {
         if devicesHaveTopic == nil {
             devicesHaveTopic = try await pool.relation("digest_devices", hasColumn: "topic")
         }
+        if devicesHaveKeys == nil {
+            var both = try await pool.relation("digest_devices", hasColumn: "keys_p256dh")
+            if both { both = try await pool.relation("digest_devices", hasColumn: "keys_auth") }
+            devicesHaveKeys = both
+        }
         return (
             devicesHaveRegistration == true ? "d.registered_at" : "NULL::timestamptz",
             devicesHaveListPosition == true ? "d.list_position" : "NULL::int8",
             devicesHaveProvider == true ? "d.provider::text" : "NULL::text",
-            devicesHaveTopic == true ? "d.topic::text" : "NULL::text"
+            devicesHaveTopic == true ? "d.topic::text" : "NULL::text",
+            devicesHaveKeys == true ? "d.keys_p256dh::text, d.keys_auth::text" : "NULL::text, NULL::text"
         )
     }
 

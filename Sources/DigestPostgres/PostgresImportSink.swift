@@ -43,10 +43,10 @@ public final class PostgresImportSink: HistoryImportSink {
                 holder[device.token] = (index, device.registeredAt)
             }
         }
-        // 0 stands for an unknown registration, '' for no topic. A device's place in the list (`list_position`) orders the
+        // 0 stands for an unknown registration, '' for no topic and no keys. A device's place in the list (`list_position`) orders the
         // undated ones when the reader has more devices than a run sends to (`DeviceSelection`).
         var owners: [String] = [], tokens: [String] = [], platforms: [String] = [], registered: [Int64] = [], positions: [Int64] = []
-        var providers: [String] = [], topics: [String] = []
+        var providers: [String] = [], topics: [String] = [], p256dhs: [String] = [], auths: [String] = []
         for (index, user) in users.enumerated() {
             var seen = Set<String>()
             for (position, device) in user.devices.enumerated().reversed()
@@ -58,6 +58,8 @@ public final class PostgresImportSink: HistoryImportSink {
                 positions.append(Int64(position))
                 providers.append(device.provider.rawValue)
                 topics.append(device.topic ?? "")
+                p256dhs.append(device.subscriptionKeys?.p256dh ?? "")
+                auths.append(device.subscriptionKeys?.auth ?? "")
             }
         }
         // Across the store: the batch takes a token from another reader unless they registered it later.
@@ -83,10 +85,10 @@ public final class PostgresImportSink: HistoryImportSink {
                 RETURNING id, xmax = 0 AS inserted),
             listed AS (
                 SELECT user_id, token, platform, to_timestamp(nullif(r, 0)) AS registered_at, list_position, provider,
-                    nullif(topic, '') AS topic
+                    nullif(topic, '') AS topic, nullif(p256dh, '') AS keys_p256dh, nullif(auth, '') AS keys_auth
                 FROM unnest(\(owners)::text[], \(tokens)::text[], \(platforms)::text[], \(registered)::int8[], \(positions)::int4[],
-                            \(providers)::text[], \(topics)::text[])
-                    AS t(user_id, token, platform, r, list_position, provider, topic)
+                            \(providers)::text[], \(topics)::text[], \(p256dhs)::text[], \(auths)::text[])
+                    AS t(user_id, token, platform, r, list_position, provider, topic, p256dh, auth)
                 WHERE NOT EXISTS (SELECT 1 FROM digest_import_devices d
                                   WHERE d.token = t.token AND d.user_id <> t.user_id AND d.registered_at > to_timestamp(nullif(t.r, 0)))),
             reregistered AS (
@@ -100,13 +102,16 @@ public final class PostgresImportSink: HistoryImportSink {
                   AND NOT EXISTS (SELECT 1 FROM listed l WHERE l.user_id = d.user_id AND l.token = d.token)
                 RETURNING d.user_id),
             added AS (
-                INSERT INTO digest_import_devices (user_id, token, platform, registered_at, list_position, provider, topic)
-                SELECT user_id, token, platform, registered_at, list_position, provider, topic FROM listed
+                INSERT INTO digest_import_devices (user_id, token, platform, registered_at, list_position, provider, topic, keys_p256dh, keys_auth)
+                SELECT user_id, token, platform, registered_at, list_position, provider, topic, keys_p256dh, keys_auth FROM listed
                 ON CONFLICT (user_id, token) DO UPDATE SET platform = excluded.platform, registered_at = excluded.registered_at,
-                    list_position = excluded.list_position, provider = excluded.provider, topic = excluded.topic
+                    list_position = excluded.list_position, provider = excluded.provider, topic = excluded.topic,
+                    keys_p256dh = excluded.keys_p256dh, keys_auth = excluded.keys_auth
                 WHERE (digest_import_devices.platform, digest_import_devices.registered_at, digest_import_devices.list_position,
-                       digest_import_devices.provider, digest_import_devices.topic)
-                    IS DISTINCT FROM (excluded.platform, excluded.registered_at, excluded.list_position, excluded.provider, excluded.topic)
+                       digest_import_devices.provider, digest_import_devices.topic, digest_import_devices.keys_p256dh,
+                       digest_import_devices.keys_auth)
+                    IS DISTINCT FROM (excluded.platform, excluded.registered_at, excluded.list_position, excluded.provider, excluded.topic,
+                                      excluded.keys_p256dh, excluded.keys_auth)
                 RETURNING user_id, xmax = 0 AS fresh)
             SELECT (SELECT count(*) FROM (SELECT id FROM upserted UNION SELECT user_id FROM removed UNION SELECT user_id FROM added) changed),
                    coalesce((SELECT array_agg(DISTINCT g.user_id)

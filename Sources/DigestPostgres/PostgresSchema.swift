@@ -7,7 +7,7 @@ import PostgresNIO
 /// History is read through four views (`digest_users`, `digest_devices`, `digest_articles`,
 /// `digest_reads`) over the tables `digest import` fills; an adopter may replace the views with
 /// views over its own tables (`docs/005-postgresql.md`).
-enum PostgresSchema {
+package enum PostgresSchema {
     static let migrations: [String] = [
         // 1: history (tables and the views the job reads), outbox, run coordination.
         """
@@ -274,7 +274,24 @@ enum PostgresSchema {
         ALTER TABLE digest_outbox ADD COLUMN timing text CHECK (timing IN ('habit', 'fallback', 'control'));
         ALTER TABLE digest_outbox ADD COLUMN due_local text
         """,
+        // 15: standard Web Push (docs/001): a device keeps its subscription's keys (`keys_p256dh`,
+        // `keys_auth`, base64url as the browser gave them; NULL for FCM and APNs), which the view gains
+        // while it is ours (an adopter's view without them lists no Web Push device the run can
+        // encrypt to), and `webpush` joins the providers the tables admit. The checks are added NOT
+        // VALID: every existing row passed the narrower check, so a scan of the outbox (under the lock
+        // the change takes until the migration commits) would prove nothing; new rows are checked.
+        """
+        ALTER TABLE digest_import_devices ADD COLUMN keys_p256dh text, ADD COLUMN keys_auth text;
+        ALTER TABLE digest_import_devices DROP CONSTRAINT digest_import_devices_provider_check,
+            ADD CONSTRAINT digest_import_devices_provider_check CHECK (provider IN ('fcm', 'apns', 'webpush')) NOT VALID;
+        ALTER TABLE digest_outbox DROP CONSTRAINT digest_outbox_provider_check,
+            ADD CONSTRAINT digest_outbox_provider_check CHECK (provider IN ('fcm', 'apns', 'webpush')) NOT VALID;
+        DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_devices' AND schemaname = current_schema() AND definition LIKE '%digest_import_devices%') THEN CREATE OR REPLACE VIEW digest_devices AS SELECT user_id, token, platform, registered_at, list_position, provider, topic, keys_p256dh, keys_auth FROM digest_import_devices; END IF; END $$
+        """,
     ]
+
+    /// The version a store has once every migration ran.
+    package static var latestVersion: Int { migrations.count }
 
     /// Applies the migrations the database lacks; returns the versions before and after.
     static func migrate(_ pool: PostgresPool) async throws -> (from: Int, to: Int) {

@@ -54,11 +54,12 @@ final class SQLiteHistoryQueries {
     }
 
     /// A device row: owner, token, platform, registration, whether the token is dead (its provider
-    /// called it unregistered and the app has not registered it since), provider and topic.
+    /// called it unregistered and the app has not registered it since), provider, topic and a Web Push
+    /// subscription's keys.
     static let deviceColumns = """
         d.user_pk, d.token, d.platform, d.registered_at,
         EXISTS (SELECT 1 FROM digest_dead_tokens x WHERE x.token = d.token AND (d.registered_at IS NULL OR d.registered_at <= x.died_at)),
-        d.provider, d.topic
+        d.provider, d.topic, d.keys_p256dh, d.keys_auth
         """
 
     /// A reader's device rows in ``DeviceSelection`` order, after the owner.
@@ -73,10 +74,12 @@ final class SQLiteHistoryQueries {
             reader.deadTokens += 1
             return
         }
+        var keys: Device.SubscriptionKeys?
+        if let p256dh = row.optionalString(7), let auth = row.optionalString(8) { keys = .init(p256dh: p256dh, auth: auth) }
         reader.admit(
             Device(
                 token: row.string(1), platform: platform, registeredAt: row.isNull(3) ? nil : row.int64(3), topic: row.optionalString(6),
-                provider: provider))
+                provider: provider, subscriptionKeys: keys))
     }
 
     /// One statement for the batch: the users' keys as a JSON array (`json_each`), each looked up on

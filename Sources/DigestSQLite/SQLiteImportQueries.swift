@@ -85,16 +85,18 @@ final class SQLiteImportQueries {
         // devices than a run sends to (`DeviceSelection`).
         let insert = try connection.statement(
             """
-            INSERT INTO devices (user_pk, token, platform, registered_at, list_position, provider, topic)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            INSERT INTO devices (user_pk, token, platform, registered_at, list_position, provider, topic, keys_p256dh, keys_auth)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
             ON CONFLICT (user_pk, token) DO NOTHING
             """)
         let existing = try connection.statement("SELECT registered_at FROM devices WHERE user_pk = ?1 AND token = ?2")
         let update = try connection.statement(
             """
-            UPDATE devices SET platform = ?3, registered_at = ?4, list_position = ?5, provider = ?6, topic = ?7
+            UPDATE devices SET platform = ?3, registered_at = ?4, list_position = ?5, provider = ?6, topic = ?7,
+                keys_p256dh = ?8, keys_auth = ?9
             WHERE user_pk = ?1 AND token = ?2
-              AND (platform IS NOT ?3 OR registered_at IS NOT ?4 OR list_position IS NOT ?5 OR provider IS NOT ?6 OR topic IS NOT ?7)
+              AND (platform IS NOT ?3 OR registered_at IS NOT ?4 OR list_position IS NOT ?5 OR provider IS NOT ?6 OR topic IS NOT ?7
+                   OR keys_p256dh IS NOT ?8 OR keys_auth IS NOT ?9)
             """)
         var gainedDevice = false
         for (position, device) in user.devices.enumerated() {
@@ -127,6 +129,8 @@ final class SQLiteImportQueries {
             insert.bind(position, at: 5)
             insert.bind(device.provider.rawValue, at: 6)
             insert.bind(device.topic, at: 7)
+            insert.bind(device.subscriptionKeys?.p256dh, at: 8)
+            insert.bind(device.subscriptionKeys?.auth, at: 9)
             try insert.run()
             if connection.changes > 0 {
                 gainedDevice = true
@@ -143,6 +147,8 @@ final class SQLiteImportQueries {
             update.bind(position, at: 5)
             update.bind(device.provider.rawValue, at: 6)
             update.bind(device.topic, at: 7)
+            update.bind(device.subscriptionKeys?.p256dh, at: 8)
+            update.bind(device.subscriptionKeys?.auth, at: 9)
             try update.run()
             changed = changed || connection.changes > 0
             // A later registration counts as a new device: a token FCM called dead may be alive again.

@@ -1,6 +1,20 @@
 /// The SQLite schema, as numbered migrations applied in order inside transactions.
-enum SQLiteSchema {
-    static let migrations: [String] = [
+package enum SQLiteSchema {
+    /// One migration: SQL run as it is (a string literal), or statements that need values read from
+    /// the database first.
+    struct Migration: ExpressibleByStringLiteral, Sendable {
+        let apply: @Sendable (SQLiteConnection) throws -> Void
+
+        init(stringLiteral sql: String) {
+            apply = { try $0.execute(sql) }
+        }
+
+        init(_ apply: @escaping @Sendable (SQLiteConnection) throws -> Void) {
+            self.apply = apply
+        }
+    }
+
+    static let migrations: [Migration] = [
         // 1: history, outbox, run bookkeeping.
         """
         CREATE TABLE users (
@@ -253,10 +267,72 @@ enum SQLiteSchema {
         ALTER TABLE digest_outbox ADD COLUMN timing TEXT CHECK (timing IN ('habit', 'fallback', 'control'));
         ALTER TABLE digest_outbox ADD COLUMN due_local TEXT;
         """,
+        // 15: standard Web Push (docs/001): a device keeps its subscription's keys (`keys_p256dh`,
+        // `keys_auth`, base64url as the browser gave them; NULL for FCM and APNs), and `webpush` joins
+        // the providers `devices` and `digest_outbox` admit. SQLite cannot alter a CHECK; rebuilding the
+        // outbox to widen one would rewrite every row and index of the largest table, so the stored
+        // schema text is edited instead (``widenProviderChecks(_:)``).
+        Migration { connection in
+            try connection.execute(
+                """
+                ALTER TABLE devices ADD COLUMN keys_p256dh TEXT;
+                ALTER TABLE devices ADD COLUMN keys_auth TEXT;
+                """)
+            try widenProviderChecks(connection)
+        },
     ]
 
-    /// Applies the migrations the database lacks; returns the versions before and after.
-    static func migrate(_ connection: SQLiteConnection) throws -> (from: Int, to: Int) {
+    /// The version a store has once every migration ran.
+    package static var latestVersion: Int { migrations.count }
+
+    /// The `provider` CHECK of migration 13, as SQLite keeps it in the tables' schema text, and what
+    /// migration 15 makes of it.
+    static let narrowProviderCheck = "CHECK (provider IN ('fcm', 'apns'))"
+    static let wideProviderCheck = "CHECK (provider IN ('fcm', 'apns', 'webpush'))"
+
+    /// Widens the `provider` CHECK of `devices` and `digest_outbox` by editing their `CREATE TABLE`
+    /// text in `sqlite_schema`, as sqlite.org's ALTER TABLE page describes for changes that leave every
+    /// stored row valid ("Making Other Kinds Of Table Schema Changes"): no row or index is touched,
+    /// whatever the tables hold. Runs inside the migration's transaction, so a failure leaves the old
+    /// text. Every row of the old schema passes the wider check, so no row needs checking again;
+    /// what is checked is that each table's text held the old constraint once and now holds the new
+    /// one, and that both tables' new text parses.
+    static func widenProviderChecks(_ connection: SQLiteConnection) throws {
+        let tables = "('devices', 'digest_outbox')"
+        func count(_ text: String) throws -> Int {
+            let statement = try connection.statement(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN \(tables) AND instr(sql, ?1) > 0")
+            defer { statement.reset() }
+            statement.bind(text, at: 1)
+            return try statement.step() ? statement.int(0) : 0
+        }
+        guard try count(narrowProviderCheck) == 2 else {
+            throw SQLiteError(
+                code: 1, message: "migration 15: devices and digest_outbox do not both hold \(narrowProviderCheck)", path: connection.path)
+        }
+        let version = try connection.statement("PRAGMA schema_version")
+        let schemaVersion = try version.step() ? version.int(0) : 0
+        version.reset()
+        try connection.execute("PRAGMA writable_schema = ON")
+        // The setting belongs to the connection, not the transaction: off again whatever happens.
+        defer { try? connection.execute("PRAGMA writable_schema = OFF") }
+        let edit = try connection.statement(
+            "UPDATE sqlite_schema SET sql = replace(sql, ?1, ?2) WHERE type = 'table' AND name IN \(tables)")
+        edit.bind(narrowProviderCheck, at: 1)
+        edit.bind(wideProviderCheck, at: 2)
+        try edit.run()
+        try connection.execute("PRAGMA schema_version = \(schemaVersion + 1)")
+        // The new schema version makes every connection, this one too, read the schema text again.
+        guard try count(wideProviderCheck) == 2, try count(narrowProviderCheck) == 0 else {
+            throw SQLiteError(code: 1, message: "migration 15: the provider checks were not widened", path: connection.path)
+        }
+        try connection.execute("SELECT provider FROM devices LIMIT 0; SELECT provider FROM digest_outbox LIMIT 0")
+    }
+
+    /// Applies the migrations the database lacks, up to `last` (tests make stores of an earlier
+    /// version so); returns the versions before and after.
+    package static func migrate(_ connection: SQLiteConnection, through last: Int? = nil) throws -> (from: Int, to: Int) {
+        let target = min(last ?? migrations.count, migrations.count)
         try connection.execute("CREATE TABLE IF NOT EXISTS digest_schema (version INTEGER NOT NULL)")
         let current = try version(connection)
         guard current <= migrations.count else {
@@ -265,13 +341,13 @@ enum SQLiteSchema {
                 message: "schema version \(current) is newer than this digest (\(migrations.count)): upgrade digest",
                 path: connection.path)
         }
-        for index in current..<migrations.count {
+        for index in current..<max(current, target) {
             try connection.transaction {
-                try connection.execute(migrations[index])
+                try migrations[index].apply(connection)
                 try connection.execute("DELETE FROM digest_schema; INSERT INTO digest_schema VALUES (\(index + 1))")
             }
         }
-        return (current, migrations.count)
+        return (current, max(current, target))
     }
 
     static func version(_ connection: SQLiteConnection) throws(SQLiteError) -> Int {

@@ -35,13 +35,13 @@ struct QueueCommand: AsyncParsableCommand {
 
     struct Peek: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the first messages as JSON lines (device tokens masked).")
+            abstract: "Print the first messages as JSON lines (device tokens, endpoints and Web Push keys masked).")
 
         @OptionGroup var database: DatabaseOptions
         @Option(help: "How many.") var limit = 5
         @Option(help: "Only this state (ready, leased, sent, dead, expired).") var state: String?
 
-        @Flag(help: "Print the whole message and target, token included.") var showTokens = false
+        @Flag(help: "Print the whole message, target and headers, token, endpoint and Web Push keys included.") var showTokens = false
 
         func validate() throws {
             let states = OutboxDelivery.State.allCases.map(\.rawValue)
@@ -71,13 +71,23 @@ struct QueueCommand: AsyncParsableCommand {
                 writer.raw(Array((showTokens ? row.message : Self.maskToken(row.message)).utf8))
                 if let headers = row.headers {
                     writer.key("headers")
-                    writer.raw(Array(headers.utf8))
+                    writer.raw(Array((showTokens ? headers : Self.maskKeys(headers, provider: row.provider)).utf8))
                 }
                 writer.key("report")
                 writer.raw(Array(row.report.utf8))
                 writer.endObject()
                 print(writer.string)
             }
+        }
+
+        /// A Web Push row's headers with the subscription's keys (`p256dh`, `auth`) shown as `…`: they
+        /// are the subscriber's secrets, printed only with `--show-tokens`. Other providers' headers
+        /// hold none; a row that cannot be read back is shown as `{}`.
+        static func maskKeys(_ headers: String, provider: Provider) -> String {
+            guard provider == .webpush else { return headers }
+            guard var read = try? WebPushHeaders(json: Array(headers.utf8)) else { return "{}" }
+            (read.p256dh, read.auth) = ("…", "…")
+            return read.json
         }
 
         /// Replaces the token's value with its last four characters.

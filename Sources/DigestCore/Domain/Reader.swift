@@ -29,8 +29,9 @@ public struct Reader: Sendable, Hashable {
 
 /// One registered device of a user.
 public struct Device: Sendable, Hashable {
-    /// The token the provider knows the device by: an FCM registration token, or an APNs device token
-    /// (lower-case hex). Never logged whole: use ``maskedToken``.
+    /// The token the provider knows the device by: an FCM registration token, an APNs device token
+    /// (lower-case hex), or a Web Push subscription's endpoint URL. Never logged whole: use
+    /// ``maskedToken``.
     public var token: String
     public var platform: Platform
     /// When the app last registered the token (Unix seconds; `nil`: not said). A token FCM called
@@ -42,6 +43,9 @@ public struct Device: Sendable, Hashable {
     public var topic: String?
     /// The push service the device's messages go through.
     public var provider: Provider
+    /// A Web Push subscription's keys, which its messages are encrypted to; `nil` for the other
+    /// providers (and for a Web Push device whose store row has none, which the composer leaves out).
+    package var subscriptionKeys: SubscriptionKeys?
 
     public init(token: String, platform: Platform, registeredAt: Int64? = nil, topic: String? = nil, provider: Provider = .fcm) {
         self.token = token
@@ -51,9 +55,56 @@ public struct Device: Sendable, Hashable {
         self.provider = provider
     }
 
-    /// The token shortened for logs and errors: its last four characters.
+    /// Any device, its subscription keys included (what the stores read back).
+    package init(
+        token: String, platform: Platform, registeredAt: Int64?, topic: String?, provider: Provider, subscriptionKeys: SubscriptionKeys?
+    ) {
+        self.init(token: token, platform: platform, registeredAt: registeredAt, topic: topic, provider: provider)
+        self.subscriptionKeys = subscriptionKeys
+    }
+
+    /// A browser's Web Push subscription: its endpoint is the device's token, its platform the web.
+    package init(endpoint: String, keys: SubscriptionKeys, registeredAt: Int64? = nil) {
+        self.init(token: endpoint, platform: .web, registeredAt: registeredAt, topic: nil, provider: .webpush, subscriptionKeys: keys)
+    }
+
+    /// The keys of a browser's push subscription as it gave them (`PushSubscription.toJSON().keys`,
+    /// base64url text), as the stores keep them. The import checked them with
+    /// ``WebPushSubscriptionKeys``; they are secrets of the subscription, never logged.
+    package struct SubscriptionKeys: Sendable, Hashable {
+        /// The user agent's P-256 public key, base64url of its 65-byte uncompressed point.
+        package var p256dh: String
+        /// The 16-byte authentication secret, base64url.
+        package var auth: String
+
+        package init(p256dh: String, auth: String) {
+            self.p256dh = p256dh
+            self.auth = auth
+        }
+    }
+
+    /// The token shortened for logs and errors: its last four characters (an endpoint's origin too).
     public var maskedToken: String { Self.masked(token) }
 
-    /// Any token shortened so: `…` and its last four characters.
-    package static func masked(_ token: String) -> String { "…" + String(token.suffix(4)) }
+    /// Any token shortened so: `…` and its last four characters. A Web Push endpoint (an `https://`
+    /// URL) keeps its origin, which names the push service and not the subscriber:
+    /// `https://fcm.googleapis.com/…Xk9Q`.
+    package static func masked(_ token: String) -> String {
+        let tail = "…" + String(token.suffix(4))
+        guard let origin = origin(ofEndpoint: token) else { return tail }
+        return origin + "/" + tail
+    }
+
+    /// `scheme://host[:port]` of an `http(s)://` URL, or `nil` for anything else (an FCM or APNs
+    /// token). The import admits only endpoints that are `https://` URLs with a host.
+    package static func origin(ofEndpoint token: String) -> String? {
+        for scheme in ["https://", "http://"] where token.hasPrefix(scheme) {
+            let rest = token.dropFirst(scheme.count)
+            let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            // User information (`user:secret@`) is not part of an origin and may be a secret.
+            let host = authority.split(separator: "@", omittingEmptySubsequences: false).last ?? ""
+            return host.isEmpty ? nil : scheme + host
+        }
+        return nil
+    }
 }
