@@ -88,6 +88,28 @@ enum ImportFieldRules {
         return topic
     }
 
+    /// A Web Push subscription's endpoint, the device's token: an `https://` URL with a host and no user
+    /// information, of at most ``ImportLimits/maxTokenBytes`` bytes of printable ASCII. A problem never
+    /// quotes it: an endpoint is a capability to push to its subscriber.
+    static func endpoint(_ endpoint: String, _ what: String) throws(LineProblem) -> String {
+        guard endpoint.utf8.count <= ImportLimits.maxTokenBytes else {
+            throw LineProblem(
+                .badEndpoint, "\(what): an endpoint of \(endpoint.utf8.count) bytes, over the limit of \(ImportLimits.maxTokenBytes)")
+        }
+        if let bad = endpoint.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value >= 0x7F }) {
+            throw LineProblem(.badEndpoint, "\(what): the endpoint holds a character outside printable ASCII (\(name(of: bad)))")
+        }
+        guard endpoint.hasPrefix("https://"), let parts = URLComponents(string: endpoint), parts.scheme == "https",
+            let host = parts.host, !host.isEmpty
+        else {
+            throw LineProblem(.badEndpoint, "\(what): the endpoint is not an https URL with a host")
+        }
+        guard parts.user == nil, parts.password == nil else {
+            throw LineProblem(.badEndpoint, "\(what): the endpoint holds a user name or password")
+        }
+        return endpoint
+    }
+
     private static func isHexDigit(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true

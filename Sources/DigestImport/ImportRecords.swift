@@ -25,44 +25,79 @@ enum ImportRecords {
             for (index, element) in (try line.optionalArray("devices") ?? []).enumerated() {
                 let path = "devices[\(index)]"
                 let fields = try JSONFields(element, at: path)
-                var token = try ImportFieldRules.token(fields.string("token"), path)
-                var provider = Provider.fcm
-                if let providerName = try fields.optionalString("provider") {
-                    guard let given = Provider(rawValue: providerName) else {
-                        throw LineProblem(
-                            .badProvider, "\(path): unknown provider \(ImportFieldRules.quote(providerName)) (fcm or apns)")
+                let providerName = try fields.optionalString("provider")
+                let device: Device
+                if providerName == Provider.webpush.rawValue {
+                    device = try webPushDevice(fields, path)
+                } else {
+                    var token = try ImportFieldRules.token(fields.string("token"), path)
+                    var provider = Provider.fcm
+                    if let providerName {
+                        guard let given = Provider(rawValue: providerName) else {
+                            throw LineProblem(
+                                .badProvider, "\(path): unknown provider \(ImportFieldRules.quote(providerName)) (fcm, apns or webpush)")
+                        }
+                        provider = given
                     }
-                    provider = given
-                }
-                let platform: Platform
-                // An APNs device is an iPhone or iPad: its platform may be left out, and may say nothing else.
-                switch (provider, try fields.optionalString("platform")) {
-                case (.apns, nil), (.apns, "ios"?):
-                    platform = .ios
-                case (.apns, let name?):
-                    throw LineProblem(.badPlatform, "\(path): platform \(ImportFieldRules.quote(name)) with provider apns (ios or none)")
-                case (.webpush, _):
-                    throw LineProblem(.badProvider, "\(path): provider webpush is not imported by this build")
-                case (.fcm, let given):
-                    let name: String
-                    if let given { name = given } else { name = try fields.string("platform") }
-                    guard let known = Platform(rawValue: name) else {
-                        throw LineProblem(.badPlatform, "\(path): unknown platform \(ImportFieldRules.quote(name)) (android, ios or web)")
+                    let platform: Platform
+                    // An APNs device is an iPhone or iPad: its platform may be left out, and may say nothing else.
+                    switch (provider, try fields.optionalString("platform")) {
+                    case (.apns, nil), (.apns, "ios"?):
+                        platform = .ios
+                    case (.apns, let name?):
+                        throw LineProblem(.badPlatform, "\(path): platform \(ImportFieldRules.quote(name)) with provider apns (ios or none)")
+                    case (_, let given):
+                        let name: String
+                        if let given { name = given } else { name = try fields.string("platform") }
+                        guard let known = Platform(rawValue: name) else {
+                            throw LineProblem(.badPlatform, "\(path): unknown platform \(ImportFieldRules.quote(name)) (android, ios or web)")
+                        }
+                        platform = known
                     }
-                    platform = known
+                    if provider == .apns { token = try ImportFieldRules.apnsToken(token, path) }
+                    var topic: String?
+                    if let given = try fields.optionalString("topic") { topic = try ImportFieldRules.topic(given, path) }
+                    let registeredAt = try fields.optionalInstant("registeredAt")
+                    device = Device(token: token, platform: platform, registeredAt: registeredAt, topic: topic, provider: provider)
                 }
-                if provider == .apns { token = try ImportFieldRules.apnsToken(token, path) }
-                var topic: String?
-                if let given = try fields.optionalString("topic") { topic = try ImportFieldRules.topic(given, path) }
-                let registeredAt = try fields.optionalInstant("registeredAt")
                 // A token listed twice counts once, as first listed. Every device is kept, however many
                 // (the line's length bounds them): a run picks the ones it sends to (`DeviceSelection`).
-                if seen.insert(token).inserted {
-                    devices.append(Device(token: token, platform: platform, registeredAt: registeredAt, topic: topic, provider: provider))
-                }
+                if seen.insert(device.token).inserted { devices.append(device) }
             }
             return Reader(id: id, locale: locale, timeZone: timeZone, optedOut: optedOut, devices: devices)
         }
+    }
+
+    /// A `webpush` device: a browser's `PushSubscription.toJSON()` as `subscription` (`endpoint`,
+    /// `expirationTime`, `keys.p256dh`, `keys.auth`). The endpoint is the device's token, so `token`
+    /// may be left out and, when given, must be the endpoint; the platform may be left out and may say
+    /// nothing but `web`. The keys pass the sender's own check (``WebPushSubscriptionKeys``) and are kept
+    /// as written. `expirationTime` (milliseconds since the epoch, or `null`) is read and not kept:
+    /// browsers give `null`, and a subscription past its time is one the push service answers 404 or
+    /// 410 for, which the dead-device memory records like any dead token.
+    private static func webPushDevice(_ fields: JSONFields, _ path: String) throws(LineProblem) -> Device {
+        if let name = try fields.optionalString("platform"), name != Platform.web.rawValue {
+            throw LineProblem(.badPlatform, "\(path): platform \(ImportFieldRules.quote(name)) with provider webpush (web or none)")
+        }
+        let subscription = try fields.object("subscription")
+        let endpoint = try ImportFieldRules.endpoint(subscription.string("endpoint"), path)
+        if let token = try fields.optionalString("token"), token != endpoint {
+            throw LineProblem(.badToken, "\(path): a webpush device's token, when given, must be its subscription's endpoint")
+        }
+        _ = try subscription.optionalCount("expirationTime", max: Int.max)
+        let keys = try subscription.object("keys")
+        let p256dh = try keys.string("p256dh"), auth = try keys.string("auth")
+        do {
+            _ = try WebPushSubscriptionKeys(p256dh: p256dh, auth: auth)
+        } catch {
+            throw LineProblem(.badSubscriptionKeys, "\(path): \(error.message)")
+        }
+        var topic: String?
+        if let given = try fields.optionalString("topic") { topic = try ImportFieldRules.topic(given, path) }
+        let registeredAt = try fields.optionalInstant("registeredAt")
+        return Device(
+            token: endpoint, platform: .web, registeredAt: registeredAt, topic: topic, provider: .webpush,
+            subscriptionKeys: .init(p256dh: p256dh, auth: auth))
     }
 
     /// A line of `articles.jsonl`.

@@ -27,17 +27,27 @@ package enum ImportSkipReason: String, Sendable, CaseIterable, Codable {
     /// character or is not in Unicode NFC. Ids are never cleaned into other ids.
     case badID = "bad_id"
     /// A device token that is empty, longer than ``ImportLimits/maxTokenBytes``, or not printable
-    /// ASCII without spaces; an `apns` device's token that is not hex of even length, 64 to 200 digits.
+    /// ASCII without spaces; an `apns` device's token that is not hex of even length, 64 to 200 digits;
+    /// a `webpush` device's token that is not its subscription's endpoint.
     /// Tokens are never cleaned into other tokens (but an APNs token's hex is lower-cased).
     case badToken = "bad_token"
-    /// A device platform other than `android`, `ios` and `web`, or an `apns` device's platform other
-    /// than `ios`.
+    /// A device platform other than `android`, `ios` and `web`, an `apns` device's platform other
+    /// than `ios`, or a `webpush` device's other than `web`.
     case badPlatform = "bad_platform"
-    /// A device provider other than `fcm` and `apns`.
+    /// A device provider other than `fcm`, `apns` and `webpush`.
     case badProvider = "bad_provider"
     /// A device topic that is empty, longer than ``ImportLimits/maxTopicIDBytes`` or holds a character
     /// a bundle id cannot (letters, digits, `.`, `-`).
     case badTopic = "bad_topic"
+    /// A `webpush` device's `subscription.endpoint` that is not an `https://` URL with a host (and no
+    /// user name or password), is longer than ``ImportLimits/maxTokenBytes`` or holds a character
+    /// outside printable ASCII. Which push services may be contacted is the sender's decision, not
+    /// the import's.
+    case badEndpoint = "bad_endpoint"
+    /// A `webpush` device's `subscription.keys` that are not base64url of a P-256 public key (`p256dh`:
+    /// a 65-byte uncompressed point on the curve) and a 16-byte `auth` secret
+    /// (``WebPushSubscriptionKeys``, the sender's own check).
+    case badSubscriptionKeys = "bad_subscription_keys"
     /// A locale with a control character or longer than ``ImportLimits/maxNameBytes``.
     case badLocale = "bad_locale"
     /// A time zone with a control character or longer than ``ImportLimits/maxNameBytes``.

@@ -73,6 +73,12 @@ struct JSONFields {
         }
     }
 
+    /// The object at `key`, whose own fields' problems are named under it (`devices[0].subscription.keys`).
+    func object(_ key: String) throws(LineProblem) -> JSONFields {
+        guard let value = present(key) else { throw LineProblem(.missingField, "missing field '\(path)\(key)'") }
+        return try JSONFields(value, at: path + key)
+    }
+
     func optionalArray(_ key: String) throws(LineProblem) -> [JSONValue]? {
         guard let value = present(key) else { return nil }
         guard case .array(let elements) = value else { throw wrongType(key, "a list", value) }

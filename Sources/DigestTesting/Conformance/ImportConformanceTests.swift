@@ -99,9 +99,10 @@ import DigestImport
         // replaced (u-dup on line 42, a-dup on line 28), so it counts as written and as duplicate_id.
         // A reader with 21 devices goes in with all of them, counted apart from the skipped lines.
         #expect(outcome.summaries == [
-            "users: 59 lines, 17 written, 0 unchanged, skipped: bad_date 1, bad_id 4, bad_json 5, bad_locale 1, bad_platform 2, "
-                + "bad_provider 1, bad_time_zone 2, bad_token 7, bad_topic 1, duplicate_id 2, line_too_long 1, lone_surrogate 2, "
-                + "missing_field 2, not_an_object 1, not_utf8 2, too_deep 2, wrong_type 5, devices over limit: 1",
+            "users: 70 lines, 19 written, 0 unchanged, skipped: bad_date 1, bad_endpoint 2, bad_id 4, bad_json 5, bad_locale 1, "
+                + "bad_platform 3, bad_provider 1, bad_subscription_keys 3, bad_time_zone 2, bad_token 8, bad_topic 1, duplicate_id 2, "
+                + "line_too_long 1, lone_surrogate 2, missing_field 4, not_an_object 1, not_utf8 2, too_deep 2, wrong_type 5, "
+                + "devices over limit: 1",
             "articles: 34 lines, 8 written, 0 unchanged, skipped: bad_date 6, bad_id 1, bad_json 1, bad_language 1, bad_number 5, "
                 + "bad_topics 1, bad_url 3, duplicate_id 1, line_too_long 1, lone_surrogate 1, missing_field 1, too_deep 1, wrong_type 4, "
                 + "devices over limit: 0",
@@ -139,7 +140,20 @@ import DigestImport
                 Device(token: "tok-apns-fcm", platform: .android, provider: .fcm),
             ])
         #expect(readers["u-apns-200"]?.devices == [Device(token: String(repeating: "c", count: 200), platform: .ios, provider: .apns)])
-        #expect(readers.count == 16)
+        // Web Push devices: the endpoint is the token, the platform web whether given or not, the keys
+        // kept as the browser wrote them; a token given too is the endpoint.
+        let keys = Device.SubscriptionKeys(
+            p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4", auth: "BTBZMqHH6r4Tts7J_aSIgg")
+        #expect(
+            readers["u-webpush"]?.devices == [
+                Device(endpoint: "https://fcm.googleapis.com/fcm/send/dGVzdC1zdWJzY3JpYmVyLTE:APA91bHk", keys: keys),
+                Device(token: "tok-webpush-fcm", platform: .web),
+            ])
+        #expect(
+            readers["u-webpush-token"]?.devices == [
+                Device(endpoint: "https://updates.push.services.mozilla.com/wpush/v2/gAAAAABk", keys: keys, registeredAt: 1_793_520_000)
+            ])
+        #expect(readers.count == 18)
 
         let articles = outcome.articles
         #expect(articles["a-nul"]?.title == "Null title")
