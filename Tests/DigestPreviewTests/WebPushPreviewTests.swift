@@ -28,13 +28,7 @@ import Testing
 
         let message = try PreviewMessage(json: plaintext)
         #expect(message == fcmMessage && message.notes.isEmpty)
-        let previews = try await PreviewFixtures.pool.render(message, scale: 1)
-        #expect(previews.map(\.state) == expected.map(\.state))
-        for (actual, wanted) in zip(previews, expected) {
-            let pixels = try #require(PixelImage(png: actual.png)), golden = try #require(PixelImage(png: wanted.png))
-            #expect(pixels.width > 0 && pixels == golden, "\(actual.fileName) differs from the FCM section's")
-            #expect(actual.texts == wanted.texts && actual.notes == wanted.notes)
-        }
+        try await PreviewFixtures.expectSamePreviews(message, as: expected, of: "Web Push plaintext")
         // The web bytes of a plaintext are the plaintext's; of the FCM body, its data and section.
         #expect(MessageBudget.bytes(ofMessage: plaintext) == [.web: plaintext.count])
         #expect(MessageBudget.bytes(ofMessage: fcm) == [.web: FCMEncoder().budgetBytes(for: plan, platform: .web)])
