@@ -1,5 +1,7 @@
 import DigestCore
 import DigestDemo
+import DigestSQLite
+import DigestStore
 import DigestSender
 import DigestTesting
 import Foundation
@@ -54,5 +56,29 @@ import Testing
             before.count == after.count && zip(before, after).allSatisfy(same)
         }
         #expect(unchanged)
+    }
+
+    /// `digest demo --webpush-devices` imports the subscriptions (strictly) and enqueues their
+    /// plaintexts; a base that is not https is refused before anything is written.
+    @Test func theDemoEnqueuesItsSubscribersPlaintexts() async throws {
+        let dir = try TemporaryDirectory()
+        let demo = try await DigestBinary.run([
+            "demo", "--out", dir.path("demo"), "--users", "150", "--images", "0", "--webpush-devices", "100",
+            "--webpush-base", "https://127.0.0.1:9443/push/", "--week", "2026-W46", "--as-of", "2026-11-16T12:00:00Z",
+        ])
+        #expect(demo.status == 0, "\(demo.stderr)")
+        let db = dir.path("demo/digest.sqlite")
+        let rows = try await SQLiteDatabase.sqlite(path: db).peek(limit: 1000, state: nil)
+        let webPush = rows.filter { $0.provider == .webpush }
+        #expect(!webPush.isEmpty && rows.allSatisfy { $0.platform != .web || $0.provider == .webpush })
+        for row in webPush {
+            #expect(row.target.hasPrefix("https://127.0.0.1:9443/push/") && !row.target.hasPrefix("https://127.0.0.1:9443/push//"))
+            let headers = try WebPushHeaders(json: Array((row.headers ?? "").utf8))
+            #expect(DemoWebPush.secrets(of: [Device(endpoint: row.target, keys: .init(p256dh: headers.p256dh, auth: headers.auth))])
+                .values.first?.keys.p256dh == headers.p256dh)
+        }
+        #expect(FileManager.default.fileExists(atPath: dir.path("demo/messages/BigText-web-webpush.json")))
+        let refused = try await DigestBinary.run(["demo", "--out", dir.path("other"), "--webpush-base", "http://127.0.0.1/push"])
+        #expect(refused.status == 64 && refused.stderr.contains("--webpush-base must be an https URL"), "\(refused.stderr)")
     }
 }
