@@ -171,6 +171,7 @@ let package = Package(
             name: "DigestDemo",
             dependencies: [
                 "DigestCore", "DigestStore", "DigestImageCodecs",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -397,7 +398,10 @@ let package = Package(
         ),
         .testTarget(
             name: "DigestRunTests",
-            dependencies: ["DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestDemo", "DigestTesting"],
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestDemo", "DigestTesting",
+                "DigestSender",
+            ],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

@@ -25,6 +25,10 @@ package struct DemoDataset: Sendable {
     package var percentWithoutDevices = 2
     /// iOS devices on APNs directly (``DemoHistory``'s `percentAPNs`).
     package var percentAPNs = 0
+    /// Web devices on standard Web Push (``DemoHistory``'s `percentWebPush`), their endpoints under
+    /// `webPushBase`.
+    package var percentWebPush = 0
+    package var webPushBase = DemoWebPush.defaultBase
 
     package init(week: ISOWeek) {
         self.week = week
@@ -35,7 +39,8 @@ package struct DemoDataset: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var history = DemoHistory(
             week: week, weeks: weeks, users: users, reads: users * readsPerUser, articles: articles, seed: seed,
-            percentWithoutDevices: percentWithoutDevices, percentAPNs: percentAPNs, imageBase: imageBase, imageNames: imageNames)
+            percentWithoutDevices: percentWithoutDevices, percentAPNs: percentAPNs, percentWebPush: percentWebPush,
+            webPushBase: webPushBase, imageBase: imageBase, imageNames: imageNames)
 
         var articleLines: [String] = []
         for article in history.articles {
@@ -72,9 +77,25 @@ package struct DemoDataset: Sendable {
             writer.beginArray()
             for device in reader.devices {
                 writer.beginObject()
-                writer.field("token", device.token)
-                writer.field("platform", device.platform.rawValue)
-                if device.provider != .fcm { writer.field("provider", device.provider.rawValue) }
+                if let keys = device.subscriptionKeys {
+                    // What the browser's `PushSubscription.toJSON()` gives; the endpoint is the token.
+                    writer.field("provider", device.provider.rawValue)
+                    writer.key("subscription")
+                    writer.beginObject()
+                    writer.field("endpoint", device.token)
+                    writer.key("expirationTime")
+                    writer.raw(Array("null".utf8))
+                    writer.key("keys")
+                    writer.beginObject()
+                    writer.field("p256dh", keys.p256dh)
+                    writer.field("auth", keys.auth)
+                    writer.endObject()
+                    writer.endObject()
+                } else {
+                    writer.field("token", device.token)
+                    writer.field("platform", device.platform.rawValue)
+                    if device.provider != .fcm { writer.field("provider", device.provider.rawValue) }
+                }
                 writer.endObject()
             }
             writer.endArray()

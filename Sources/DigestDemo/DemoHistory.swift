@@ -43,6 +43,8 @@ package struct DemoHistory: Sendable {
     private let addsUnknownLocale: Bool
     private let percentWithoutDevices: Int
     private let percentAPNs: Int
+    private let percentWebPush: Int
+    private let webPushBase: String
     private let readCounts: [Int32]
     /// The articles' publication times (sorted) and reading minutes, by index.
     private let published: [Int64]
@@ -61,6 +63,8 @@ package struct DemoHistory: Sendable {
     ///   - percentAPNs: iOS devices that talk to APNs directly (a 64-digit hex token, provider
     ///     `apns`), chosen by their token without a draw: the rest of the history is the same
     ///     whatever the share.
+    ///   - percentWebPush: web devices subscribed with standard Web Push (provider `webpush`, an
+    ///     endpoint under `webPushBase` and real keys: ``DemoWebPush``), chosen likewise.
     ///   - reads: reads in all, exactly; per user exponential around the mean, a user in ten reading
     ///     only in the week before.
     ///   - articles: at least 1.
@@ -71,12 +75,15 @@ package struct DemoHistory: Sendable {
     ///     image; nil: one `<article id>.jpg` per article.
     package init(
         week: ISOWeek, weeks: Int = 2, users: Int, reads: Int, articles: Int = 400, seed: UInt64 = 2026,
-        locales: [String]? = nil, percentWithoutDevices: Int = 0, percentAPNs: Int = 0,
-        imageBase: String = "https://images.digest.example", imageNames: [String]? = nil
+        locales: [String]? = nil, percentWithoutDevices: Int = 0, percentAPNs: Int = 0, percentWebPush: Int = 0,
+        webPushBase: String = DemoWebPush.defaultBase, imageBase: String = "https://images.digest.example", imageNames: [String]? = nil
     ) {
         precondition(users > 0 && reads >= 0 && articles > 0, "a history needs users and articles")
-        precondition(weeks >= 2 && (0...100).contains(percentWithoutDevices) && (0...100).contains(percentAPNs), "at least two weeks; percentages")
+        precondition(
+            weeks >= 2 && [percentWithoutDevices, percentAPNs, percentWebPush].allSatisfy((0...100).contains), "at least two weeks; percentages")
         self.percentAPNs = percentAPNs
+        self.percentWebPush = percentWebPush
+        self.webPushBase = webPushBase
         var random = SplitMix64(seed: seed)
         weekEnd = Int64(week.next.monday.daysSinceEpoch) * 86_400
         windowStart = weekEnd - Int64(weeks) * 7 * 86_400
@@ -146,11 +153,24 @@ package struct DemoHistory: Sendable {
         self.random = random
     }
 
+    /// The FNV-1a hash of a token, which picks the devices of a provider without a draw.
+    static func hash(_ token: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in token.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return hash
+    }
+
+    /// A web device: through FCM, or for `percentWebPush` in a hundred (by the token's hash) a standard
+    /// Web Push subscription drawn from the token (``DemoWebPush/device(token:base:)``).
+    static func webDevice(token: String, percentWebPush: Int, base: String) -> Device {
+        guard percentWebPush > 0, Int(hash(token) % 100) < percentWebPush else { return Device(token: token, platform: .web) }
+        return DemoWebPush.device(token: token, base: base)
+    }
+
     /// An iOS device: through FCM, or for `percentAPNs` in a hundred (by the token's hash) an APNs
     /// device whose token (32 bytes, lower-case hex) is drawn from the FCM token's hash.
     static func iOSDevice(token: String, percentAPNs: Int) -> Device {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
-        for byte in token.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let hash = hash(token)
         guard percentAPNs > 0, Int(hash % 100) < percentAPNs else { return Device(token: token, platform: .ios) }
         var random = SplitMix64(seed: hash)
         let digits = Array("0123456789abcdef".utf8)
@@ -186,7 +206,11 @@ package struct DemoHistory: Sendable {
             let token = DemoVocabulary.token(random: &random)
             let roll = random.below(100)
             let platform: Platform = roll < 60 ? .android : (roll < 90 ? .ios : .web)
-            devices.append(platform == .ios ? Self.iOSDevice(token: token, percentAPNs: percentAPNs) : Device(token: token, platform: platform))
+            switch platform {
+            case .ios: devices.append(Self.iOSDevice(token: token, percentAPNs: percentAPNs))
+            case .web: devices.append(Self.webDevice(token: token, percentWebPush: percentWebPush, base: webPushBase))
+            case .android: devices.append(Device(token: token, platform: platform))
+            }
         }
         let reader = Reader(id: "u\(index + 1)", locale: locale, timeZone: zone, optedOut: optedOut, devices: devices)
 

@@ -91,7 +91,8 @@ extension PostgresDatabase {
                     (o.message #>> '{message,android,data,imageUrl}'), (o.message #>> '{message,android,data,iconUrl}'),
                     (o.message #>> '{message,apns,payload,imageUrl}'), (o.message #>> '{message,apns,fcm_options,image}'),
                     (o.message #>> '{message,webpush,notification,image}'), (o.message #>> '{message,webpush,notification,icon}'),
-                    (o.message #>> '{imageUrl}')  -- an APNs payload's, beside aps
+                    (o.message #>> '{imageUrl}'),  -- an APNs payload's, beside aps
+                    (o.message #>> '{image}'), (o.message #>> '{icon}')  -- a Web Push plaintext's
                 ) AS u(url)
                 WHERE o.variant = 'Image' AND (o.state IN ('ready', 'leased') OR o.expires_at > to_timestamp(\(now)))
                   AND u.url IS NOT NULL

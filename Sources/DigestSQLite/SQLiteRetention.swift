@@ -165,7 +165,7 @@ struct SQLiteRetentionQueries {
             DELETE FROM digest_picks WHERE (user_id, week) > (?1, ?2) AND (user_id, week) <= (?3, ?4) AND week < ?5
             """
         /// Every image URL of the Image messages within their TTL (the FCM encoder's keys on each
-        /// platform; an APNs payload's `imageUrl`, beside `aps`).
+        /// platform; an APNs payload's `imageUrl`, beside `aps`; a Web Push plaintext's `image` and `icon`).
         static let liveImageURLs = """
             SELECT DISTINCT url FROM (
                 SELECT json_extract(o.message, p.path) AS url
@@ -176,7 +176,9 @@ struct SQLiteRetentionQueries {
                     UNION ALL SELECT '$.message.apns.fcm_options.image'
                     UNION ALL SELECT '$.message.webpush.notification.image'
                     UNION ALL SELECT '$.message.webpush.notification.icon'
-                    UNION ALL SELECT '$.imageUrl') p
+                    UNION ALL SELECT '$.imageUrl'
+                    UNION ALL SELECT '$.image'
+                    UNION ALL SELECT '$.icon') p
                 WHERE o.variant = 'Image' AND (o.state IN ('ready', 'leased') OR o.expires_at > ?1))
             WHERE url IS NOT NULL
             """

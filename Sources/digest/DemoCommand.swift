@@ -33,6 +33,14 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Percent of the iOS devices that talk to APNs directly (the others go through FCM).")
     var apnsDevices = 50
 
+    // None by default while `digest send` delivers no Web Push: `make demo-send` and the end-to-end send
+    // test expect every message of the demo to be delivered.
+    @Option(help: "Percent of the web devices subscribed with standard Web Push (the others go through FCM).")
+    var webpushDevices = 0
+
+    @Option(help: "Where the Web Push subscriptions' endpoints point: <base>/<subscriber id> (an https URL).")
+    var webpushBase = DemoWebPush.defaultBase
+
     @Flag(inversion: .prefixedNo, help: "Point some articles at a missing picture (a 404), to show a failure and its text fallback.")
     var brokenImage = true
 
@@ -43,6 +51,11 @@ struct DemoCommand: AsyncParsableCommand {
         guard articles >= 1 else { throw ValidationError("--articles must be positive") }
         guard images >= 0 else { throw ValidationError("--images must be 0 or more") }
         guard (0...100).contains(apnsDevices) else { throw ValidationError("--apns-devices must be a percentage, 0 to 100") }
+        guard (0...100).contains(webpushDevices) else { throw ValidationError("--webpush-devices must be a percentage, 0 to 100") }
+        // The import takes only endpoints that are https URLs with a host.
+        guard webpushBase.hasPrefix("https://"), !(URLComponents(string: webpushBase)?.host ?? "").isEmpty else {
+            throw ValidationError("--webpush-base must be an https URL with a host, like \(DemoWebPush.defaultBase)")
+        }
     }
 
     func run() async throws {
@@ -64,6 +77,8 @@ struct DemoCommand: AsyncParsableCommand {
             dataset.users = users
             dataset.articles = articles
             dataset.percentAPNs = apnsDevices
+            dataset.percentWebPush = webpushDevices
+            dataset.webPushBase = String(webpushBase.reversed().drop { $0 == "/" }.reversed())
             if images > 0 {
                 dataset.imageBase = server.url("/images")
                 dataset.imageNames = pictures.map(\.name) + (brokenImage ? ["missing.jpg"] : [])

@@ -36,13 +36,7 @@ import Testing
         for shape in [apns.payload, request] {
             let message = try PreviewMessage(json: shape)
             #expect(message == fcmMessage)
-            let previews = try await PreviewFixtures.pool.render(message, scale: 1)
-            #expect(previews.map(\.state) == expected.map(\.state))
-            for (actual, wanted) in zip(previews, expected) {
-                let pixels = try #require(PixelImage(png: actual.png)), golden = try #require(PixelImage(png: wanted.png))
-                #expect(pixels.width > 0 && pixels == golden, "\(actual.fileName) differs from the FCM section's")
-                #expect(actual.texts == wanted.texts && actual.notes == wanted.notes)
-            }
+            try await PreviewFixtures.expectSamePreviews(message, as: expected, of: "APNs message")
             // The iOS budget counts the payload as APNs gets it, whichever shape carries it.
             #expect(MessageBudget.bytes(ofMessage: shape) == [.ios: apns.payload.count])
         }

@@ -1,5 +1,6 @@
 import DigestPreview
 import Foundation
+import Testing
 
 /// Fixture messages and pictures (Tests/DigestPreviewTests/Fixtures), and one renderer per test
 /// thread set up to read them.
@@ -28,6 +29,18 @@ enum PreviewFixtures {
 
     /// A pool shared by the suites: renderers live on its threads.
     static let pool = PreviewPool(threads: 2, configuration: configuration)
+
+    /// Renders `message` and expects the very previews of `expected` (another shape of the same plan's
+    /// message, rendered before): the same states, pixels, texts and notes.
+    static func expectSamePreviews(_ message: PreviewMessage, as expected: [RenderedPreview], of shape: String) async throws {
+        let previews = try await pool.render(message, scale: 1)
+        #expect(previews.map(\.state) == expected.map(\.state))
+        for (actual, wanted) in zip(previews, expected) {
+            let pixels = try #require(PixelImage(png: actual.png)), golden = try #require(PixelImage(png: wanted.png))
+            #expect(pixels.width > 0 && pixels == golden, "\(actual.fileName) of the \(shape) differs from the FCM section's")
+            #expect(actual.texts == wanted.texts && actual.notes == wanted.notes)
+        }
+    }
 
     /// A JSON request body from a Swift dictionary.
     static func json(_ object: [String: Any]) -> [UInt8] {

@@ -172,9 +172,9 @@ public struct BatchComposer: Sendable {
             return .finished(user)
         }
         // A reader with no device the composer can encode for gets no digest (and no image fetched).
-        user.devicesUnsupported = reader.devices.count { !Self.canEncode($0) }
-        if user.devicesUnsupported == reader.devices.count {
-            user.skipped = .providerUnsupported
+        user.devicesWithoutKeys = reader.devices.count { !Self.canEncode($0) }
+        if user.devicesWithoutKeys == reader.devices.count {
+            user.skipped = .subscriptionKeysMissing
             return .finished(user)
         }
         let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)
@@ -200,7 +200,7 @@ public struct BatchComposer: Sendable {
         let localized = templates.localized(for: reader.locale)
         user.localeFellBack = localized.fellBackToRoot
         user.image = image
-        let devices = user.devicesUnsupported == 0 ? reader.devices : reader.devices.filter(Self.canEncode)
+        let devices = user.devicesWithoutKeys == 0 ? reader.devices : reader.devices.filter(Self.canEncode)
         let platforms = Set(devices.map(\.platform))
         let slot = slot(for: reader, choice: user.delivery)
         let encoded: EncodedPlan
@@ -237,7 +237,12 @@ public struct BatchComposer: Sendable {
                     bodies[index] = (request.payload, request.headers.json)
                 }
             case .webpush:
-                preconditionFailure("canEncode leaves Web Push devices out")
+                // `canEncode` keeps only Web Push devices with keys.
+                let webPush = WebPushEncoder(encoder: planner.encoder)
+                let keys = chosen.compactMap(\.subscriptionKeys)
+                for (index, message) in zip(indices, webPush.messages(for: encoded, keys: keys, messageIDs: chosenIDs)) {
+                    bodies[index] = (message.plaintext, message.headers.json)
+                }
             }
         }
         user.messages = devices.indices.map { index in
@@ -254,12 +259,12 @@ public struct BatchComposer: Sendable {
         return user
     }
 
-    /// Whether the composer can encode a message for the device's provider (a provider the store
-    /// knows and this build does not encode is `provider_unsupported`).
+    /// Whether the composer can encode a message for the device: every provider's, but a Web Push
+    /// subscription needs its keys to be encrypted to (one without is `subscription_keys_missing`).
     static func canEncode(_ device: Device) -> Bool {
         switch device.provider {
         case .fcm, .apns: true
-        case .webpush: false
+        case .webpush: device.subscriptionKeys != nil
         }
     }
 

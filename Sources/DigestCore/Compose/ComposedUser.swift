@@ -14,9 +14,9 @@ public struct ComposedUser: Sendable {
     public var isReengagement = false
     /// What the attachment provider gave for the top pick's image, if it had one.
     public var image: ImageOutcome?
-    /// Devices left out because the composer cannot encode for their provider yet (counted as
-    /// `provider_unsupported` among the run's skipped devices).
-    package var devicesUnsupported = 0
+    /// Web Push devices left out because their row has no subscription keys (counted as
+    /// `subscription_keys_missing` among the run's skipped devices).
+    package var devicesWithoutKeys = 0
     /// The local time the messages were chosen to be due at, and why (set with the digest).
     package var delivery: DeliveryChoice?
 
@@ -29,8 +29,8 @@ public struct ComposedUser: Sendable {
         counters.users += 1
         if reader.deadTokens > 0 { counters.devicesSkipped["dead_token", default: 0] += reader.deadTokens }
         if reader.devicesOverLimit > 0 { counters.devicesSkipped["over_limit", default: 0] += reader.devicesOverLimit }
-        if devicesUnsupported > 0 {
-            counters.devicesSkipped[SkipReason.providerUnsupported.rawValue, default: 0] += devicesUnsupported
+        if devicesWithoutKeys > 0 {
+            counters.devicesSkipped[SkipReason.subscriptionKeysMissing.rawValue, default: 0] += devicesWithoutKeys
         }
         if timeZoneFellBack { counters.timeZoneFallbacks += 1 }
         if localeFellBack { counters.localeFallbacks += 1 }

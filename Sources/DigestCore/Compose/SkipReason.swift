@@ -11,7 +11,7 @@ public enum SkipReason: String, Sendable, CaseIterable, Codable {
     case dormant
     /// No variant fitted the byte budget.
     case overBudget = "over_budget"
-    /// Every device of the reader goes through a provider this version cannot compose for yet (APNs
-    /// direct, until its encoder comes): never encoded as FCM.
-    case providerUnsupported = "provider_unsupported"
+    /// Every device of the reader is a Web Push subscription whose store row has no keys (an adopter's
+    /// PostgreSQL view without `keys_p256dh` and `keys_auth`): a message cannot be encrypted to it.
+    case subscriptionKeysMissing = "subscription_keys_missing"
 }

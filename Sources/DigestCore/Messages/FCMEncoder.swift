@@ -117,7 +117,7 @@ public struct FCMEncoder: Sendable {
     /// section alone (its `data` holds every key; there is no top-level `data`), for iOS the APNs
     /// payload with the top-level data's keys beside `aps` (what APNs limits: ``APNsEncoder``'s payload
     /// exactly; FCM builds the same from `apns.payload` and `data`), for the web the top-level data
-    /// plus the `webpush` section.
+    /// plus the `webpush` section, or the Web Push plaintext (``WebPushEncoder``) should it be longer.
     package func budgetBytes(for plan: NotificationPlan, platform: Platform) -> Int {
         encode(plan, platforms: [platform]).bytes[platform]!
     }
@@ -239,10 +239,12 @@ public struct FCMEncoder: Sendable {
 
     /// The APNs headers every device of `plan` shares; ``APNsEncoder`` adds `apns-id` and `apns-topic`.
     package func apnsHeaders(_ plan: NotificationPlan) -> APNsHeaders {
-        APNsHeaders(
-            priority: configuration.apnsPriority, expiration: plan.deliverAt + Int64(configuration.ttlSeconds),
-            collapseID: collapseKey(plan))
+        APNsHeaders(priority: configuration.apnsPriority, expiration: expiresAt(plan), collapseID: collapseKey(plan))
     }
+
+    /// When `plan`'s messages stop being worth delivering, Unix seconds: its due time plus the TTL
+    /// (`apns-expiration`; a Web Push row's `expires`, from which each try's `TTL` is counted).
+    package func expiresAt(_ plan: NotificationPlan) -> Int64 { plan.deliverAt + Int64(configuration.ttlSeconds) }
 
     /// The FCM `apns` section (headers, payload, `fcm_options.image`) and its payload alone.
     func apnsSection(_ plan: NotificationPlan) -> (section: [UInt8], payload: [UInt8]) {
@@ -263,19 +265,20 @@ public struct FCMEncoder: Sendable {
         return (writer.bytes, payload)
     }
 
-    /// The direct APNs payload: `payload` (`{"aps":…}`) with the members of `data` (the top-level
-    /// data, `{"message_id":…}`) after its own, and where the `message_id` placeholder starts in it.
-    static func apnsDirectPayload(
-        _ payload: [UInt8], data: [UInt8], dataIDOffset: Int
-    ) -> (payload: [UInt8], idOffset: Int) {
-        var bytes = payload.dropLast()  // `}`
+    /// A JSON object with the members of `data` (the top-level data, `{"message_id":…}`) after its
+    /// own, and where the `message_id` placeholder starts in it: the direct APNs payload made of the
+    /// FCM `apns.payload` (`{"aps":…}`), and the Web Push plaintext made of the FCM
+    /// `webpush.notification`. Neither object is empty, and `data` never is.
+    static func withDataMembers(_ object: [UInt8], data: [UInt8], dataIDOffset: Int) -> (bytes: [UInt8], idOffset: Int) {
+        var bytes = object.dropLast()  // `}`
         bytes.append(UInt8(ascii: ","))
         bytes.append(contentsOf: data.dropFirst())  // after `{`
-        return (Array(bytes), payload.count + dataIDOffset - 1)
+        return (Array(bytes), object.count + dataIDOffset - 1)
     }
 
-    func webpushSection(_ plan: NotificationPlan, link: String) -> [UInt8] {
-        var writer = JSONWriter(capacity: 1024 + link.utf8.count)
+    /// The FCM `webpush` section: headers, the notification (``webNotification(_:)``), and the link.
+    func webpushSection(_ plan: NotificationPlan, link: String, notification: [UInt8]) -> [UInt8] {
+        var writer = JSONWriter(capacity: notification.count + 128 + link.utf8.count)
         writer.beginObject()
         writer.key("headers")
         writer.beginObject()
@@ -283,6 +286,19 @@ public struct FCMEncoder: Sendable {
         writer.field("Urgency", "normal")
         writer.endObject()
         writer.key("notification")
+        writer.raw(notification)
+        writer.key("fcm_options")
+        writer.beginObject()
+        writer.field("link", link)
+        writer.endObject()
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// What a browser shows, the FCM `webpush.notification` object: the one place it is written. The
+    /// Web Push plaintext (``WebPushEncoder``) is these members with the top-level data's after them.
+    func webNotification(_ plan: NotificationPlan) -> [UInt8] {
+        var writer = JSONWriter(capacity: 1024)
         writer.beginObject()
         writer.field("title", plan.title)
         writer.field("body", plan.body)
@@ -299,11 +315,6 @@ public struct FCMEncoder: Sendable {
         }
         writer.endArray()
         writer.field("tag", collapseKey(plan))
-        writer.endObject()
-        writer.key("fcm_options")
-        writer.beginObject()
-        writer.field("link", link)
-        writer.endObject()
         writer.endObject()
         return writer.bytes
     }
@@ -322,6 +333,10 @@ public struct EncodedPlan: Sendable {
     /// `apnsPayloadIDOffset`: encoded with the iOS section, whose budget counts it.
     private(set) var apnsPayload: [UInt8] = []
     private(set) var apnsPayloadIDOffset = 0
+    /// The Web Push plaintext (``WebPushEncoder``), with the `message_id` placeholder at
+    /// `webPushPlaintextIDOffset`: encoded with the web section, whose budget counts it too.
+    private(set) var webPushPlaintext: [UInt8] = []
+    private(set) var webPushPlaintextIDOffset = 0
     /// What the message opens (``FCMEncoder/link(_:)``), in `data` and the sections alike.
     let link: String
     /// Each platform's section once encoded, in `Platform.allCases` order, with where the
@@ -354,11 +369,18 @@ public struct EncodedPlan: Sendable {
             (section, payload) = encoder.apnsSection(plan)
             // APNs limits the payload, not the headers around it: the payload as APNs gets it, with
             // the data's keys beside `aps` (sent so directly; FCM builds the same, plus keys of its own).
-            (apnsPayload, apnsPayloadIDOffset) = FCMEncoder.apnsDirectPayload(payload, data: data, dataIDOffset: dataIDOffset)
+            (apnsPayload, apnsPayloadIDOffset) = FCMEncoder.withDataMembers(payload, data: data, dataIDOffset: dataIDOffset)
             bytes[platform] = apnsPayload.count
         case .web:
-            section = encoder.webpushSection(plan, link: link)
-            bytes[platform] = data.count + section.count
+            let notification = encoder.webNotification(plan)
+            section = encoder.webpushSection(plan, link: link, notification: notification)
+            (webPushPlaintext, webPushPlaintextIDOffset) = FCMEncoder.withDataMembers(
+                notification, data: data, dataIDOffset: dataIDOffset)
+            // The FCM request carries the data and the section; a Web Push subscription gets the
+            // plaintext, which must fit one aes128gcm record under the same ceiling. The FCM bytes hold
+            // every member of the plaintext and more (headers, the link a second time), so they are the
+            // larger today; counting both keeps the plaintext within the budget whatever either becomes.
+            bytes[platform] = max(data.count + section.count, webPushPlaintext.count)
         }
         sections[slot] = (section, idOffset)
         return (section, idOffset)
@@ -369,5 +391,12 @@ public struct EncodedPlan: Sendable {
     mutating func apnsDirectPayload(encoder: FCMEncoder) -> (bytes: [UInt8], idOffset: Int) {
         _ = section(.ios, encoder: encoder)
         return (apnsPayload, apnsPayloadIDOffset)
+    }
+
+    /// The Web Push plaintext and where its `message_id` placeholder starts, the web section encoded
+    /// first if it was not.
+    mutating func webPushPlaintext(encoder: FCMEncoder) -> (bytes: [UInt8], idOffset: Int) {
+        _ = section(.web, encoder: encoder)
+        return (webPushPlaintext, webPushPlaintextIDOffset)
     }
 }

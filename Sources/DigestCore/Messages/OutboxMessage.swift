@@ -17,9 +17,11 @@ public struct OutboxMessage: Sendable, Hashable {
     /// The token the message goes to (the device's): what the dead-device memory, "one device, one
     /// reader" and prune work from, whatever the provider's body looks like.
     public var target: String
-    /// Exactly what is sent, JSON: the FCM v1 request body, or the APNs payload.
+    /// Exactly what is sent, JSON: the FCM v1 request body, the APNs payload, or the Web Push plaintext
+    /// (which the sender encrypts at every try).
     public var message: [UInt8]
-    /// The APNs request headers as a compact JSON object (`{"apns-push-type":"alert",…}`); `nil` for FCM,
+    /// The APNs request headers as a compact JSON object (`{"apns-push-type":"alert",…}`), or a Web Push
+    /// row's ``WebPushHeaders/json`` (urgency, topic, expiry, the subscription's keys); `nil` for FCM,
     /// whose body carries everything.
     public var headers: String?
     /// JSON: picks, bytes per budget, rules.

@@ -1,10 +1,11 @@
 package import DigestCore
 import Foundation
 
-/// What an FCM HTTP v1 request body or a direct APNs message asks devices to show, one
-/// ``NotificationContent`` per platform section it carries, read with the field rules each platform
-/// applies. A direct APNs message (``init(json:)`` tells the shapes apart) is read as the `apns`
-/// section of an FCM body, so the two render alike.
+/// What an FCM HTTP v1 request body, a direct APNs message or a Web Push plaintext asks devices to
+/// show, one ``NotificationContent`` per platform section it carries, read with the field rules each
+/// platform applies. A direct APNs message (``init(json:)`` tells the shapes apart) is read as the
+/// `apns` section of an FCM body, and a Web Push plaintext as the `webpush` section's notification, so
+/// each renders as the FCM message of the same plan.
 ///
 /// Parsing never fails on content: a missing title, an unknown section or a non-string data value
 /// becomes a note that the preview draws. Only bytes that are not a JSON object are refused.
@@ -25,9 +26,10 @@ package struct PreviewMessage: Sendable, Hashable {
     }
 
     /// Reads any message the outbox or a file holds: an FCM request body `{"message":{…}}` (a bare
-    /// message object is accepted too), or a direct APNs message, either its payload alone
+    /// message object is accepted too), a direct APNs message, either its payload alone
     /// (`{"aps":{…},…}`, what an APNs outbox row's `message` holds) or `{"headers":{…},"payload":{…}}`
-    /// (the shape of an FCM `apns` section, without `fcm_options`).
+    /// (the shape of an FCM `apns` section, without `fcm_options`), or a Web Push plaintext
+    /// (`{"title":…,"body":…,…}`, what a Web Push outbox row's `message` holds).
     package init(json: [UInt8]) throws(PreviewError) {
         let root: Any
         do {
@@ -40,6 +42,10 @@ package struct PreviewMessage: Sendable, Hashable {
         }
         if let section = Self.apnsDirect(object) {
             self.init(contents: [Self.apns(section, shared: [:])])
+            return
+        }
+        if let section = Self.webPushPlaintext(object) {
+            self.init(contents: [Self.webpush(section, shared: [:])])
             return
         }
         var notes: [String] = []
@@ -100,6 +106,23 @@ package struct PreviewMessage: Sendable, Hashable {
             return object
         }
         return nil
+    }
+
+    /// The keys of an FCM message, a message body around it, or an APNs message: an object holding any
+    /// of them is no Web Push plaintext.
+    static let envelopeKeys: Set<String> = [
+        "message", "token", "topic", "condition", "name", "data", "notification", "android", "apns", "webpush", "fcm_options",
+        "aps", "payload", "headers",
+    ]
+
+    /// A Web Push plaintext as the `webpush` section of an FCM body would carry it, or `nil` for any
+    /// other shape: an object with a `title` or a `body` and none of the keys of an FCM or APNs
+    /// message (``envelopeKeys``) becomes the section's `notification` (whose `title`, `body`, `icon`,
+    /// `image` and `actions` are the plaintext's own; its `message_id`, `digest_id` and `deep_link`
+    /// are not shown, as the FCM message's `data` is not).
+    static func webPushPlaintext(_ object: [String: Any]) -> [String: Any]? {
+        guard object["title"] != nil || object["body"] != nil, envelopeKeys.isDisjoint(with: object.keys) else { return nil }
+        return ["notification": object]
     }
 
     // MARK: - Sections

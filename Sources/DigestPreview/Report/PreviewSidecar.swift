@@ -114,8 +114,9 @@ package enum MessageBudget {
     /// The bytes each platform section of a message counts against its budget, as the planner
     /// counts them: Android its section; iOS the APNs payload as APNs gets it (of an FCM body, the
     /// `apns.payload` with the top-level `data`'s keys beside `aps`; of a direct APNs message, its
-    /// payload); web the top-level `data` plus the `webpush` section. Counted on a compact
-    /// re-serialization, which for the run's own messages has the same length.
+    /// payload); web the top-level `data` plus the `webpush` section, and of a Web Push plaintext the
+    /// plaintext itself (what one aes128gcm record holds). Counted on a compact re-serialization,
+    /// which for the run's own messages has the same length.
     package static func bytes(ofMessage json: [UInt8]) -> [Platform: Int] {
         guard let root = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else { return [:] }
         func size(_ value: Any?) -> Int {
@@ -125,6 +126,7 @@ package enum MessageBudget {
             return data.count
         }
         if let direct = PreviewMessage.apnsDirect(root) { return [.ios: size(direct["payload"])] }
+        if PreviewMessage.webPushPlaintext(root) != nil { return [.web: size(root)] }
         let message = root["message"] as? [String: Any] ?? root
         let dataBytes = size(message["data"])  // 0 without
         var result: [Platform: Int] = [:]

@@ -233,4 +233,17 @@ import Glibc
             Set(try FileManager.default.contentsOfDirectory(atPath: memo.path))
                 == Set(["1", "4", "6"].map { String(repeating: $0, count: 32) + ".json" }))
     }
+
+    /// A Web Push row's plaintext names its hero and icon renditions as `image` and `icon` at its top:
+    /// files a prune keeps while the row is within its TTL.
+    @Test(arguments: Backend.allCases) func aWebPushPlaintextsImagesAreLinked(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        let (hero, icon) = ("https://cdn.example/digest/" + String(repeating: "a", count: 32) + ".jpg", "https://cdn.example/digest/" + String(repeating: "b", count: 32) + ".png")
+        var message = Self.message(
+            "web", variant: .image, platform: .web, body: #"{"title":"T","body":"B","icon":"\#(icon)","image":"\#(hero)","tag":"digest-2026-W46"}"#)
+        message.provider = .webpush
+        message.target = "https://push.example.net/e/1"
+        try await Self.enqueue([message], into: store)
+        #expect(try await store.database.liveImageURLs(now: Self.now) == [hero, icon])
+    }
 }
