@@ -107,7 +107,7 @@ import Testing
         let files = ["users", "articles", "reads"].map { Self.fixtures.appendingPathComponent("\($0).jsonl").path }
         let url = try await database(with: files, on: cluster)
         // Back to version 10, as a store migrated by the previous release (migration 12's devices
-        // column, migration 13's provider columns, migration 14's timing and migration 15's keys undone
+        // column, migration 13's provider columns, migration 14's timing, migration 15's keys and migration 16's test sends undone
         // too), with a message
         // enqueued then.
         let earlier = #"{"message":{"token":"t-before","data":{"b":"2","a":"1"}}}"#
@@ -119,12 +119,13 @@ import Testing
                 DROP COLUMN keys_p256dh, DROP COLUMN keys_auth;
             ALTER TABLE digest_outbox DROP COLUMN provider, DROP COLUMN target, DROP COLUMN headers, DROP COLUMN timing, DROP COLUMN due_local;
             CREATE VIEW digest_devices AS SELECT user_id, token, platform, registered_at FROM digest_import_devices;
+            DROP TABLE digest_test_events, digest_test_sends;
             UPDATE digest_schema SET version = 10;
             INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at)
                 VALUES ('2026-W45:u-before:t', '2026-W45', 'u-before', 'android', 'Default', '\(earlier)', '{}', now());
             """, url: url)
         let migrated = try await DigestBinary.run(["migrate", "--db", url])
-        #expect(migrated.status == 0 && migrated.stdout.contains("schema upgraded from version 10 to 15"), "\(migrated.stdout)\(migrated.stderr)")
+        #expect(migrated.status == 0 && migrated.stdout.contains("schema upgraded from version 10 to 16"), "\(migrated.stdout)\(migrated.stderr)")
         let type = "SELECT data_type FROM information_schema.columns WHERE table_name = 'digest_outbox' AND column_name = 'message'"
         #expect(try cluster.sql(type, url: url) == "json")
         #expect(

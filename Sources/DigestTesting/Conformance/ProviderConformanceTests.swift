@@ -186,7 +186,8 @@ import Testing
                 "ALTER TABLE digest_outbox DROP COLUMN provider", "ALTER TABLE digest_outbox DROP COLUMN target",
                 "ALTER TABLE digest_outbox DROP COLUMN headers", "ALTER TABLE digest_outbox DROP COLUMN timing",
                 "ALTER TABLE digest_outbox DROP COLUMN due_local", "ALTER TABLE devices DROP COLUMN keys_p256dh",
-                "ALTER TABLE devices DROP COLUMN keys_auth", insert, "UPDATE digest_schema SET version = 12",
+                "ALTER TABLE devices DROP COLUMN keys_auth", "DROP TABLE digest_test_events", "DROP TABLE digest_test_sends", insert,
+                "UPDATE digest_schema SET version = 12",
             ] {
                 try store.sql(statement)
             }
@@ -197,6 +198,7 @@ import Testing
                 ALTER TABLE digest_import_devices DROP COLUMN provider, DROP COLUMN topic, DROP COLUMN keys_p256dh, DROP COLUMN keys_auth;
                 CREATE VIEW digest_devices AS SELECT user_id, token, platform, registered_at, list_position FROM digest_import_devices;
                 ALTER TABLE digest_outbox DROP COLUMN provider, DROP COLUMN target, DROP COLUMN headers, DROP COLUMN timing, DROP COLUMN due_local;
+                DROP TABLE digest_test_events, digest_test_sends;
                 UPDATE digest_schema SET version = 12;
                 \(insert);
                 """)
@@ -381,6 +383,7 @@ import Testing
                 ADD CONSTRAINT digest_outbox_provider_check CHECK (provider IN ('fcm', 'apns'));
             CREATE VIEW digest_devices AS
                 SELECT user_id, token, platform, registered_at, list_position, provider, topic FROM digest_import_devices;
+            DROP TABLE digest_test_events, digest_test_sends;
             UPDATE digest_schema SET version = 14;
             INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at, provider, target)
             VALUES ('2026-W45:u1:h', '2026-W45', 'u1', 'ios', 'Default', '{"aps":{}}', '{}', now(), now(), 'apns', '\(Self.apnsToken)');
