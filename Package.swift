@@ -292,7 +292,7 @@ let package = Package(
         .executableTarget(
             name: "digest-fake-webpush",
             dependencies: [
-                "DigestFakes",
+                "DigestFakes", "DigestDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Crypto
+import DigestDemo
 import DigestFakes
 import Foundation
 
@@ -24,6 +25,8 @@ struct FakeWebPushCommand: AsyncParsableCommand {
     @Option(help: "Port (0: any free port).") var port = 0
     @Option(help: "Write the chosen port to this file once listening.") var portFile: String?
     @Option(help: "The subscriptions the service knows (see above).") var subscriptions: String?
+    @Flag(help: "Know the demo's subscribers (digest demo --webpush-devices): their keys are remade from the id in the path.")
+    var demoSubscribers = false
     @Option(help: "Latency of each answer, milliseconds, with a jitter of a tenth either way.") var delayMs = 0
     @Option(help: "Decrypt one request in this many (1: every one); the others are accepted unread.") var decryptEvery = 1
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS of its HTTP/2 connections.") var maxConcurrentStreams = 1000
@@ -80,9 +83,19 @@ struct FakeWebPushCommand: AsyncParsableCommand {
             }
             server.add(.init(id: entry.id, privateKey: privateKey, auth: auth, applicationServerKey: entry.applicationServerKey, endpoint: ""))
         }
+        if demoSubscribers {
+            server.lookUpOthers { id in
+                // The demo's ids are 24 hex digits; anything else is no subscriber of it.
+                guard id.utf8.count == 24, id.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { return nil }
+                return {
+                    let secrets = DemoWebPush.secrets(subscriber: id)
+                    return (secrets.privateKey, secrets.auth)
+                }
+            }
+        }
         if let caOut { try String(contentsOfFile: server.certificatePath, encoding: .utf8).write(toFile: caOut, atomically: true, encoding: .utf8) }
         if let portFile { try "\(server.port)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
-        print("fake Web Push service listening on \(server.origin) (\(http1Only ? "HTTP/1.1" : "HTTP/2 or HTTP/1.1")), \(entries.count) subscription\(entries.count == 1 ? "" : "s"), endpoints \(server.origin)/push/<id>")
+        print("fake Web Push service listening on \(server.origin) (\(http1Only ? "HTTP/1.1" : "HTTP/2 or HTTP/1.1")), \(entries.count) subscription\(entries.count == 1 ? "" : "s")\(demoSubscribers ? " and the demo's" : ""), endpoints \(server.origin)/push/<id>")
         print("certificate to trust: \(caOut ?? server.certificatePath)")
 
         let sampler = try samplesFile.map { path in try FakeProgram.sample(to: path) { server.stats.delivered + server.stats.repeats } }

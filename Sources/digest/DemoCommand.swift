@@ -33,10 +33,8 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Percent of the iOS devices that talk to APNs directly (the others go through FCM).")
     var apnsDevices = 50
 
-    // None by default while `digest send` delivers no Web Push: `make demo-send` and the end-to-end send
-    // test expect every message of the demo to be delivered.
     @Option(help: "Percent of the web devices subscribed with standard Web Push (the others go through FCM).")
-    var webpushDevices = 0
+    var webpushDevices = 50
 
     @Option(help: "Where the Web Push subscriptions' endpoints point: <base>/<subscriber id> (an https URL).")
     var webpushBase = DemoWebPush.defaultBase

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import DigestDemo
 import DigestTesting
 import NIOCore
 import NIOHTTP1
@@ -386,45 +387,65 @@ import Testing
         try await server.shutdown()
     }
 
-    /// The demo's run, FCM and APNs devices alike, delivered by one `digest send` holding both
-    /// providers' credentials: every message reaches its own fake, which checks it against that
-    /// provider's rules. First with FCM credentials only: the APNs messages are left as they are,
+    /// The demo's run, FCM, APNs and Web Push devices alike, delivered by one `digest send` holding
+    /// every provider's credentials: every message reaches its own fake, which checks it against that
+    /// provider's rules (the push service decrypts each Web Push message with the demo subscriber's
+    /// key). First with FCM credentials only: the APNs and Web Push messages are left as they are,
     /// counted, and do not keep `--drain` running.
     @Test func theWeeklyRunsMessagesPassEachProvidersRulesEndToEnd() async throws {
         let dir = try TemporaryDirectory()
-        let demo = try await DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "120", "--send-at", "now"])
+        guard let tls = try TestCertificate.make(in: dir.url) else {
+            print("skipped: no openssl program to make a test certificate")
+            return
+        }
+        // The push service first: the demo's subscriptions point at it; it remakes their keys from the path.
+        let push = try await FakeWebPushServer.start(tls: tls)
+        push.lookUpOthers { id in { let secrets = DemoWebPush.secrets(subscriber: id); return (secrets.privateKey, secrets.auth) } }
+        let demo = try await DigestBinary.run([
+            "demo", "--out", dir.path("demo"), "--users", "120", "--send-at", "now", "--webpush-devices", "100", "--webpush-base", "\(push.origin)/push",
+        ])
         #expect(demo.status == 0, "\(demo.stderr)")
         let db = dir.path("demo/digest.sqlite")
         let count = try OutboxFixture.states(path: db)["ready", default: 0]
         let stats = try await DigestBinary.run(["queue", "stats", "--db", db, "--json"])
         let json = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any], "\(stats.stdout)")
-        let apnsCount = try #require((json["byProvider"] as? [String: Int])?["apns"], "\(stats.stdout)")
-        #expect(count > 100 && apnsCount > 5 && apnsCount < count)
+        let byProvider = try #require(json["byProvider"] as? [String: Int], "\(stats.stdout)")
+        let apnsCount = byProvider["apns", default: 0], webCount = byProvider["webpush", default: 0]
+        #expect(count > 100 && apnsCount > 5 && webCount > 3 && apnsCount + webCount < count, "\(byProvider)")
         let server = try await FakeFCMServer.start()
         let credentials = dir.path("sa.json")
         try server.writeServiceAccount(to: credentials)
         let fcmOnly = try SendProcess(db: db, credentials: credentials, endpoint: server.url, owner: "fcm", dir: dir, extra: ["--drain"])
         #expect(try await fcmOnly.wait(timeout: .seconds(60)) == 0, "\(fcmOnly.output)")
         #expect(fcmOnly.output.contains("apns: \(apnsCount) messages (\(apnsCount) due) left as they are: no --apns-key-file"), "\(fcmOnly.output)")
-        #expect(server.stats.answers == ["200": count - apnsCount], "\(fcmOnly.output)")
-        #expect(try OutboxFixture.states(path: db) == ["sent": count - apnsCount, "ready": apnsCount])
+        #expect(fcmOnly.output.contains("webpush: \(webCount) messages (\(webCount) due) left as they are: no --vapid-key-file"), "\(fcmOnly.output)")
+        #expect(server.stats.answers == ["200": count - apnsCount - webCount], "\(fcmOnly.output)")
+        #expect(try OutboxFixture.states(path: db) == ["sent": count - apnsCount - webCount, "ready": apnsCount + webCount])
 
-        let apns = try await FakeAPNsServer.start()
+        let apns = try await FakeAPNsServer.start(tls: tls)
         try apns.writeKey(to: dir.path("AuthKey.p8"))
-        let both = try SendProcess(
-            db: db, credentials: credentials, endpoint: server.url, owner: "both", dir: dir,
+        let keygen = try await DigestBinary.run(["webpush", "keygen", "--out", dir.path("vapid.pem")])
+        #expect(keygen.status == 0, "\(keygen.stderr)")
+        let all = try SendProcess(
+            db: db, credentials: credentials, endpoint: server.url, owner: "all", dir: dir,
             extra: [
                 "--drain", "--apns-key-file", dir.path("AuthKey.p8"), "--apns-key-id", apns.keyID, "--apns-team-id", apns.teamID,
-                "--apns-topic", "com.example.digest", "--apns-endpoint", apns.url, "--ca-file", apns.certificatePath,
+                "--apns-topic", "com.example.digest", "--apns-endpoint", apns.url, "--ca-file", tls.certificatePath,
+                "--vapid-key-file", dir.path("vapid.pem"), "--vapid-subject", "mailto:push@example.com", "--allow-push-hosts", "127.0.0.1",
             ])
-        #expect(try await both.wait(timeout: .seconds(60)) == 0, "\(both.output)")
-        #expect(both.output.contains("FCM:\n  sent: 0") && both.output.contains("APNs:\n  sent: \(apnsCount)"), "\(both.output)")
-        #expect(apns.stats.answers == ["200": apnsCount] && apns.stats.delivered == apnsCount, "\(both.output)")
-        #expect(server.stats.answers == ["200": count - apnsCount])
+        #expect(try await all.wait(timeout: .seconds(60)) == 0, "\(all.output)")
+        #expect(all.output.contains("FCM:\n  sent: 0") && all.output.contains("APNs:\n  sent: \(apnsCount)"), "\(all.output)")
+        #expect(all.output.contains("Web Push:\n  sent: \(webCount)"), "\(all.output)")
+        #expect(apns.stats.answers == ["200": apnsCount] && apns.stats.delivered == apnsCount, "\(all.output)")
+        let pushStats = push.stats
+        #expect(pushStats.answers == ["201": webCount] && pushStats.decrypted == webCount && pushStats.duplicateMessages == 0, "\(pushStats)")
+        #expect(pushStats.vapidTokens == 1 && pushStats.http2Requests == webCount)
+        #expect(server.stats.answers == ["200": count - apnsCount - webCount])
         #expect(try OutboxFixture.states(path: db) == ["sent": count])
-        // Every platform's collapse key arrived, and every APNs message its headers.
+        // Every platform's collapse key arrived; every decrypted plaintext names its message and link.
         #expect(server.deliveries.values.allSatisfy { $0.collapseKeys.allSatisfy { $0?.hasPrefix("digest-") == true } })
         try await apns.shutdown()
+        try await push.shutdown()
         try await server.shutdown()
     }
 }

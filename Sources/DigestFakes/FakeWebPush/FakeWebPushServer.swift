@@ -132,6 +132,7 @@ package final class FakeWebPushServer: FakeHTTPService {
         var inFlight = 0
         var sequence = 0
         var connections: [ObjectIdentifier: @Sendable () -> Void] = [:]
+        var lookup: (@Sendable (String) -> Keys?)?
     }
 
     /// The PEM certificate the server presents, which a client must trust (self-signed when generated).
@@ -225,6 +226,16 @@ package final class FakeWebPushServer: FakeHTTPService {
     /// `origin/push/<id>`.
     package func endpoint(_ id: String) -> String { "\(origin)/push/\(id)" }
 
+    /// A subscription's keys, made when a request to it is decrypted.
+    package typealias Keys = @Sendable () -> (privateKey: P256.KeyAgreement.PrivateKey, auth: [UInt8])
+
+    /// Subscriptions not registered are asked of `lookup` by id (the demo's subscribers, whose keys
+    /// are drawn from their id): the way to make their keys, or nil for an unknown id (404). The keys
+    /// are made only for the requests decrypted.
+    package func lookUpOthers(_ lookup: @escaping @Sendable (String) -> Keys?) {
+        state.withLock { $0.lookup = lookup }
+    }
+
     /// The subscription is gone from now on: its requests are answered 410.
     package func unsubscribe(_ id: String) { _ = state.withLock { $0.gone.insert(id) } }
 
@@ -290,7 +301,7 @@ package final class FakeWebPushServer: FakeHTTPService {
         let ttl = header("ttl"), urgency = header("urgency"), topic = header("topic")
 
         // The state's part: which subscription, the faults, whether to decrypt.
-        enum Step { case answer(FakeReply), decrypt(Subscriber), accept(Subscriber) }
+        enum Step { case answer(FakeReply), decrypt(Keys), accept }
         let step = state.withLock { state -> Step in
             state.stats.requests += 1
             if http2 { state.stats.http2Requests += 1 }
@@ -304,10 +315,23 @@ package final class FakeWebPushServer: FakeHTTPService {
                 return .answer(.answer(status: status, headers: headers + [("content-type", "text/plain")], body: text, delay: delay))
             }
             if let refusal { return answer(refusal.0, refusal.1) }
-            // "*" stands for every id not registered (a benchmark's subscriptions sharing one key pair).
-            guard let subscriber = state.subscribers[id] ?? state.subscribers["*"] else { return answer(404, "no such subscription") }
+            // A registered subscription, else one `lookup` knows, else "*" (every id not registered: a
+            // benchmark's subscriptions sharing one key pair).
+            let keys: Keys
+            var madeWith: String?
+            if let registered = state.subscribers[id] {
+                keys = { (registered.privateKey, registered.auth) }
+                madeWith = registered.applicationServerKey
+            } else if let looked = state.lookup?(id) {
+                keys = looked
+            } else if let any = state.subscribers["*"] {
+                keys = { (any.privateKey, any.auth) }
+                madeWith = any.applicationServerKey
+            } else {
+                return answer(404, "no such subscription")
+            }
             if state.gone.contains(id) { return answer(410, "the subscription has expired or was unsubscribed") }
-            if let expected = subscriber.applicationServerKey, expected != vapidKey {
+            if let madeWith, madeWith != vapidKey {
                 return answer(403, "the VAPID key does not match the subscription's applicationServerKey")
             }
             var threshold = faults.dropRate
@@ -322,18 +346,17 @@ package final class FakeWebPushServer: FakeHTTPService {
             threshold += faults.unavailableRate
             if roll < threshold { return answer(503, "unavailable") }
             state.sequence += 1
-            return state.sequence % max(1, faults.decryptEvery) == 0 ? .decrypt(subscriber) : .accept(subscriber)
+            return state.sequence % max(1, faults.decryptEvery) == 0 ? .decrypt(keys) : .accept
         }
-        let subscriber: Subscriber
         var plaintext: [UInt8]?
         switch step {
         case .answer(let reply): return reply
-        case .accept(let accepted): subscriber = accepted
-        case .decrypt(let accepted):
-            subscriber = accepted
+        case .accept: break
+        case .decrypt(let keys):
             // Decrypted outside the lock (a key agreement and two HKDFs).
+            let (privateKey, auth) = keys()
             do {
-                plaintext = try WebPushDecryption.decrypt(body, privateKey: accepted.privateKey, auth: accepted.auth)
+                plaintext = try WebPushDecryption.decrypt(body, privateKey: privateKey, auth: auth)
             } catch {
                 return finish(400, "the body does not decrypt: \(error.reason)", delay: 0)
             }

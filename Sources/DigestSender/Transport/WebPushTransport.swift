@@ -97,7 +97,7 @@ struct WebPushTransport: PushTransport {
         let origin = origins.origin(request.origin, host: request.host)
         if origin.refusesKey { return keyRefused(request.origin) }
         let eventLoop = lanes[lane].executor.eventLoop
-        let exchange = origin.exchanges[lane % origin.exchanges.count]
+        let exchange = origin.nextExchange()
         let started = ContinuousClock.now
         defer { metrics.latency.recordNanoseconds(Int64((ContinuousClock.now - started).seconds * 1e9)) }
         var authorization = vapid.authorization(origin: request.origin, now: clock())

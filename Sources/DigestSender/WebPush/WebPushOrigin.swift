@@ -25,13 +25,20 @@ final class WebPushOrigin: Sendable {
     }
 
     let origin: String
-    /// Requests go over these connections in turn (by the sender's lane).
+    /// Requests go over these connections in turn (``nextExchange()``).
     let exchanges: [HTTP2Exchange]
+    private let turn = Atomic<UInt>(0)
     private let state = Mutex<(accepted: Bool, refused: Set<String>, keyRefused: Bool)>((false, [], false))
 
     init(origin: String, exchanges: [HTTP2Exchange]) {
         self.origin = origin
         self.exchanges = exchanges
+    }
+
+    /// The connection the next request goes over: each in turn, whatever the sender's lanes (one per
+    /// event loop) are.
+    func nextExchange() -> HTTP2Exchange {
+        exchanges[Int(turn.wrappingAdd(1, ordering: .relaxed).oldValue % UInt(exchanges.count))]
     }
 
     /// Whether the origin refuses the key: nothing more is sent there.
