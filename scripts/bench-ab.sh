@@ -238,7 +238,9 @@ fi
 if [[ " $PARTS " == *" send-h2 "* ]]; then
   log "send-h2: the demo's run for $SEND_USERS users, every message due now"
   rm -rf "$OUT/demo-h2"
-  "$A/.build/release/digest" demo --out "$OUT/demo-h2" --users "$SEND_USERS" --send-at now --apns-devices 0 >/dev/null 2>&1 \
+  # FCM messages only (builds from before Web Push in the demo take no --webpush-devices; before APNs, no --apns-devices).
+  "$A/.build/release/digest" demo --out "$OUT/demo-h2" --users "$SEND_USERS" --send-at now --apns-devices 0 --webpush-devices 0 >/dev/null 2>&1 \
+    || "$A/.build/release/digest" demo --out "$OUT/demo-h2" --users "$SEND_USERS" --send-at now --apns-devices 0 >/dev/null 2>&1 \
     || "$A/.build/release/digest" demo --out "$OUT/demo-h2" --users "$SEND_USERS" --send-at now >/dev/null
   python3 -c "import sqlite3; sqlite3.connect('$OUT/demo-h2/digest.sqlite').execute('PRAGMA wal_checkpoint(TRUNCATE)')"
   cp "$OUT/demo-h2/digest.sqlite" "$OUT/outbox-h2-fresh.sqlite"

@@ -23,6 +23,7 @@ QUICK="${QUICK:-0}"
 swift build -c release --product digest >/dev/null
 swift build -c release --product digest-fake-fcm >/dev/null
 swift build -c release --product digest-fake-apns >/dev/null
+swift build -c release --product digest-fake-webpush >/dev/null
 BIN="$(swift build -c release --show-bin-path)"
 rm -rf "$OUT" && mkdir -p "$OUT"
 if [ ! -x bench-out/sdk-venv/bin/python ]; then
@@ -31,7 +32,7 @@ if [ ! -x bench-out/sdk-venv/bin/python ]; then
 fi
 SDK_VERSION="$(bench-out/sdk-venv/bin/python -c 'import firebase_admin; print(firebase_admin.__version__)')"
 
-"$BIN/digest" demo --out "$OUT/demo" --users "$USERS" --send-at now --apns-devices 0 > "$OUT/demo.log"
+"$BIN/digest" demo --out "$OUT/demo" --users "$USERS" --send-at now --apns-devices 0 --webpush-devices 0 > "$OUT/demo.log"
 python3 -c "import sqlite3; sqlite3.connect('$OUT/demo/digest.sqlite').execute('PRAGMA wal_checkpoint(TRUNCATE)')"
 cp "$OUT/demo/digest.sqlite" "$OUT/outbox-fresh.sqlite"
 MESSAGES="$("$BIN/digest" queue stats --db "$OUT/outbox-fresh.sqlite" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["due"])')"
@@ -131,7 +132,7 @@ fi
 # APNs direct: a weekly run whose iOS devices all talk to APNs, its outbox left with the APNs
 # messages; the sender holds APNs credentials only.
 APNS_USERS="${APNS_USERS:-120000}"
-"$BIN/digest" demo --out "$OUT/apns-demo" --users "$APNS_USERS" --send-at now --apns-devices 100 > "$OUT/apns-demo.log"
+"$BIN/digest" demo --out "$OUT/apns-demo" --users "$APNS_USERS" --send-at now --apns-devices 100 --webpush-devices 0 > "$OUT/apns-demo.log"
 python3 -c "import sqlite3; sqlite3.connect('$OUT/apns-demo/digest.sqlite').execute('PRAGMA wal_checkpoint(TRUNCATE)')"
 # The APNs sender's outbox holds the APNs messages only, as the FCM runs' holds FCM messages only.
 python3 -c "import sqlite3; c = sqlite3.connect('$OUT/apns-demo/digest.sqlite'); c.execute(\"DELETE FROM digest_outbox WHERE provider <> 'apns'\"); c.commit(); c.execute('VACUUM'); c.close()"
@@ -179,6 +180,50 @@ APNS_RATIO="$(python3 -c "print(f'{${STEADY_apns_80:-0} / ${STEADY_defaults_80:-
 FCM_US="$(awk -v m="$MESSAGES" '{printf "%.0f", ($1 + $2) * 1e6 / m}' "$OUT/send-defaults_80.cpu")"
 APNS_US="$(python3 -c "print(f'{${CPU_apns_80} * 1e6 / $APNS_MESSAGES:.0f}')")"
 echo "APNs ÷ FCM (steady, defaults, 80 ms): $APNS_RATIO; sender CPU a message: FCM $FCM_US µs, APNs $APNS_US µs"
+
+# Standard Web Push (issue 29): a weekly run whose web devices are all Web Push subscriptions pointing
+# at the fake push service (started first: the endpoints name its port; it remakes each demo
+# subscriber's keys from the path and decrypts one message in 100), its outbox left with the Web Push
+# messages; the sender holds a VAPID key only and may contact 127.0.0.1.
+WEBPUSH_USERS="${WEBPUSH_USERS:-340000}"
+rm -f "$OUT/port"
+"$BIN/digest-fake-webpush" --port 0 --port-file "$OUT/port" --demo-subscribers --decrypt-every 100 --delay-ms 80 \
+    --max-concurrent-streams 100 --tls-cert "$OUT/cert.pem" --tls-key "$OUT/key.pem" --samples-file "$OUT/samples-webpush_80.txt" \
+    > "$OUT/fake-webpush.log" 2>&1 &
+SERVER=$!
+for _ in $(seq 1 100); do [ -s "$OUT/port" ] && break; sleep 0.1; done
+PORT="$(cat "$OUT/port")"
+"$BIN/digest" demo --out "$OUT/webpush-demo" --users "$WEBPUSH_USERS" --send-at now --apns-devices 0 --webpush-devices 100 \
+    --webpush-base "https://127.0.0.1:$PORT/push" > "$OUT/webpush-demo.log"
+python3 -c "import sqlite3; c = sqlite3.connect('$OUT/webpush-demo/digest.sqlite'); c.execute(\"DELETE FROM digest_outbox WHERE provider <> 'webpush'\"); c.commit(); c.execute('VACUUM'); c.close()"
+WEBPUSH_MESSAGES="$("$BIN/digest" queue stats --db "$OUT/webpush-demo/digest.sqlite" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["byProvider"]["webpush"])')"
+rm -f "$OUT/vapid.pem"
+"$BIN/digest" webpush keygen --out "$OUT/vapid.pem" > /dev/null
+SAMPLER=0
+fake0="$(awk '{print $14 + $15}' "/proc/$SERVER/stat")"
+start=$(date +%s.%N)
+/usr/bin/time -f "%U %S" -o "$OUT/send-webpush_80.cpu" "$BIN/digest" send --db "$OUT/webpush-demo/digest.sqlite" \
+    --vapid-key-file "$OUT/vapid.pem" --vapid-subject mailto:bench@example.com --allow-push-hosts 127.0.0.1 \
+    --ca-file "$OUT/cert.pem" --drain > "$OUT/send-webpush_80.txt"
+end=$(date +%s.%N)
+fake1="$(awk '{print $14 + $15}' "/proc/$SERVER/stat")"
+sleep 0.3
+stats="$(curl -s --http2 --cacert "$OUT/cert.pem" "https://127.0.0.1:$PORT/stats" \
+    | python3 -c 'import json,sys; s = json.load(sys.stdin); print(s["delivered"] + s["repeats"], s["duplicateMessages"], s["maxInFlight"], s["http2Connections"], s["decrypted"])')"
+load="$(cut -d' ' -f1 /proc/loadavg)"
+stop_server
+read -r delivered duplicates inflight connections decrypted <<< "$stats"
+[ "$delivered" = "$WEBPUSH_MESSAGES" ] && [ "$duplicates" = 0 ] || { echo "webpush_80: delivered $delivered (duplicates $duplicates) of $WEBPUSH_MESSAGES" >&2; exit 1; }
+grep -q "^sent: $WEBPUSH_MESSAGES$" "$OUT/send-webpush_80.txt" || { echo "webpush_80: the sender did not send them all:" >&2; cat "$OUT/send-webpush_80.txt" >&2; exit 1; }
+whole="$(python3 -c "print(int($WEBPUSH_MESSAGES / ($end - $start)))")"
+STEADY_webpush_80="$(steady_rate "$OUT/samples-webpush_80.txt" "$start" "$WEBPUSH_MESSAGES")"
+cpu="$(awk '{printf "%.1f", $1 + $2}' "$OUT/send-webpush_80.cpu")"
+fake="$(python3 -c "print(f'{($fake1 - $fake0) / $(getconf CLK_TCK):.1f}')")"
+echo "webpush_80: steady $STEADY_webpush_80/s, whole $whole/s, $inflight in flight at most over $connections connections, $decrypted decrypted, sender CPU $cpu s, fake server CPU $fake s, load $load"
+ROWS+=("| \`digest send\` Web Push (defaults), $WEBPUSH_MESSAGES Web Push messages | 80 ms | $STEADY_webpush_80 | $whole | $inflight / $connections | $cpu s | $load |")
+WEBPUSH_RATIO="$(python3 -c "print(f'{${STEADY_webpush_80:-0} / ${STEADY_defaults_80:-1}:.2f}')")"
+WEBPUSH_US="$(python3 -c "print(f'{$cpu * 1e6 / $WEBPUSH_MESSAGES:.0f}')")"
+echo "Web Push ÷ FCM (steady, defaults, 80 ms): $WEBPUSH_RATIO; sender CPU a message: FCM $FCM_US µs, APNs $APNS_US µs, Web Push $WEBPUSH_US µs"
 [ "$QUICK" = 1 ] && exit 0
 BEST_SDK="$(python3 -c "print(max($SDK_send_each_async, $SDK_send_each))")"
 RATIO="$(python3 -c "print(f'{${STEADY_defaults_80:-0} / $BEST_SDK:.1f}')")"
@@ -195,7 +240,10 @@ $(printf '%s\n' "${ROWS[@]}")
   SDK's best). APNs direct at 80 ms with the defaults: ${APNS_RATIO}× FCM's steady rate with its defaults (target:
   ≥ 0.9×); sender CPU a message: FCM $FCM_US µs, APNs $APNS_US µs (the APNs run's sender holds only APNs credentials;
   its demo, \`--users $APNS_USERS --apns-devices 100\`, gives every iOS device to APNs, and its outbox keeps the APNs
-  messages only).
+  messages only). Standard Web Push at 80 ms with the defaults: ${WEBPUSH_RATIO}× FCM's steady rate (target: ≥ 0.6×;
+  every message encrypted afresh, a key agreement each); sender CPU a message $WEBPUSH_US µs. Its demo, \`--users
+  $WEBPUSH_USERS --webpush-devices 100\`, gives every web device to Web Push, its outbox keeps those messages only, and the
+  fake push service (\`digest-fake-webpush --demo-subscribers --decrypt-every 100\`) decrypts one in 100.
 - Command: \`scripts/bench-send-latency.sh [users]\` (a step of \`make bench-send\`; default 34,000 users, here $USERS
   users and $MESSAGES messages due now; knob \`LATENCIES="$LATENCIES"\`). The fake server (\`digest-fake-fcm --delay-ms N
   --max-concurrent-streams 100\`, TLS, HTTP/2) answers N ms ±10% late. Steady: messages a second after the first second,

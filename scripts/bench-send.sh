@@ -40,7 +40,7 @@ stop_server() { kill -TERM "$SERVER"; wait "$SERVER" || true; }
 trap 'kill "${SERVER:-0}" 2>/dev/null || true' EXIT
 
 # The messages: the demo's weekly run, every message due now.
-"$BIN/digest" demo --out "$OUT/demo" --users "$USERS" --send-at now --apns-devices 0 > "$OUT/demo.log"
+"$BIN/digest" demo --out "$OUT/demo" --users "$USERS" --send-at now --apns-devices 0 --webpush-devices 0 > "$OUT/demo.log"
 MESSAGES="$("$BIN/digest" queue stats --db "$OUT/demo/digest.sqlite" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["due"])')"
 
 # Reference: wrk posting prepared bodies (one per token, 1,000 distinct) with a static bearer token.

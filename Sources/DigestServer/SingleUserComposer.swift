@@ -28,8 +28,9 @@ package struct SingleUserComposer<Database: DigestDatabase>: Sendable {
         self.configuration = configuration
     }
 
-    /// The user's composition, or `nil` when there is no user with that id.
-    package func compose(userID: String, now: Date = Date()) async throws -> ComposedUser? {
+    /// The user's composition, or `nil` when there is no user with that id; with `devices`, composed
+    /// for those devices instead of the user's own (a test send to an editor's device).
+    package func compose(userID: String, devices: [Device]? = nil, now: Date = Date()) async throws -> ComposedUser? {
         let configuration = self.configuration, templates = self.templates, attachments = self.attachments
         let found: (StoredReader, ReaderHistory, BatchComposer)? = try await database.withHistoryReader { history in
             guard let stored = try await history.user(id: userID) else { return nil }
@@ -42,7 +43,9 @@ package struct SingleUserComposer<Database: DigestDatabase>: Sendable {
             return (stored, history, composer)
         }
         guard let (stored, history, composer) = found else { return nil }
-        return await composer.composeUser(stored.reader, history: history)
+        var reader = stored.reader
+        if let devices { reader.devices = devices }
+        return await composer.composeUser(reader, history: history)
     }
 }
 

@@ -23,7 +23,7 @@ struct Digest: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self, ImportCommand.self, RunCommand.self, PreviewCommand.self, ServeCommand.self, QueueCommand.self,
             SendCommand.self, MigrateCommand.self, ImagesCommand.self, DevicesCommand.self, CollectCommand.self, ReportCommand.self,
-            WebPushCommand.self,
+            WebPushCommand.self, SendTestCommand.self,
         ])
 
     /// Logs go to stderr at `DIGEST_LOG_LEVEL` (default `warning`); output stays on stdout.

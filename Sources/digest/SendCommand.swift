@@ -264,14 +264,14 @@ struct SendCommand: AsyncParsableCommand {
 
     /// The APNs key `--apns-key-file` names, with its id and team (``validate()`` checked they come
     /// together); nil without it.
-    private func apnsSigningKey() throws -> APNsSigningKey? {
+    func apnsSigningKey() throws -> APNsSigningKey? {
         guard let apnsKeyFile, let apnsKeyID, let apnsTeamID else { return nil }
         return try APNsSigningKey(contentsOf: apnsKeyFile, keyID: apnsKeyID, teamID: apnsTeamID)
     }
 
     /// The token source `--credentials` asked for, and the project: `--project`, else the key's or
     /// the metadata server's.
-    private func tokens(
+    func tokens(
         account: ServiceAccount?, client: HTTPClient, metadataClient: HTTPClient?, logger: Logger
     ) async throws -> (AccessTokenProvider, String) {
         var configuration = AccessTokenProvider.Configuration()
@@ -357,7 +357,7 @@ struct SendCommand: AsyncParsableCommand {
 
     /// The settings every provider's sender takes from the same flags: `--drain`, `--lease-seconds`,
     /// `--max-attempts`, the time scale, the poll interval, `--ca-file`, the owner.
-    private func applyCommonSettings(to configuration: inout some SenderSettings) {
+    func applyCommonSettings(to configuration: inout some SenderSettings) {
         configuration.drain = drain
         configuration.leaseSeconds = Int64(leaseSeconds)
         configuration.maxAttempts = maxAttempts

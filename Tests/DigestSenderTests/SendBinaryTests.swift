@@ -448,4 +448,62 @@ import Testing
         try await push.shutdown()
         try await server.shutdown()
     }
+
+    /// `digest send-test`: the reader's digest reaches the named test device only (FCM and Web Push),
+    /// marked as a test with a fresh message id; the outbox is left as it was; the eleventh test send
+    /// to a device within a minute is refused.
+    @Test func aTestSendReachesOnlyTheNamedDeviceAndLeavesTheOutboxAlone() async throws {
+        let dir = try TemporaryDirectory()
+        guard let tls = try TestCertificate.make(in: dir.url) else {
+            print("skipped: no openssl program to make a test certificate")
+            return
+        }
+        let demo = try await DigestBinary.run(["demo", "--out", dir.path("demo"), "--users", "60", "--send-at", "now"])
+        #expect(demo.status == 0, "\(demo.stderr)")
+        let db = dir.path("demo/digest.sqlite")
+        let before = try OutboxFixture.states(path: db)
+        let user = try #require(try OutboxFixture.scalar(path: db, "SELECT user_id FROM digest_outbox WHERE platform = 'android' ORDER BY id LIMIT 1"))
+        let fcm = try await FakeFCMServer.start()
+        try fcm.writeServiceAccount(to: dir.path("sa.json"))
+        let push = try await FakeWebPushServer.start(tls: tls)
+        let browser = push.subscribe(id: "ana-browser")
+        try Data("""
+            [{"name": "Ana's Pixel", "provider": "fcm", "platform": "android", "token": "ana-pixel-token"},
+             {"name": "Ana's browser", "provider": "webpush", "subscription": \(browser.json)}]
+            """.utf8).write(to: dir.url.appendingPathComponent("devices.json"))
+        let common = ["send-test", "--db", db, "--user", user, "--test-devices", dir.path("devices.json")]
+        let pixel = try await DigestBinary.run(common + ["--to-device", "Ana's Pixel", "--credentials", dir.path("sa.json"), "--endpoint", fcm.url])
+        #expect(pixel.status == 0 && pixel.stdout.contains("sent to Ana's Pixel (fcm, android): \(user)'s digest, the outbox's"), "\(pixel.stdout)\(pixel.stderr)")
+        #expect(Array(fcm.deliveries.keys) == ["ana-pixel-token"] && fcm.stats.answers == ["200": 1], "\(fcm.stats)")
+        #expect(try OutboxFixture.states(path: db) == before)
+        let testID = try #require(pixel.stdout.split(separator: "\n").first { $0.hasPrefix("message_id: ") }?.dropFirst(12).prefix(32))
+        #expect(try OutboxFixture.scalar(path: db, "SELECT device || '|' || user_id FROM digest_test_sends WHERE message_id = '\(testID)'") == "Ana's Pixel|\(user)")
+        #expect(try OutboxFixture.scalar(path: db, "SELECT count(*) FROM digest_outbox WHERE message_id = '\(testID)'") == "0")
+
+        let keygen = try await DigestBinary.run(["webpush", "keygen", "--out", dir.path("vapid.pem")])
+        #expect(keygen.status == 0, "\(keygen.stderr)")
+        let web = try await DigestBinary.run(common + [
+            "--to-device", "Ana's browser", "--vapid-key-file", dir.path("vapid.pem"), "--vapid-subject", "mailto:editor@example.com",
+            "--allow-push-hosts", "127.0.0.1", "--ca-file", tls.certificatePath,
+        ])
+        #expect(web.status == 0 && web.stdout.contains("sent to Ana's browser (webpush, web)"), "\(web.stdout)\(web.stderr)")
+        let plaintext = try #require(push.deliveries("ana-browser")?.plaintext)
+        let fields = try #require(try JSONSerialization.jsonObject(with: Data(plaintext)) as? [String: Any])
+        #expect(fields["test"] as? String == "1" && (fields["message_id"] as? String)?.count == 32 && fields["title"] is String, "\(fields)")
+        #expect(push.stats.requests == 1 && fcm.stats.requests == 1)
+        #expect(try OutboxFixture.states(path: db) == before)
+
+        // Ten a minute per device: nine more to the phone go, the eleventh is refused.
+        for _ in 1...9 {
+            let again = try await DigestBinary.run(common + ["--to-device", "Ana's Pixel", "--credentials", dir.path("sa.json"), "--endpoint", fcm.url])
+            #expect(again.status == 0, "\(again.stderr)")
+        }
+        let refused = try await DigestBinary.run(common + ["--to-device", "Ana's Pixel", "--credentials", dir.path("sa.json"), "--endpoint", fcm.url])
+        #expect(refused.status != 0 && refused.stderr.contains("had 10 test sends in the last minute"), "\(refused.stderr)")
+        #expect(fcm.stats.requests == 10)
+        let unknown = try await DigestBinary.run(common + ["--to-device", "Bo's phone", "--credentials", dir.path("sa.json"), "--endpoint", fcm.url])
+        #expect(unknown.status != 0 && unknown.stderr.contains("no test device named Bo's phone (there are: Ana's Pixel, Ana's browser)"), "\(unknown.stderr)")
+        try await fcm.shutdown()
+        try await push.shutdown()
+    }
 }

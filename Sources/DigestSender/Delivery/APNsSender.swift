@@ -73,7 +73,7 @@ public struct APNsSender<Database: DigestPipelineStore>: Service {
     private let client: HTTPClient
     private let logger: Logger
     private let metrics = SenderMetrics(provider: .apns)
-    private let transport: APNsTransport
+    let transport: APNsTransport
 
     /// `client` carries what an own HTTP/2 connection cannot (nothing, against APNs) and lends its
     /// event loops; the caller shuts it down. Throws when `configuration.tokenRenewal` is out of range.

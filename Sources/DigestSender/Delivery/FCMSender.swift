@@ -86,7 +86,7 @@ public struct FCMSender<Database: DigestPipelineStore>: Service {
     private let client: HTTPClient
     private let logger: Logger
     private let metrics = SenderMetrics(provider: .fcm)
-    private let transport: FCMTransport
+    let transport: FCMTransport
 
     /// `client` fetches access tokens and carries requests; `connections` are more clients on the same
     /// event loops to spread requests over (one HTTP/2 connection each; the caller shuts them down).

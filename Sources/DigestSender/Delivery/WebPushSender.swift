@@ -79,7 +79,7 @@ public struct WebPushSender<Database: DigestPipelineStore>: Service {
     private let client: HTTPClient
     private let logger: Logger
     private let metrics = SenderMetrics(provider: .webpush)
-    private let transport: WebPushTransport
+    let transport: WebPushTransport
 
     /// `client` carries the requests to push services that do not speak HTTP/2 and lends its event
     /// loops; the caller shuts it down. Throws when the subject, the token lifetime or an allowed

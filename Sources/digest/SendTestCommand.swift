@@ -1,0 +1,249 @@
+import ArgumentParser
+import AsyncHTTPClient
+import DigestCore
+import DigestSender
+import DigestServer
+import DigestStore
+import Foundation
+import DigestRun
+import Logging
+import NIOCore
+import NIOPosix
+
+/// `digest send-test`: a reader's digest on an editor's own device, now, without the week's run.
+struct SendTestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send-test",
+        abstract: "Send one reader's digest to an editor's own test device (FCM, APNs or Web Push), outside the outbox.",
+        discussion: """
+            Takes the reader's message for the week — the outbox's, of the test device's provider and platform, \
+            else composed now for that device as a run would — gives it a fresh message_id and "test": "1" in its \
+            data (nothing the notification shows), and sends it once to the device named by --to-device in \
+            --test-devices FILE (a JSON array: [{"name": "Ana's Pixel", "provider": "fcm", "platform": "android", \
+            "token": "…"}], a Web Push device with "subscription" instead of "token"), with the credential flags \
+            of `digest send`. Nothing is written to the outbox; digest collect takes the device's events and \
+            keeps them out of every report. At most 10 test sends a minute per device.
+            """)
+
+    @Option(help: "The reader whose digest is sent.") var user: String
+    @Option(help: "The ISO week (default: the latest complete week).") var week: String?
+    @Option(name: .customLong("to-device"), help: "The test device's name, as in --test-devices.") var toDevice: String
+    @Option(help: ArgumentHelp("The test devices: a JSON array of {name, provider, platform, token | subscription}.", valueName: "FILE"))
+    var testDevices: String
+    @OptionGroup var plan: PlanOptions
+    /// `digest send`'s flags: the store (`--db`), the credentials and endpoints of each provider.
+    @OptionGroup var sender: SendCommand
+
+    /// Test sends a minute per device.
+    static let perMinute = 10
+
+    func validate() throws {
+        if let week { _ = try ISOWeek(parsing: week) }
+    }
+
+    func run() async throws {
+        try await ExitStatus.mapping { try await sendTest() }
+    }
+
+    private func sendTest() async throws {
+        let device = try TestDevices.load(testDevices).named(toDevice)
+        let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: Date())
+        let database = try sender.database.open()
+        let now = Int64(Date().timeIntervalSince1970)
+        let message = try await TestMessage.make(
+            for: device.device, name: device.name, user: user, week: week, database: database, templates: try plan.catalog(),
+            configuration: try plan.configuration(week: week).compose, now: now)
+        let send = TestSend(
+            messageID: message.messageID, device: device.name, userID: user, week: week.description, provider: device.device.provider,
+            platform: device.device.platform.rawValue, variant: message.variant)
+        guard try await database.recordTestSend(send, now: now, perMinute: Self.perMinute) else {
+            throw CommandError("\(device.name) had \(Self.perMinute) test sends in the last minute: wait a little")
+        }
+        let result = try await sender.deliverOnce(message.leased, database: database)
+        let source = message.fromOutbox ? "the outbox's \(week) message" : "composed now for \(week)"
+        switch result {
+        case .sent(let receipt):
+            print("sent to \(device.name) (\(device.device.provider.rawValue), \(device.device.platform.rawValue)): \(user)'s digest, \(source), \(message.variant)")
+            print("message_id: \(message.messageID) (a test: its events stay out of every report)")
+            if !receipt.isEmpty { print("receipt: \(receipt)") }
+        case .failed(let code, let reason):
+            throw CommandError("\(device.name): \(code): \(reason)")
+        }
+    }
+}
+
+/// The test devices file: a JSON array of `{"name", "provider", "platform", "token"}`, a Web Push
+/// device with `"subscription"` (what `PushSubscription.toJSON()` gives) instead of `"token"`.
+struct TestDevices {
+    struct Entry {
+        var name: String
+        var device: Device
+    }
+
+    var entries: [Entry]
+
+    static func load(_ path: String) throws -> TestDevices {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw CommandError("--test-devices \(path): cannot read: \(error.localizedDescription)")
+        }
+        guard let array = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]] else {
+            throw CommandError("--test-devices \(path): not a JSON array of objects")
+        }
+        var entries: [Entry] = []
+        for (index, object) in array.enumerated() {
+            let at = "--test-devices \(path)[\(index)]"
+            guard let name = object["name"] as? String, !name.isEmpty else { throw CommandError("\(at): no name") }
+            guard let provider = Provider(rawValue: object["provider"] as? String ?? "fcm") else {
+                throw CommandError("\(at) (\(name)): provider must be fcm, apns or webpush")
+            }
+            switch provider {
+            case .webpush:
+                guard let subscription = object["subscription"] as? [String: Any], let endpoint = subscription["endpoint"] as? String,
+                      let keys = subscription["keys"] as? [String: Any], let p256dh = keys["p256dh"] as? String, let auth = keys["auth"] as? String
+                else { throw CommandError("\(at) (\(name)): a webpush device needs \"subscription\": {\"endpoint\", \"keys\": {\"p256dh\", \"auth\"}}") }
+                guard endpoint.lowercased().hasPrefix("https://") else { throw CommandError("\(at) (\(name)): the endpoint must be https") }
+                do { _ = try WebPushSubscriptionKeys(p256dh: p256dh, auth: auth) } catch {
+                    throw CommandError("\(at) (\(name)): \(error.message)")
+                }
+                entries.append(Entry(name: name, device: Device(endpoint: endpoint, keys: .init(p256dh: p256dh, auth: auth))))
+            case .fcm, .apns:
+                guard let token = object["token"] as? String, !token.isEmpty else { throw CommandError("\(at) (\(name)): no token") }
+                let platformName = object["platform"] as? String ?? (provider == .apns ? "ios" : "")
+                guard let platform = Platform(rawValue: platformName), provider == .fcm || platform == .ios else {
+                    throw CommandError("\(at) (\(name)): platform must be android, ios or web (ios for apns)")
+                }
+                entries.append(Entry(name: name, device: Device(token: token, platform: platform, topic: object["topic"] as? String, provider: provider)))
+            }
+        }
+        return TestDevices(entries: entries)
+    }
+
+    func named(_ name: String) throws -> Entry {
+        guard let entry = entries.first(where: { $0.name == name }) else {
+            throw CommandError("no test device named \(name) (there are: \(entries.map(\.name).joined(separator: ", ")))")
+        }
+        return entry
+    }
+}
+
+/// The message a test send delivers: the reader's message of the device's provider and platform (the
+/// outbox's, else composed now for the device), readdressed to the device with a fresh message id and
+/// `"test": "1"` in its data.
+struct TestMessage {
+    var leased: LeasedMessage
+    var messageID: String
+    var variant: String
+    var fromOutbox: Bool
+
+    static func make<Database: DigestDatabase>(
+        for device: Device, name: String, user: String, week: ISOWeek, database: Database, templates: TemplateCatalog,
+        configuration: BatchComposer.Configuration, now: Int64
+    ) async throws -> TestMessage {
+        let messageID = OutboxMessage.messageID(dedupeKey: "test:\(name):\(now):\(UUID().uuidString)")
+        let rows = try await database.outboxRows(week: week.description, userID: user)
+        if let row = rows.first(where: { $0.provider == device.provider && $0.platform == device.platform }), let oldID = row.messageID {
+            return TestMessage(
+                leased: readdressed(message: row.message, headers: row.headers, target: row.target, oldID: oldID, to: device, newID: messageID),
+                messageID: messageID, variant: row.variant.rawValue, fromOutbox: true)
+        }
+        let composer = SingleUserComposer(database: database, templates: templates, configuration: configuration)
+        guard let composed = try await composer.compose(userID: user, devices: [device], now: Date(timeIntervalSince1970: TimeInterval(now))) else {
+            throw CommandError("no user '\(user)'")
+        }
+        guard let message = composed.messages.first else {
+            throw CommandError("\(user) has no message for \(week)\(composed.skipped.map { ": \($0.rawValue)" } ?? "")")
+        }
+        return TestMessage(
+            leased: readdressed(
+                message: String(decoding: message.message, as: UTF8.self), headers: message.headers, target: message.target, oldID: message.messageID,
+                to: device, newID: messageID),
+            messageID: messageID, variant: message.variant.rawValue, fromOutbox: false)
+    }
+
+    /// The message for `device`: its id replaced (everywhere it appears, the APNs `apns-id` made of
+    /// it too), `"test":"1"` first in its data (FCM: each `data` object; APNs and Web Push: the
+    /// payload's top level), the FCM token or the Web Push keys the device's.
+    static func readdressed(message: String, headers: String?, target: String, oldID: String, to device: Device, newID: String) -> LeasedMessage {
+        var body = message.replacingOccurrences(of: oldID, with: newID)
+        var rowHeaders = headers
+        switch device.provider {
+        case .fcm:
+            body = body.replacingOccurrences(of: #""token":"\#(target)""#, with: #""token":"\#(device.token)""#)
+            body = body.replacingOccurrences(of: #""data":{"#, with: #""data":{"test":"1","#)
+        case .apns:
+            body = body.hasPrefix("{") ? #"{"test":"1","# + body.dropFirst() : body
+            rowHeaders = headers?.replacingOccurrences(of: APNsHeaders.id(messageID: oldID), with: APNsHeaders.id(messageID: newID))
+        case .webpush:
+            body = body.hasPrefix("{") ? #"{"test":"1","# + body.dropFirst() : body
+            if let headers, let keys = device.subscriptionKeys, var read = try? WebPushHeaders(json: Array(headers.utf8)) {
+                read.p256dh = keys.p256dh
+                read.auth = keys.auth
+                rowHeaders = read.json
+            }
+        }
+        return LeasedMessage(
+            id: 0, dedupeKey: "test:\(newID)", userID: "test", platform: device.platform.rawValue, message: body, attempts: 1,
+            provider: device.provider, target: device.token, headers: rowHeaders)
+    }
+}
+
+extension SendCommand {
+    /// One message to its provider outside the outbox (`digest send-test`), with this command's
+    /// credentials for that provider; throws when it has none, or when they are refused.
+    func deliverOnce<Database: DigestDatabase>(_ message: LeasedMessage, database: Database) async throws -> SingleDelivery {
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .fcmSender(concurrency: 8, caFile: caFile))
+        let metadata = credentialsChoice == .metadata && message.provider == .fcm
+            ? HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .metadataServer()) : nil
+        let result: Result<SingleDelivery, any Error>
+        do {
+            result = .success(try await deliverOnce(message, database: database, client: client, metadata: metadata))
+        } catch {
+            result = .failure(error)
+        }
+        try? await metadata?.shutdown()
+        try? await client.shutdown()
+        try? await loops.shutdownGracefully()
+        return try result.get()
+    }
+
+    private func deliverOnce<Database: DigestDatabase>(
+        _ message: LeasedMessage, database: Database, client: HTTPClient, metadata: HTTPClient?
+    ) async throws -> SingleDelivery {
+        let logger = Logger(label: "digest.send-test")
+        func missing() -> SenderError {
+            SenderError(.credentials, "a test send to a \(message.provider.displayName) device needs \(message.provider.credentialsHint)")
+        }
+        switch message.provider {
+        case .fcm:
+            guard let choice = credentialsChoice else { throw missing() }
+            var account: ServiceAccount?
+            if case .file(let path) = choice { account = try ServiceAccount(contentsOf: path) }
+            let (tokens, projectID) = try await self.tokens(account: account, client: client, metadataClient: metadata, logger: logger)
+            var configuration = FCMSender<Database>.Configuration()
+            configuration.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
+            applyCommonSettings(to: &configuration)
+            let sender = FCMSender(database: database, projectID: projectID, client: client, tokens: tokens, configuration: configuration, logger: logger)
+            return try await sender.deliverOnce(message)
+        case .apns:
+            guard let key = try apnsSigningKey() else { throw missing() }
+            var configuration = APNsSender<Database>.Configuration()
+            configuration.endpoint = apnsEndpoint.hasSuffix("/") ? String(apnsEndpoint.dropLast()) : apnsEndpoint
+            configuration.topic = apnsTopic
+            configuration.concurrency = 1
+            configuration.connections = 1
+            applyCommonSettings(to: &configuration)
+            return try await APNsSender(database: database, client: client, key: key, configuration: configuration, logger: logger).deliverOnce(message)
+        case .webpush:
+            guard let path = vapidKeyFile else { throw missing() }
+            var configuration = WebPushSender<Database>.Configuration(subject: vapidSubject ?? "")
+            configuration.allowedHosts = (allowPushHosts ?? "").split(separator: ",").map(String.init)
+            configuration.concurrency = 1
+            configuration.connectionsPerOrigin = 1
+            applyCommonSettings(to: &configuration)
+            let sender = try WebPushSender(database: database, client: client, key: try VAPIDKey(contentsOf: path), configuration: configuration, logger: logger)
+            return try await sender.deliverOnce(message)
+        }
+    }
+}
