@@ -2,8 +2,11 @@ import DigestCore
 import DigestPreview
 import DigestSQLite
 import DigestStore
+import DigestServer
 import DigestTesting
 import Foundation
+import Hummingbird
+import HummingbirdTesting
 import Testing
 
 /// `digest preview --compare`: the real binary on the demo's SQLite file (200 readers in four
@@ -179,5 +182,64 @@ import Testing
         #expect(unparsable.status != 0)
         #expect(unparsable.stderr.contains("the new templates"))
         #expect(unparsable.stderr.contains("title.mustache"))
+    }
+
+    /// The preview server on the fixtures comparing the shipped templates with a copy whose Polish
+    /// title says "Wasz" for "Twój" (`serve --compare-templates`).
+    static func comparingServer(in dir: TemporaryDirectory) async throws -> PreviewServer<SQLiteDatabase> {
+        let old = try templates(in: dir, "pl/title.mustache", replacing: "Twój tydzień", with: "Wasz tydzień")
+        var configuration = PreviewCatalog<SQLiteDatabase>.Configuration(templatesDirectory: DigestBinary.templates) { week in
+            BatchComposer.Configuration(week: week)
+        }
+        configuration.scale = 1
+        configuration.compareTemplatesDirectory = URL(fileURLWithPath: old)
+        let catalog = PreviewCatalog(
+            database: try await FixtureDatabase.make(in: dir), configuration: configuration, pool: PreviewServerTests.pool,
+            now: { FixtureDatabase.now })
+        return PreviewServer(catalog: catalog, configuration: .init(host: "127.0.0.1", port: 0))
+    }
+
+    @Test func thePageComparesTheReaderInView() async throws {
+        let dir = try TemporaryDirectory()
+        let app = Application(router: try await Self.comparingServer(in: dir).router())
+        try await app.test(.router) { client in
+            let images = try await client.execute(uri: "/api/compare?user=u-pl&week=2026-W46", method: .get) { response in
+                #expect(response.status == .ok)
+                let page = try #require(try PreviewServerTests.json(response.body) as? [String: Any])
+                let totals = try #require(page["totals"] as? [String: Any])
+                #expect(totals["readers"] as? Int == 1)
+                #expect(totals["messages"] as? Int == 2)
+                #expect(totals["changed"] as? Int == 2)
+                let entries = try #require(page["entries"] as? [[String: Any]])
+                #expect(entries.map { $0["platform"] as? String } == ["android", "ios"])
+                #expect(entries.allSatisfy { $0["changes"] as? [String] == ["text"] })
+                return entries.flatMap { entry in
+                    (entry["surfaces"] as? [[String: Any]] ?? []).flatMap { surface in
+                        ["old", "new"].compactMap { (surface[$0] as? [String: Any])?["image"] as? String }
+                    }
+                }
+            }
+            #expect(images.count == 8)
+            for image in images {
+                try await client.execute(uri: "/" + image, method: .get) { response in
+                    #expect(response.status == .ok)
+                    let bytes = response.body.getBytes(at: response.body.readerIndex, length: response.body.readableBytes) ?? []
+                    #expect(PixelImage(png: bytes) != nil)
+                }
+            }
+            // The Russian reader's messages do not change: counted, not drawn.
+            try await client.execute(uri: "/api/compare?user=u-mars&week=2026-W46", method: .get) { response in
+                let page = try #require(try PreviewServerTests.json(response.body) as? [String: Any])
+                #expect((page["entries"] as? [Any])?.isEmpty == true)
+                #expect((page["totals"] as? [String: Any])?["unchanged"] as? Int ?? 0 > 0)
+            }
+            try await client.execute(uri: "/api/compare?user=nobody&week=2026-W46", method: .get) { response in
+                #expect(response.status == .notFound)
+            }
+            try await client.execute(uri: "/api/preview?user=u-pl&week=2026-W46", method: .get) { response in
+                let page = try #require(try PreviewServerTests.json(response.body) as? [String: Any])
+                #expect(page["compares"] as? Bool == true)
+            }
+        }
     }
 }
