@@ -2,7 +2,7 @@
 SWIFT ?= swift
 DEMO_OUT ?= demo-out
 
-.PHONY: setup setup-tests build demo demo-send test bench bench-postgres bench-rolling bench-send bench-collect clean
+.PHONY: setup setup-tests build demo demo-send test bench bench-postgres bench-rolling bench-send bench-collect bench-compare clean
 
 ## What building and the demo need (system packages, as root when missing).
 setup:
@@ -52,6 +52,11 @@ bench-rolling: setup-tests
 ## "## Event collector" in BENCHMARKS.md (also a step of make bench).
 bench-collect: setup-tests
 	scripts/bench-collect.sh
+
+## Template comparison: digest preview --compare over a 1,000-reader demo, identical folders and a one-word
+## change in a Polish template; "## Template comparison" in BENCHMARKS.md.
+bench-compare: setup
+	scripts/bench-compare.sh
 
 ## Delivery benchmark: digest send vs wrk against the fake FCM server on loopback ("## Delivery on loopback" in BENCHMARKS.md),
 ## then at FCM's latency against the Firebase Admin Python SDK ("## Delivery at FCM's latency").

@@ -403,6 +403,11 @@ public actor PostgresHistoryReader: HistoryReader {
         try await users(matching: "starts_with(id, $1)", prefix, limit: limit)
     }
 
+    public func users(afterID id: String, limit: Int) async throws -> [StoredReader] {
+        // By bytes, as the ORDER BY sorts, so that pages neither skip nor repeat a user.
+        try await users(matching: "id COLLATE \"C\" > $1", id, limit: limit)
+    }
+
     private func users(matching condition: String, _ value: String, limit: Int) async throws -> [StoredReader] {
         var binds = PostgresBindings()
         binds.append(value)

@@ -128,8 +128,8 @@ package enum ReportChart {
         return text.hasSuffix(".0") ? String(text.dropLast(2)) : text
     }
 
-    /// Text and attribute values as XML character data.
-    static func escape(_ text: String) -> String {
+    /// Text and attribute values as XML character data (HTML's too: the template comparison's page).
+    package static func escape(_ text: String) -> String {
         var escaped = ""
         escaped.reserveCapacity(text.utf8.count)
         for character in text {

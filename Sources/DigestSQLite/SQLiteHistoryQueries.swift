@@ -388,6 +388,11 @@ final class SQLiteHistoryQueries {
         try users(where: "id >= ?1 AND id < ?1 || char(1114111)", bind: prefix, limit: limit)
     }
 
+    func users(afterID id: String, limit: Int) throws -> [StoredReader] {
+        // `id` is compared by its bytes (SQLite's BINARY collation), on the unique index.
+        try users(where: "id > ?1", bind: id, limit: limit)
+    }
+
     private func users(where condition: String, bind value: String, limit: Int) throws -> [StoredReader] {
         let statement = try connection.statement(
             "SELECT pk, id, locale, time_zone, opted_out FROM users WHERE \(condition) ORDER BY id LIMIT ?2")

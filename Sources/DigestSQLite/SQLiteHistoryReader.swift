@@ -82,4 +82,8 @@ public final class SQLiteHistoryReader: HistoryReader {
     public func users(idPrefix prefix: String, limit: Int) async throws -> [StoredReader] {
         try await run { try $0.users(idPrefix: prefix, limit: limit) }
     }
+
+    public func users(afterID id: String, limit: Int) async throws -> [StoredReader] {
+        try await run { try $0.users(afterID: id, limit: limit) }
+    }
 }

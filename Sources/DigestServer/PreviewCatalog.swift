@@ -21,6 +21,9 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         package var attachments: any AttachmentProvider = NoAttachments()
         /// Weeks offered besides the outbox's: this many complete weeks back from the latest.
         package var recentWeeks = 8
+        /// `serve --compare-templates`: the folder the page compares the templates with (read again
+        /// when a file of it changed, like the templates), or `nil` for no comparison.
+        package var compareTemplatesDirectory: URL?
 
         package init(templatesDirectory: URL, planning: @escaping @Sendable (ISOWeek) -> BatchComposer.Configuration) {
             self.templatesDirectory = templatesDirectory
@@ -33,6 +36,8 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
     let pool: PreviewPool
     let cache: PNGCache
     let templates: TemplateReloader
+    /// The old folder of the page's comparison (``Configuration/compareTemplatesDirectory``).
+    let oldTemplates: TemplateReloader?
     let now: @Sendable () -> Date
 
     package init(
@@ -44,6 +49,7 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         self.pool = pool
         cache = PNGCache(limit: cacheEntries)
         templates = TemplateReloader(directory: configuration.templatesDirectory)
+        oldTemplates = configuration.compareTemplatesDirectory.map { TemplateReloader(directory: $0) }
         self.now = now
     }
 
@@ -82,6 +88,7 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         var page = PreviewPage(
             user: userID, week: messages.week, weeks: try await weeks(userID: userID), source: messages.source.rawValue,
             variant: messages.variant, skipped: messages.skipped, rules: messages.rules, budgets: [], surfaces: [], due: messages.due)
+        page.compares = oldTemplates != nil
         let outbox = try await database.outboxRows(week: messages.week, userID: userID)
         page.outbox = outbox.map {
             PreviewPage.OutboxEntry(
@@ -123,6 +130,39 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         }
         cache.store(surfaces: surfaces, hash: hash)
         return surfaces
+    }
+
+    /// The reader's messages for `week` composed with the comparison's old folder and with the
+    /// templates (``TemplateComparison``, as `digest preview --compare` does for many readers), each
+    /// changed one drawn old beside new into the PNG cache; `nil` for an unknown user or without
+    /// `--compare-templates`.
+    func comparison(userID: String, week: ISOWeek) async throws -> ComparisonPage? {
+        guard let oldTemplates, let oldDirectory = configuration.compareTemplatesDirectory else { return nil }
+        let comparison = TemplateComparison(
+            database: database, old: try oldTemplates.catalog(), new: try templates.catalog(), attachments: configuration.attachments,
+            configuration: configuration.planning(week), now: now())
+        guard let user = try await comparison.users(ids: [userID]).users.first else { return nil }
+        let reader = try await comparison.compose([user], with: try await comparison.composers())[0]
+        var page = ComparisonPage(
+            week: week.description, old: oldDirectory.path, new: configuration.templatesDirectory.path, entries: [], totals: .init())
+        page.totals.readers = 1
+        let cache = self.cache, scale = configuration.scale
+        for message in reader.messages(budget: configuration.byteBudget) {
+            guard message.changed else {
+                page.totals.addUnchanged()
+                continue
+            }
+            // Named as the page's own previews are, so a message drawn by either is drawn once.
+            let entry = try await ComparisonEntry.render(message, pool: pool, scale: scale) { side, preview in
+                let bytes = (side == "old" ? message.old.message : message.new.message) ?? []
+                let name = "\(PNGCache.key(message: bytes, scale: scale))-\(preview.platform.rawValue)-\(preview.state.rawValue)"
+                cache.store(png: preview.png, name: name)
+                return "png/\(name).png"
+            }
+            page.totals.add(entry)
+            page.entries.append(entry)
+        }
+        return page
     }
 
     /// A cached PNG by name (`<hash>-<platform>-<state>`).
@@ -176,8 +216,20 @@ struct PreviewPage: Codable, Sendable {
         var locale: String?
     }
     var outbox: [OutboxEntry] = []
+    /// Whether the server compares templates (`--compare-templates`): the page then asks
+    /// `/api/compare` for the reader in view.
+    var compares = false
     /// The week's delivery and open figures (`digest report`), every reader's.
     var report: DeliveryReport?
     /// Their chart (`digest report --chart`), SVG; `nil` while nothing was sent.
     var chart: String?
+}
+
+/// One reader's template comparison on the page (`GET /api/compare`): compare.json's shape for them.
+struct ComparisonPage: Codable, Sendable {
+    var week: String
+    var old: String
+    var new: String
+    var entries: [ComparisonEntry]
+    var totals: ComparisonTotals
 }

@@ -37,6 +37,9 @@ enum PreviewPageHTML {
       tr.reader td { background: #e8f0fe; }
       td.n { text-align: right; font-variant-numeric: tabular-nums; }
       code { font-size: 12px; }
+      #comparison li.changed { background: #fce8e6; }
+      #comparison .new li.changed { background: #e6f4ea; }
+      #comparison ol { font-size: 12px; padding-left: 20px; max-width: 376px; }
     </style>
     </head>
     <body>
@@ -211,6 +214,7 @@ enum PreviewPageHTML {
         const decoded = images.filter((i) => i.dataset.decoded === '1').length;
         setStatus(`${decoded}/${images.length} previews`, { state: 'done', images: images.length, decoded });
       };
+      if (page.compares) compare(page);
       if (!images.length) setStatus('no previews', { state: 'done', images: 0, decoded: 0 });
       for (const img of images) {
         const settle = () => {
@@ -219,6 +223,46 @@ enum PreviewPageHTML {
           finish();
         };
         if (img.complete) settle(); else { img.onload = settle; img.onerror = settle; }
+      }
+    }
+
+    // serve --compare-templates: what the old folder changes in this reader's messages, old beside new,
+    // the visible lines that differ from the other side's marked (li.changed).
+    async function compare(page) {
+      const section = el('div', { id: 'comparison' }, el('h3', {}, 'Template comparison: loading…'));
+      $('main').append(section);
+      let result;
+      try {
+        result = await getJSON('api/compare?' + new URLSearchParams({ user: page.user, week: page.week }));
+      } catch (error) {
+        section.replaceChildren(el('div', { class: 'error' }, 'template comparison: ' + error.message));
+        return;
+      }
+      const t = result.totals;
+      section.replaceChildren(el('h3', {}, `Template comparison: ${t.changed} of ${t.messages} messages change`),
+        el('div', {}, `old ${result.old} → new ${result.new}; variant switches ${t.variantSwitches}, newly cut ${t.newlyCut}, no longer cut ${t.noLongerCut}, budgets newly exceeded ${t.newlyOverBudget}, rules fired differently ${t.rulesChanged}`));
+      for (const e of result.entries) {
+        section.append(el('h4', {}, `${e.platform} · ${e.locale} · ${(e.old && e.old.variant) || 'none'} → ${(e.new && e.new.variant) || 'none'}: ${e.changes.join(', ')}`));
+        if (e.error) section.append(el('div', { class: 'notes' }, e.error));
+        for (const [label, items] of [['newly cut', e.newlyCut], ['no longer cut', e.noLongerCut], ['rules added', e.rulesAdded], ['rules removed', e.rulesRemoved]]) {
+          if (items && items.length) section.append(el('div', {}, `${label}: ${items.join(', ')}`));
+        }
+        for (const s of e.surfaces) {
+          const row = el('div', { class: 'surfaces' });
+          for (const [side, drawing, other] of [['old', s.old, s.new], ['new', s.new, s.old]]) {
+            if (!drawing) continue;
+            // Texts of a role pair up in order (a surface may draw several actions).
+            const seen = {};
+            const lists = drawing.texts.filter((t) => t.role !== 'note').map((t) => {
+              const occurrence = seen[t.role] = (seen[t.role] === undefined ? 0 : seen[t.role] + 1);
+              const others = ((other ? other.texts.filter((o) => o.role === t.role) : [])[occurrence] || { lines: [] }).lines;
+              return el('ol', {}, t.lines.map((line, i) => el('li', { class: others[i] === line ? '' : 'changed' }, `${t.role}: ${line}`)));
+            });
+            row.append(el('figure', { class: side }, el('img', { src: url(drawing.image), width: drawing.width, height: drawing.height, alt: `${side}: ${s.surface}` }),
+              el('figcaption', {}, el('strong', {}, `${side} · ${s.surface}`), lists)));
+          }
+          section.append(row);
+        }
       }
     }
 

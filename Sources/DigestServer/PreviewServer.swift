@@ -9,7 +9,8 @@ package import Logging
 ///
 /// Routes: `GET /` (the page; `?user=ID&week=W&source=auto|outbox|computed` opens one reader's previews),
 /// `GET /api/users?q=PREFIX`, `GET /api/preview?user=ID&week=W[&source=]` (with the week's report),
-/// `GET /png/<hash>-<platform>-<state>.png`, `GET /healthz`. With a bearer token, every route wants
+/// `GET /api/compare?user=ID&week=W` (with `--compare-templates`: what the old templates folder
+/// changes in the reader's messages), `GET /png/<hash>-<platform>-<state>.png`, `GET /healthz`. With a bearer token, every route wants
 /// `Authorization: Bearer TOKEN` (or `?token=TOKEN`, which the page passes on to its requests).
 ///
 /// ```swift
@@ -64,18 +65,23 @@ package struct PreviewServer<Database: DigestDatabase>: Sendable {
             try Self.check(query, name: "q", allowEmpty: true)
             return try Self.json(try await catalog.users(prefix: query))
         }
+        router.get("api/compare") { request, _ in
+            let (user, week) = try Self.userAndWeek(request, catalog: catalog)
+            guard catalog.configuration.compareTemplatesDirectory != nil else {
+                throw HTTPError(.notFound, message: "the server compares no templates (serve --compare-templates OLD_DIR)")
+            }
+            let page: ComparisonPage?
+            do {
+                page = try await catalog.comparison(userID: user, week: week)
+            } catch let error as TemplateError {
+                throw HTTPError(.internalServerError, message: "templates: \(error)")
+            }
+            guard let page else { throw HTTPError(.notFound, message: "no user '\(user)'") }
+            return try Self.json(page)
+        }
         router.get("api/preview") { request, _ in
             let parameters = request.uri.queryParameters
-            guard let user = parameters["user"].map(String.init) else {
-                throw HTTPError(.badRequest, message: "user is required")
-            }
-            try Self.check(user, name: "user", allowEmpty: false)
-            let week: ISOWeek
-            if let text = parameters["week"].map(String.init), !text.isEmpty {
-                do { week = try ISOWeek(parsing: text) } catch { throw HTTPError(.badRequest, message: "week: \(error)") }
-            } else {
-                week = WeekCalendar.latestCompleteWeek(now: catalog.now())
-            }
+            let (user, week) = try Self.userAndWeek(request, catalog: catalog)
             var source: UserMessages.Source?
             if let text = parameters["source"].map(String.init), !text.isEmpty, text != "auto" {
                 guard let value = UserMessages.Source(rawValue: text) else {
@@ -116,6 +122,19 @@ package struct PreviewServer<Database: DigestDatabase>: Sendable {
     /// Serves until SIGTERM or SIGINT, then shuts down gracefully.
     package func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await application(onServerRunning: onServerRunning).runService()
+    }
+
+    /// `?user=` (required) and `?week=` (default: the latest complete week) of a request.
+    static func userAndWeek(_ request: Request, catalog: PreviewCatalog<Database>) throws -> (String, ISOWeek) {
+        let parameters = request.uri.queryParameters
+        guard let user = parameters["user"].map(String.init) else {
+            throw HTTPError(.badRequest, message: "user is required")
+        }
+        try check(user, name: "user", allowEmpty: false)
+        if let text = parameters["week"].map(String.init), !text.isEmpty {
+            do { return (user, try ISOWeek(parsing: text)) } catch { throw HTTPError(.badRequest, message: "week: \(error)") }
+        }
+        return (user, WeekCalendar.latestCompleteWeek(now: catalog.now()))
     }
 
     static func json(_ value: some Encodable) throws -> Response {

@@ -21,6 +21,13 @@ struct PreviewCommand: AsyncParsableCommand {
             <platform>-<state>.png per surface and preview.json with the rules that fired, the bytes per \
             budget and each surface's visible lines. Previews never download: pictures are read from \
             --attachments when their URL starts with --attachments-url, else drawn as "image not readable".
+
+            With --compare OLD_DIR, composes the week's messages of every reader (or a --sample, or the \
+            --users of a file) with OLD_DIR and with --templates (the run's templates by default) on the run's \
+            own code path, and writes index.html and compare.json to --out: the messages that changed, by \
+            locale, variant and platform, variant switches, texts newly cut, budgets newly exceeded and rules \
+            fired differently, and each changed message's old and new PNGs side by side. Unchanged messages \
+            are counted, not drawn.
             """)
 
     @Option(help: "The database: a SQLite file path or a postgres:// URL.") var db: String?
@@ -31,6 +38,12 @@ struct PreviewCommand: AsyncParsableCommand {
     @Option(help: "outbox, computed, or auto (the outbox when it has the week's messages).") var source: String = "auto"
     @Option(help: "Where the PNG files and preview.json go.") var out: String
     @Option(help: "Pixels per dp/pt: 1, 2 or 3.") var scale: Int = 3
+    @Option(help: "The templates folder to compare --templates (the new one) with: every changed message drawn old beside new.")
+    var compare: String?
+    @Option(help: "With --compare: a stable sample of about N readers (at least one per locale and variant), else every reader.")
+    var sample: Int?
+    @Option(name: .customLong("users"), help: "With --compare: a file of the user ids to compare, one a line.")
+    var usersFile: String?
     @OptionGroup var pictures: PictureOptions
     @OptionGroup var plan: PlanOptions
 
@@ -39,9 +52,18 @@ struct PreviewCommand: AsyncParsableCommand {
         guard ["auto", "outbox", "computed"].contains(source) else {
             throw ValidationError("--source takes auto, outbox or computed")
         }
-        switch (db, user, message) {
-        case (.some, .some, nil), (nil, nil, .some): break
-        default: throw ValidationError("give --db and --user, or --message FILE")
+        if compare != nil {
+            guard db != nil, user == nil, message == nil else {
+                throw ValidationError("--compare takes --db and no --user or --message: it compares many readers")
+            }
+            guard sample == nil || usersFile == nil else { throw ValidationError("give --sample or --users, not both") }
+            if let sample, sample < 1 { throw ValidationError("--sample takes a number of readers, at least 1") }
+        } else {
+            guard sample == nil, usersFile == nil else { throw ValidationError("--sample and --users go with --compare OLD_DIR") }
+            switch (db, user, message) {
+            case (.some, .some, nil), (nil, nil, .some): break
+            default: throw ValidationError("give --db and --user, or --message FILE, or --db and --compare OLD_DIR")
+            }
         }
         _ = try platforms()
         if let week { _ = try ISOWeek(parsing: week) }
@@ -64,9 +86,15 @@ struct PreviewCommand: AsyncParsableCommand {
         if !missing.isEmpty {
             printError("warning: fonts missing (\(missing.joined(separator: ", "))): previews use fallbacks; run scripts/setup.sh as root")
         }
-        let pool = PreviewPool(threads: 1, configuration: pictures.configuration(allowFileURLs: true))
+        // A comparison draws many messages: a renderer per core, up to four.
+        let threads = compare == nil ? 1 : min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        let pool = PreviewPool(threads: threads, configuration: pictures.configuration(allowFileURLs: true))
         defer { pool.shutdown() }
         let outURL = URL(fileURLWithPath: out)
+        if let compare, let db {
+            try await self.compare(db: db, old: compare, pool: pool, to: outURL)
+            return
+        }
         let written: PreviewFiles
         if let message {
             let bytes: [UInt8]
@@ -102,6 +130,52 @@ struct PreviewCommand: AsyncParsableCommand {
 }
 
 extension PreviewCommand {
+    /// `--compare OLD_DIR`: the comparison of the old folder with `--templates`, written into `out`.
+    func compare(db: String, old: String, pool: PreviewPool, to out: URL) async throws {
+        let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: Date())
+        let oldURL = URL(fileURLWithPath: old), newURL = try plan.templatesDirectory()
+        func load(_ url: URL, _ role: String) throws -> TemplateCatalog {
+            do { return try TemplateCatalog(directory: url) } catch { throw CommandError("the \(role) templates (\(url.path)): \(error)") }
+        }
+        let oldCatalog = try load(oldURL, "old"), newCatalog = try load(newURL, "new")
+        var readers = ComparedReaders.all
+        if let sample { readers = .sample(sample) }
+        if let usersFile {
+            let text: String
+            do { text = try String(contentsOfFile: usersFile, encoding: .utf8) } catch {
+                throw CommandError("\(usersFile): cannot read: \(error.localizedDescription)")
+            }
+            readers = .ids(text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        }
+        let store = try DatabaseOptions.open(db, existing: true)
+        let configuration = try plan.configuration(week: week).compose, budget = plan.byteBudget, scale = self.scale
+        let output = try ComparisonFiles(directory: out, week: week.description, old: oldURL, new: newURL)
+        let totals = try await pictures.withProvider { attachments in
+            try await Self.compare(
+                store, old: oldCatalog, new: newCatalog, attachments: attachments, configuration: configuration, readers: readers,
+                budget: budget, pool: pool, scale: scale, output: output)
+        }
+        print(
+            "compare: \(totals.readers) readers, \(totals.messages) messages, \(totals.changed) changed, \(totals.unchanged) unchanged"
+                + (totals.missingUsers > 0 ? ", \(totals.missingUsers) user ids not found" : ""))
+        print(
+            "  variant switches \(totals.variantSwitches), newly cut \(totals.newlyCut), no longer cut \(totals.noLongerCut), "
+                + "budgets newly exceeded \(totals.newlyOverBudget), rules fired differently \(totals.rulesChanged), errors \(totals.failed)")
+        for group in totals.changedBy { print("  \(group.locale) \(group.variant) \(group.platform): \(group.messages) changed") }
+        print("  \(out.appendingPathComponent("index.html").path), \(out.appendingPathComponent("compare.json").path)")
+    }
+
+    /// The comparison on either store.
+    static func compare<Database: DigestDatabase>(
+        _ database: Database, old: TemplateCatalog, new: TemplateCatalog, attachments: any AttachmentProvider,
+        configuration: BatchComposer.Configuration, readers: ComparedReaders, budget: Int, pool: PreviewPool, scale: Int,
+        output: ComparisonFiles
+    ) async throws -> ComparisonTotals {
+        let comparison = TemplateComparison(
+            database: database, old: old, new: new, attachments: attachments, configuration: configuration)
+        return try await comparison.run(readers, budget: budget, pool: pool, scale: scale, output: output)
+    }
+
     /// A user's messages for the week from either store, on the run's own code path.
     static func messages<Database: DigestDatabase>(
         _ database: Database, templates: TemplateCatalog, attachments: any AttachmentProvider, configuration: BatchComposer.Configuration,

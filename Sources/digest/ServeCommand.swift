@@ -27,6 +27,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Bearer token every request must carry (default: DIGEST_SERVE_TOKEN).") var token: String?
     @Option(help: "Pixels per dp/pt of the previews: 1, 2 or 3.") var scale: Int = 3
     @Option(help: "Threads rendering previews.") var renderThreads: Int = 2
+    @Option(help: "A templates folder the page compares --templates with: the reader's changed messages, old beside new.")
+    var compareTemplates: String?
     @OptionGroup var pictures: PictureOptions
     @OptionGroup var plan: PlanOptions
 
@@ -52,6 +54,11 @@ struct ServeCommand: AsyncParsableCommand {
         let plan = self.plan
         let directory = try plan.templatesDirectory()
         _ = try TemplateCatalog(directory: directory)  // fail now, not on the first request
+        if let compareTemplates {
+            do { _ = try TemplateCatalog(directory: URL(fileURLWithPath: compareTemplates)) } catch {
+                throw CommandError("--compare-templates \(compareTemplates): \(error)")
+            }
+        }
         try await serve(database.open(existing: true), directory: directory, token: token)
     }
 
@@ -64,6 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         catalogConfiguration.byteBudget = plan.byteBudget
         catalogConfiguration.scale = scale
+        catalogConfiguration.compareTemplatesDirectory = compareTemplates.map { URL(fileURLWithPath: $0) }
         let pool = PreviewPool(threads: renderThreads, configuration: pictures.configuration(allowFileURLs: false), warmUp: scale)
         defer { pool.shutdown() }
         let host = self.host

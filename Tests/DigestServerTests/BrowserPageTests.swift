@@ -45,6 +45,25 @@ import Testing
         #expect(status.contains("data-link=\"?user=u-zh&amp;week=2026-W46&amp;source=computed\""), "\(status)")
         #expect(Chromium.element(id: "report", in: dom) != nil, "the week's figures are shown")
     }
+
+    /// With `serve --compare-templates`, the page shows what the templates change for the reader in
+    /// view: their changed messages old beside new, the differing title lines marked.
+    @Test(.enabled(if: Chromium.unavailableReason == nil, Comment(rawValue: Chromium.unavailableReason ?? "")))
+    func thePageShowsTheTemplateComparison() async throws {
+        let dir = try TemporaryDirectory()
+        let server = try await TemplateComparisonTests.comparingServer(in: dir)
+        let dom = try await LiveServer.with(server) { port in
+            try await Chromium.dumpDOM("http://127.0.0.1:\(port)/?user=u-pl&week=\(FixtureDatabase.week)", profile: dir.path("chromium"))
+        }
+        // The comparison is the page's last section: from its opening tag on.
+        let start = try #require(dom.range(of: "<div id=\"comparison\">"), "no #comparison in:\n\(dom.prefix(2000))")
+        let comparison = String(dom[start.lowerBound...])
+        #expect(comparison.contains("Template comparison: 2 of 2 messages change"), "\(comparison.prefix(2000))")
+        #expect(comparison.contains("<li class=\"changed\">title: Wasz tydzień"), "\(comparison.prefix(2000))")
+        #expect(comparison.contains("<li class=\"changed\">title: Twój tydzień"), "\(comparison.prefix(2000))")
+        #expect(!comparison.contains("<li class=\"changed\">action:"))
+        #expect(Chromium.tags("img", in: comparison).count == 8)
+    }
 }
 
 /// Finding and running Debian's headless Chromium.

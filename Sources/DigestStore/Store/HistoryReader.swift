@@ -61,6 +61,10 @@ public protocol HistoryReader: Sendable {
     func user(id: String) async throws -> StoredReader?
     /// Up to `limit` users whose id starts with `prefix`, in id order, with their devices.
     func users(idPrefix prefix: String, limit: Int) async throws -> [StoredReader]
+    /// Up to `limit` users whose id sorts after `id` (by its bytes), in that order, with their
+    /// devices: every user of the store, a page at a time, without a run's cursor or chunk (a
+    /// template comparison reads them so, and claims nothing).
+    func users(afterID id: String, limit: Int) async throws -> [StoredReader]
 }
 
 /// What a digest asks of each user's history (see ``HistoryReader/histories(of:request:)``).

@@ -157,6 +157,17 @@ import DigestImport
             lines.sort()
             lines.append("articles: \(try await reader.articles(publishedFrom: 0, until: 4_000_000_000).map { "\($0)" })")
             lines.append("prefix: \(try await reader.users(idPrefix: "u", limit: 3).map(\.reader.id))")
+            // Every user once, two at a time by id, in byte order (how a template comparison reads them).
+            var paged: [String] = [], after = ""
+            while true {
+                let page = try await reader.users(afterID: after, limit: 2)
+                guard let last = page.last else { break }
+                paged += page.map(\.reader.id)
+                after = last.reader.id
+            }
+            #expect(paged == paged.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }, "\(backend)")
+            #expect(paged.count == Set(paged).count && paged.count > 4, "\(backend)")
+            lines.append("paged: \(paged)")
             lines.append("reads: \(try await reader.hasReads(from: 1_794_700_000, until: 1_795_300_000))")
             return lines
             }
