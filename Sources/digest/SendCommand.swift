@@ -136,8 +136,12 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "Web Push requests in flight at once, over every push service.")
     var webpushConcurrency = 1_000
 
-    @Option(help: "Connections to each push service (HTTP/2 where offered; over HTTP/1.1 eight times as many, each carrying one request at a time).")
-    var webpushConnections = 4
+    @Option(help: "Connections to each push service (default: one per 100 of --webpush-concurrency; HTTP/2 where offered, else HTTP/1.1 with eight times as many, each carrying one request at a time).")
+    var webpushConnections: Int?
+
+    /// `--webpush-connections`, else one per 100 requests in flight (push services allow about 100
+    /// streams a connection).
+    var webpushConnectionCount: Int { webpushConnections ?? (webpushConcurrency + 99) / 100 }
 
     /// `--apns-connections`, else one per 100 requests in flight.
     var apnsConnectionCount: Int { apnsConnections ?? (apnsConcurrency + 99) / 100 }
@@ -181,7 +185,9 @@ struct SendCommand: AsyncParsableCommand {
             guard !validateOnly else { throw ValidationError("Web Push has no dry run: --validate-only checks FCM messages only; leave out --vapid-key-file") }
         }
         guard webpushConcurrency >= 1 else { throw ValidationError("--webpush-concurrency must be positive") }
-        guard (1...webpushConcurrency).contains(webpushConnections) else { throw ValidationError("--webpush-connections must be between 1 and --webpush-concurrency") }
+        if let webpushConnections, !(1...webpushConcurrency).contains(webpushConnections) {
+            throw ValidationError("--webpush-connections must be between 1 and --webpush-concurrency")
+        }
         if let apnsTopic, apnsTopic.isEmpty || apnsTopic.contains(where: \.isWhitespace) { throw ValidationError("--apns-topic must be a bundle id") }
         guard timeScale > 0, pollInterval > 0 else { throw ValidationError("--time-scale and --poll-interval must be positive") }
         if let project, project.isEmpty || project.contains(where: { $0.isWhitespace || $0 == "/" }) {
@@ -248,7 +254,7 @@ struct SendCommand: AsyncParsableCommand {
                 // the others' HTTP/1.1 requests (8 connections for each of a service's --webpush-connections).
                 let client = HTTPClient(
                     eventLoopGroupProvider: .shared(loops),
-                    configuration: .fcmSender(concurrency: 8 * webpushConnections, caFile: caFile))
+                    configuration: .fcmSender(concurrency: 8 * webpushConnectionCount, caFile: caFile))
                 clients.append(client)
                 runs.append(try webPushRun(database: database, key: vapidKey, client: client, logger: logger))
             }
@@ -346,11 +352,11 @@ struct SendCommand: AsyncParsableCommand {
         var configuration = WebPushSender<Database>.Configuration(subject: vapidSubject ?? "")
         configuration.allowedHosts = (allowPushHosts ?? "").split(separator: ",").map(String.init)
         configuration.concurrency = webpushConcurrency
-        configuration.connectionsPerOrigin = webpushConnections
+        configuration.connectionsPerOrigin = webpushConnectionCount
         applyCommonSettings(to: &configuration)
         let sender = try WebPushSender(database: database, client: client, key: key, configuration: configuration, logger: logger)
         let extra = configuration.allowedHosts.isEmpty ? "" : " and \(configuration.allowedHosts.joined(separator: ", "))"
-        Self.say("sending Web Push as \(configuration.owner) with VAPID key \(key.publicKey.prefix(12))… for \(configuration.subject), to the browsers' push services\(extra), \(webpushConcurrency) at once, \(webpushConnections) connection\(webpushConnections == 1 ? "" : "s") a service, unpaced")
+        Self.say("sending Web Push as \(configuration.owner) with VAPID key \(key.publicKey.prefix(12))… for \(configuration.subject), to the browsers' push services\(extra), \(webpushConcurrency) at once, \(webpushConnectionCount) connection\(webpushConnectionCount == 1 ? "" : "s") a service, unpaced")
         let line = "VAPID key \(key.publicKey.prefix(12))… (tokens signed here)"
         return ProviderRun(provider: .webpush, send: { try await sender.send() }) { (true, line) }
     }

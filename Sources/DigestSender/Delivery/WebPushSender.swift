@@ -38,9 +38,9 @@ public struct WebPushSender<Database: DigestPipelineStore>: Service {
         public var allowedHosts: [String] = []
         /// Requests in flight at once, over every push service.
         public var concurrency = 1_000
-        /// Connections to each push service (HTTP/2 where it offers it; over HTTP/1.1 the
-        /// concurrency is shared among this many connections' pools).
-        public var connectionsPerOrigin = 4
+        /// Connections to each push service (HTTP/2 where it offers it, about 100 streams each; over
+        /// HTTP/1.1 eight times as many, each carrying one request at a time).
+        public var connectionsPerOrigin = 10
         /// At most this many requests in any minute (nil: no limit).
         public var ratePerMinute: Int?
         /// Return once nothing due is ready, waiting for a retry, or leased.
