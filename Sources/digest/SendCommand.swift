@@ -221,6 +221,11 @@ struct SendCommand: AsyncParsableCommand {
         }
 
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops)
+        // Web Push encrypts every message (a key agreement each) on its requests' event loops: they
+        // get loops of their own, one per core (at least --event-loops), so that work is not held to
+        // one thread beside the other providers' I/O.
+        let webLoops = vapidKeyFile == nil
+            ? nil : MultiThreadedEventLoopGroup(numberOfThreads: max(eventLoops, System.coreCount))
         var clients: [HTTPClient] = []
         do {
             let database = try database.open()
@@ -253,7 +258,7 @@ struct SendCommand: AsyncParsableCommand {
                 // Push services that speak HTTP/2 get the sender's own connections; the client carries
                 // the others' HTTP/1.1 requests (8 connections for each of a service's --webpush-connections).
                 let client = HTTPClient(
-                    eventLoopGroupProvider: .shared(loops),
+                    eventLoopGroupProvider: .shared(webLoops ?? loops),
                     configuration: .fcmSender(concurrency: 8 * webpushConnectionCount, caFile: caFile))
                 clients.append(client)
                 runs.append(try webPushRun(database: database, key: vapidKey, client: client, logger: logger))
@@ -262,10 +267,12 @@ struct SendCommand: AsyncParsableCommand {
         } catch {
             for client in clients { try? await client.shutdown() }
             try? await loops.shutdownGracefully()
+            try? await webLoops?.shutdownGracefully()
             throw error
         }
         for client in clients { try? await client.shutdown() }
         try await loops.shutdownGracefully()
+        try await webLoops?.shutdownGracefully()
     }
 
     /// The APNs key `--apns-key-file` names, with its id and team (``validate()`` checked they come

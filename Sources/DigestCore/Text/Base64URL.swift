@@ -9,9 +9,34 @@ package enum Base64URL {
             .replacingOccurrences(of: "=", with: "")
     }
 
+    /// The bytes of base64url (or standard base64) `text`, padded or not; nil for anything else
+    /// (a character outside the alphabets, a length no encoding has, padding in the middle, or bits
+    /// left over that are not zero). Decoded by hand: a sender decodes two keys a message.
     package static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64).map(Array.init)
+        var utf8 = Array(text.utf8)
+        while utf8.last == UInt8(ascii: "=") { utf8.removeLast() }
+        guard utf8.count % 4 != 1 else { return nil }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(utf8.count * 3 / 4)
+        var buffer: UInt32 = 0, bits = 0
+        for character in utf8 {
+            let value: UInt8
+            switch character {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = character - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = character - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "-"), UInt8(ascii: "+"): value = 62
+            case UInt8(ascii: "_"), UInt8(ascii: "/"): value = 63
+            default: return nil
+            }
+            buffer = buffer << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                bytes.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+                buffer &= (1 << UInt32(bits)) - 1
+            }
+        }
+        return buffer == 0 ? bytes : nil
     }
 }

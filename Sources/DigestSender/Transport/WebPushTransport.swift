@@ -243,10 +243,18 @@ struct WebPushEndpoint {
     /// Throws ``WebPushError`` for anything but an `https` URL with a host; the message never shows
     /// the endpoint (its path identifies the subscription).
     init(_ endpoint: String) throws(WebPushError) {
-        origin = try VAPIDToken.origin(of: endpoint)
-        guard let url = URLComponents(string: endpoint), let host = url.host, !host.isEmpty else {
+        guard let url = URLComponents(string: endpoint), let scheme = url.scheme?.lowercased() else {
+            throw WebPushError(.endpoint, "the push endpoint is not a URL")
+        }
+        guard scheme == "https" else {
+            throw WebPushError(.endpoint, "the push endpoint's scheme is \(scheme.prefix(16)): only https is sent to")
+        }
+        guard let host = url.host?.lowercased(), !host.isEmpty else {
             throw WebPushError(.endpoint, "the push endpoint has no host")
         }
+        // The origin (RFC 6454): the host lower-cased, an IPv6 address in brackets, the port when not 443.
+        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        origin = url.port.map { $0 != 443 ? "https://\(bracketed):\($0)" : "https://\(bracketed)" } ?? "https://\(bracketed)"
         self.host = PushHostPolicy.normalized(host)
         var path = url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath
         if let query = url.percentEncodedQuery { path += "?\(query)" }

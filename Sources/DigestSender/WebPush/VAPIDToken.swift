@@ -97,18 +97,7 @@ final class VAPIDToken: Sendable {
     /// 443; the host lower-cased, an IPv6 address in brackets. Throws for anything but an `https`
     /// URL with a host (the message names the scheme, never the endpoint).
     static func origin(of endpoint: String) throws(WebPushError) -> String {
-        guard let url = URLComponents(string: endpoint), let scheme = url.scheme?.lowercased() else {
-            throw WebPushError(.endpoint, "the push endpoint is not a URL")
-        }
-        guard scheme == "https" else {
-            throw WebPushError(.endpoint, "the push endpoint's scheme is \(scheme.prefix(16)): only https is sent to")
-        }
-        guard var host = url.host?.lowercased(), !host.isEmpty else {
-            throw WebPushError(.endpoint, "the push endpoint has no host")
-        }
-        if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
-        if let port = url.port, port != 443 { return "https://\(host):\(port)" }
-        return "https://\(host)"
+        try WebPushEndpoint(endpoint).origin
     }
 
     /// RFC 8292 §2.1: a `mailto:` address or an `https:` URL; Apple's push service refuses a
