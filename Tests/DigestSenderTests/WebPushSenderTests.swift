@@ -177,7 +177,9 @@ import Testing
         let stats = server.stats
         #expect(summary.sent == 50 && summary.deadTotal == 0 && summary.retriedTotal > 0, "\(summary)")
         #expect(stats.delivered == 50 && stats.repeats == 0 && stats.duplicateMessages == 0 && stats.http2Requests == 0, "\(stats)")
-        #expect(Set(summary.retried.keys).isSubset(of: ["TOO_MANY_REQUESTS", "HTTP_500", "HTTP_503"]))
+        // The injected answers, and on a loaded machine a request that got none in time (NETWORK).
+        #expect(Set(summary.retried.keys).isSubset(of: ["TOO_MANY_REQUESTS", "HTTP_500", "HTTP_503", "NETWORK"]), "\(summary)")
+        #expect(summary.retried.filter { $0.key != "NETWORK" }.values.reduce(0, +) > 0, "\(summary)")
         try await server.shutdown()
     }
 }
