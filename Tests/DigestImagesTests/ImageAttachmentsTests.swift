@@ -18,6 +18,8 @@ import Testing
         // Generous: other suites run alongside (CI saw 20 s run out for good images at a load of
         // 10 on 2 cores); the slow-server case has its own test.
         configuration.downloader.totalTimeout = .seconds(90)
+        // A loopback connect took over 5 s (the default) while the suite's 30,000-message send ran.
+        configuration.downloader.connectTimeout = .seconds(20)
         configuration.downloader.maxBytes = 2_000_000
         configuration.renderThreads = 2
         configuration.clock = { now }
