@@ -292,7 +292,7 @@ let package = Package(
         .executableTarget(
             name: "digest-fake-webpush",
             dependencies: [
-                "DigestFakes", "DigestDemo",
+                "DigestFakes", "DigestDemo", "DigestCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

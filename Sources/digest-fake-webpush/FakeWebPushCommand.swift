@@ -1,5 +1,6 @@
 import ArgumentParser
 import Crypto
+import DigestCore
 import DigestDemo
 import DigestFakes
 import Foundation
@@ -76,8 +77,8 @@ struct FakeWebPushCommand: AsyncParsableCommand {
         let server = try await FakeWebPushServer.start(
             host: host, port: port, tls: tls, http1Only: http1Only, faults: faults, maxConcurrentStreams: maxConcurrentStreams)
         for entry in entries {
-            guard let key = Self.base64URL(entry.privateKey), let privateKey = try? P256.KeyAgreement.PrivateKey(rawRepresentation: key),
-                  let auth = Self.base64URL(entry.auth), auth.count == 16
+            guard let key = Base64URL.decode(entry.privateKey), let privateKey = try? P256.KeyAgreement.PrivateKey(rawRepresentation: key),
+                  let auth = Base64URL.decode(entry.auth), auth.count == 16
             else {
                 throw ValidationError("--subscriptions: the keys of \(entry.id) are not a 32-byte P-256 private key and a 16-byte auth secret (base64url)")
             }
@@ -107,11 +108,5 @@ struct FakeWebPushCommand: AsyncParsableCommand {
         print("answers: " + stats.answers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))
         print("HTTP/2 connections: \(stats.http2Connections), GOAWAYs: \(stats.goAways), most requests in flight: \(stats.maxInFlight)")
         try await server.shutdown()
-    }
-
-    static func base64URL(_ text: String) -> [UInt8]? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64).map(Array.init)
     }
 }

@@ -1,4 +1,5 @@
 package import Crypto
+import DigestCore
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -96,17 +97,12 @@ package final class FakeWebPushServer: FakeHTTPService {
         }
 
         /// `keys.p256dh` and `keys.auth`, base64url as a browser gives them.
-        package var p256dh: String { Self.base64URL(Array(privateKey.publicKey.x963Representation)) }
-        package var authBase64URL: String { Self.base64URL(auth) }
+        package var p256dh: String { Base64URL.encode(Array(privateKey.publicKey.x963Representation)) }
+        package var authBase64URL: String { Base64URL.encode(auth) }
 
         /// `PushSubscription.toJSON()`.
         package var json: String {
             #"{"endpoint":"\#(endpoint)","expirationTime":null,"keys":{"p256dh":"\#(p256dh)","auth":"\#(authBase64URL)"}}"#
-        }
-
-        static func base64URL(_ bytes: [UInt8]) -> String {
-            Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-                .replacingOccurrences(of: "=", with: "")
         }
     }
 
@@ -301,7 +297,7 @@ package final class FakeWebPushServer: FakeHTTPService {
         let ttl = header("ttl"), urgency = header("urgency"), topic = header("topic")
 
         // The state's part: which subscription, the faults, whether to decrypt.
-        enum Step { case answer(FakeReply), decrypt(Keys), accept }
+        enum Step { case answer(FakeReply), decrypt(Keys, delay: Int, sequence: Int), accept(delay: Int, sequence: Int) }
         let step = state.withLock { state -> Step in
             state.stats.requests += 1
             if http2 { state.stats.http2Requests += 1 }
@@ -346,19 +342,23 @@ package final class FakeWebPushServer: FakeHTTPService {
             threshold += faults.unavailableRate
             if roll < threshold { return answer(503, "unavailable") }
             state.sequence += 1
-            return state.sequence % max(1, faults.decryptEvery) == 0 ? .decrypt(keys) : .accept
+            let sequence = state.sequence
+            return sequence % max(1, faults.decryptEvery) == 0
+                ? .decrypt(keys, delay: delay, sequence: sequence) : .accept(delay: delay, sequence: sequence)
         }
         var plaintext: [UInt8]?
+        let delay: Int, sequence: Int
         switch step {
         case .answer(let reply): return reply
-        case .accept: break
-        case .decrypt(let keys):
+        case .accept(let drawn, let number): (delay, sequence) = (drawn, number)
+        case .decrypt(let keys, let drawn, let number):
+            (delay, sequence) = (drawn, number)
             // Decrypted outside the lock (a key agreement and two HKDFs).
             let (privateKey, auth) = keys()
             do {
                 plaintext = try WebPushDecryption.decrypt(body, privateKey: privateKey, auth: auth)
             } catch {
-                return finish(400, "the body does not decrypt: \(error.reason)", delay: 0)
+                return finish(400, "the body does not decrypt: \(error.reason)", delay: delay)
             }
         }
         let messageID = plaintext.flatMap(Self.messageID)
@@ -378,10 +378,7 @@ package final class FakeWebPushServer: FakeHTTPService {
                 if count > 1 { state.stats.duplicateMessages += 1 }
             }
             state.stats.answers["201", default: 0] += 1
-            let faults = state.faults
-            let delay = faults.maxDelayMilliseconds > faults.minDelayMilliseconds
-                ? Int.random(in: faults.minDelayMilliseconds...faults.maxDelayMilliseconds) : max(0, faults.minDelayMilliseconds)
-            return .answer(status: 201, headers: [("location", "\(origin)/m/\(id)-\(state.sequence)")], body: "", delay: delay)
+            return .answer(status: 201, headers: [("location", "\(origin)/m/\(id)-\(sequence)")], body: "", delay: delay)
         }
     }
 
