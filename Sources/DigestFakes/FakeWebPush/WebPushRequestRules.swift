@@ -25,18 +25,31 @@ enum WebPushRequestRules {
         return nil
     }
 
-    /// `t` and `k` of `vapid t=<JWT>, k=<key>` (either order, spaces allowed after commas).
+    /// `t` and `k` of `vapid t=<JWT>, k=<key>` (either order, spaces or tabs allowed around each
+    /// part; the scheme in any case). Read byte by byte: Foundation's `trimmingCharacters` on the
+    /// long header was most of the fake's time a request.
     static func vapidParameters(_ authorization: String) -> (token: String, key: String)? {
-        let trimmed = authorization.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("vapid ") else { return nil }
-        var token: String?, key: String?
-        for part in trimmed.dropFirst(6).split(separator: ",") {
-            let pair = part.trimmingCharacters(in: .whitespaces)
-            if pair.hasPrefix("t=") { token = String(pair.dropFirst(2)) }
-            if pair.hasPrefix("k=") { key = String(pair.dropFirst(2)) }
+        func trimmed(_ bytes: Substring.UTF8View) -> Substring.UTF8View {
+            let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
+            guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) }) else { return bytes[bytes.endIndex...] }
+            return bytes[first...last]
         }
-        guard let token, let key, !token.isEmpty, !key.isEmpty else { return nil }
-        return (token, key)
+        let header = trimmed(Substring(authorization).utf8)
+        let scheme = "vapid ".utf8
+        guard header.count > scheme.count, zip(header, scheme).allSatisfy({ ((0x41...0x5A).contains($0) ? $0 | 0x20 : $0) == $1 }) else { return nil }
+        var token: Substring?, key: Substring?
+        for part in header.dropFirst(scheme.count).split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+            let pair = trimmed(part)
+            guard pair.count > 2, pair[pair.index(after: pair.startIndex)] == UInt8(ascii: "=") else { continue }
+            let value = Substring(pair.dropFirst(2))
+            switch pair.first {
+            case UInt8(ascii: "t"): token = value
+            case UInt8(ascii: "k"): key = value
+            default: continue
+            }
+        }
+        guard let token, let key else { return nil }
+        return (String(token), String(key))
     }
 
     /// The JWT's `exp` when it is ES256 with header `{"typ":"JWT","alg":"ES256"}`, signed by `key`
