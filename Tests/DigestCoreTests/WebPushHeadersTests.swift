@@ -18,6 +18,11 @@ import Testing
         #expect(try WebPushHeaders(json: Array(untopical.json.utf8)) == untopical)
     }
 
+    @Test func readsAnyLayoutOfTheSameObject() throws {
+        let spaced = " {\n \"auth\" : \"\(keys.auth)\",\t\"p256dh\":\"\(keys.p256dh)\", \"expires\": 1796025600, \"urgency\":\"high\" }\r\n"
+        #expect(try WebPushHeaders(json: Array(spaced.utf8)) == WebPushHeaders(urgency: .high, topic: nil, expiresAt: 1_796_025_600, p256dh: keys.p256dh, auth: keys.auth))
+    }
+
     @Test func ttlCountsDownToZero() {
         let headers = WebPushHeaders(topic: nil, expiresAt: 1_796_025_600, p256dh: keys.p256dh, auth: keys.auth)
         #expect(headers.ttl(now: 1_796_025_600 - 604_800) == 604_800)
@@ -45,6 +50,18 @@ import Testing
         (#"{"urgency":"low","expires":true,"p256dh":"a","auth":"b"}"#, "expires: not whole Unix seconds"),
         (#"{"urgency":"low","expires":1,"p256dh":"a+b","auth":"b"}"#, "p256dh: not base64url"),
         (#"{"urgency":"low","expires":1,"p256dh":"a"}"#, "auth: missing"),
+        (#"{"urgency":"low","expires":"1","p256dh":"a","auth":"b"}"#, "expires: not whole Unix seconds"),
+        (#"{"urgency":"low","expires":1e9,"p256dh":"a","auth":"b"}"#, "expires: not whole Unix seconds"),
+        (#"{"urgency":"low","expires":99999999999999999999,"p256dh":"a","auth":"b"}"#, "expires: not whole Unix seconds"),
+        (#"{"urgency":"low","expires":1,"p256dh":"a","auth":null}"#, "auth: not a non-empty string"),
+        (#"{"urgency":"low","expires":1,"p256dh":"a","auth":""}"#, "auth: not a non-empty string"),
+        (#"{"urgency":"low","urgency":"high","expires":1,"p256dh":"a","auth":"b"}"#, "urgency: given twice"),
+        (#"{"urgency":"low","expires":1,"p256dh":"a","auth":{"b":1}}"#, "the Web Push row is not a JSON object"),
+        (#"{"urgency":"low","expires":1,"p256dh":"a\u0062","auth":"b"}"#, "the Web Push row is not a JSON object"),
+        (#"{"urgency":"low","expires":1,"p256dh":"a","auth":"b"} x"#, "the Web Push row is not a JSON object"),
+        (#"{"urgency":"low","expires":1,"p256dh":"a","auth":"b",}"#, "the Web Push row is not a JSON object"),
+        (#"{"urgency":"low","expires":1,"p256dh":"a","auth":"b""#, "the Web Push row is not a JSON object"),
+        ("", "the Web Push row is not a JSON object"),
     ])
     func refusesWhatItDidNotWrite(json: String, reason: String) {
         let error = #expect(throws: WebPushHeadersError.self) { try WebPushHeaders(json: Array(json.utf8)) }

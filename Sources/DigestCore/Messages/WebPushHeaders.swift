@@ -1,5 +1,3 @@
-import Foundation  // JSONSerialization: reading the row back from the outbox
-
 /// What a Web Push outbox row holds beside its plaintext: the request headers that do not change
 /// between tries (`Urgency`, `Topic`), the instant the message stops being worth delivering (its
 /// `TTL` header is counted from it at each try), and the subscription's keys, which the sender
@@ -74,33 +72,33 @@ package struct WebPushHeaders: Sendable, Hashable {
     /// Reads a row written by ``json``. Throws on anything else: not an object, an unknown key, a
     /// missing one, an urgency RFC 8030 does not name, a topic that is not 1–32 base64url characters,
     /// `expires` not whole Unix seconds, keys that are not base64url text. (Whether the keys are a
-    /// P-256 point and a 16-byte secret is the encryption's check.)
+    /// P-256 point and a 16-byte secret is the encryption's check.) Read by a scanner of flat JSON
+    /// objects rather than `JSONSerialization`, which cost the sender more than the row's
+    /// encryption's key derivation, every try of every message.
     package init(json: some Collection<UInt8>) throws(WebPushHeadersError) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
-            throw WebPushHeadersError(key: nil, "the Web Push row is not a JSON object")
-        }
-        for key in object.keys where !Name.all.contains(key) {
+        let fields = try FlatJSONObject(json)
+        for key in fields.keys where !Name.all.contains(key) {
             throw WebPushHeadersError(key: key, "unknown key")
         }
         func text(_ key: String) throws(WebPushHeadersError) -> String {
-            guard let value = object[key] else { throw WebPushHeadersError(key: key, "missing") }
-            guard let text = value as? String, !text.isEmpty else { throw WebPushHeadersError(key: key, "not a non-empty string") }
+            guard let value = fields[key] else { throw WebPushHeadersError(key: key, "missing") }
+            guard case .string(let text) = value, !text.isEmpty else { throw WebPushHeadersError(key: key, "not a non-empty string") }
             return text
         }
         guard let urgency = Urgency(rawValue: try text(Name.urgency)) else {
             throw WebPushHeadersError(key: Name.urgency, "not very-low, low, normal or high")
         }
         var topic: String?
-        if object[Name.topic] != nil {
+        if fields[Name.topic] != nil {
             let given = try text(Name.topic)
             guard Self.isValidTopic(given) else {
                 throw WebPushHeadersError(key: Name.topic, "not 1 to \(Self.topicLimit) base64url characters")
             }
             topic = given
         }
-        // JSON's true and false come back as a subclass of NSNumber that also casts to Int64.
-        guard let value = object[Name.expires], type(of: value) == NSNumber.self, let expires = value as? Int64 else {
-            throw WebPushHeadersError(key: Name.expires, object[Name.expires] == nil ? "missing" : "not whole Unix seconds")
+        guard let value = fields[Name.expires] else { throw WebPushHeadersError(key: Name.expires, "missing") }
+        guard case .number(let number) = value, let expires = Int64(number) else {
+            throw WebPushHeadersError(key: Name.expires, "not whole Unix seconds")
         }
         let p256dh = try text(Name.p256dh), auth = try text(Name.auth)
         // Base64url, with the padding some browsers of old added.
@@ -134,4 +132,89 @@ package struct WebPushHeadersError: Error, Sendable, CustomStringConvertible {
     }
 
     package var description: String { key.map { "\($0): \(message)" } ?? message }
+}
+
+/// A JSON object whose values are strings, numbers or `true`/`false`/`null` (nothing nested), read
+/// as a row of the outbox is: the keys and values as they are spelled, strings without escapes (the
+/// rows need none), a key given twice refused. Anything else is "not a JSON object".
+struct FlatJSONObject {
+    enum Value: Equatable {
+        case string(String)
+        /// The number as written (`-`, digits, fraction and exponent).
+        case number(String)
+        case literal
+    }
+
+    private(set) var keys: [String] = []
+    private var values: [String: Value] = [:]
+
+    subscript(key: String) -> Value? { values[key] }
+
+    init(_ json: some Collection<UInt8>) throws(WebPushHeadersError) {
+        let bytes = Array(json)
+        var index = 0
+        let notAnObject = WebPushHeadersError(key: nil, "the Web Push row is not a JSON object")
+        func blanks() {
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
+        }
+        func take(_ byte: UInt8) -> Bool {
+            guard index < bytes.count, bytes[index] == byte else { return false }
+            index += 1
+            return true
+        }
+        func string() throws(WebPushHeadersError) -> String {
+            guard take(0x22) else { throw notAnObject }
+            let start = index
+            while index < bytes.count, bytes[index] != 0x22 {
+                guard bytes[index] != 0x5C, bytes[index] >= 0x20 else { throw notAnObject }
+                index += 1
+            }
+            guard index < bytes.count else { throw notAnObject }
+            defer { index += 1 }
+            return String(decoding: bytes[start..<index], as: UTF8.self)
+        }
+        blanks()
+        guard take(0x7B) else { throw notAnObject }
+        blanks()
+        if !take(0x7D) {
+            repeat {
+                blanks()
+                let key = try string()
+                blanks()
+                guard take(0x3A) else { throw notAnObject }
+                blanks()
+                let value: Value
+                guard index < bytes.count else { throw notAnObject }
+                switch bytes[index] {
+                case 0x22:
+                    value = .string(try string())
+                case 0x2D, 0x30...0x39:
+                    let start = index
+                    number: while index < bytes.count {
+                        switch bytes[index] {
+                        case 0x30...0x39, 0x2D, 0x2B, 0x2E, 0x45, 0x65: index += 1
+                        default: break number
+                        }
+                    }
+                    value = .number(String(decoding: bytes[start..<index], as: UTF8.self))
+                default:
+                    let literal = bytes[index...].prefix { (0x61...0x7A).contains($0) }
+                    guard ["true", "false", "null"].contains(String(decoding: literal, as: UTF8.self)) else { throw notAnObject }
+                    index += literal.count
+                    value = .literal
+                }
+                guard values.updateValue(value, forKey: key) == nil else { throw WebPushHeadersError(key: key, "given twice") }
+                keys.append(key)
+                blanks()
+            } while take(0x2C)
+            guard take(0x7D) else { throw notAnObject }
+        }
+        blanks()
+        guard index == bytes.count else { throw notAnObject }
+    }
 }
