@@ -1,5 +1,6 @@
 package import Crypto
 package import DigestCore
+import Foundation  // Data.withUnsafeBytes: the sealed box's parts
 
 /// Message encryption for Web Push (RFC 8291) in the `aes128gcm` content coding (RFC 8188): the body
 /// of a push request, readable only by the subscription's browser.
@@ -32,8 +33,39 @@ package enum WebPushEncryption {
     static func ephemeralKey() -> P256.KeyAgreement.PrivateKey {
         var random = SystemRandomNumberGenerator()
         while true {
-            let scalar = (0..<4).flatMap { _ in withUnsafeBytes(of: random.next() as UInt64) { Array($0) } }
+            let scalar = [UInt8](unsafeUninitializedCapacity: 32) { buffer, count in
+                for word in 0..<4 { withUnsafeBytes(of: random.next() as UInt64) { buffer[(word * 8)..<(word * 8 + 8)].initialize(fromContentsOf: $0) } }
+                count = 32
+            }
             if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: scalar) { return key }
+        }
+    }
+
+    /// The HKDF `info` of the input keying material (RFC 8291 §3.3), before the two public keys.
+    static let keyInfo = Array("WebPush: info\0".utf8)
+    /// The `info` of the content key and of the nonce (RFC 8188 §2.2, 2.3), each with expand's
+    /// first block counter.
+    static let contentKeyInfo = Array("Content-Encoding: aes128gcm\0\u{1}".utf8)
+    static let nonceInfo = Array("Content-Encoding: nonce\0\u{1}".utf8)
+
+    /// HMAC-SHA-256 (RFC 2104) of `parts`, one after the other, under `key`: at most a block (64
+    /// bytes), as every key here is (16 or 32). swift-crypto's `HKDF` and `HMAC` take generic byte
+    /// collections and a key object each call; five HMACs a message through them cost more than the
+    /// AES-GCM sealing.
+    static func hmac(key: [UInt8], _ parts: [UInt8]...) -> [UInt8] {
+        precondition(key.count <= 64, "an HMAC key of this protocol is at most one SHA-256 block")
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { pad in
+            _ = pad.initialize(repeating: 0x36)
+            for (index, byte) in key.enumerated() { pad[index] ^= byte }
+            var inner = SHA256()
+            inner.update(bufferPointer: UnsafeRawBufferPointer(pad))
+            for part in parts { part.withUnsafeBytes { inner.update(bufferPointer: $0) } }
+            let innerDigest = inner.finalize()
+            for index in 0..<64 { pad[index] ^= 0x36 ^ 0x5C }
+            var outer = SHA256()
+            outer.update(bufferPointer: UnsafeRawBufferPointer(pad))
+            innerDigest.withUnsafeBytes { outer.update(bufferPointer: $0) }
+            return outer.finalize().withUnsafeBytes { Array($0) }
         }
     }
 
@@ -52,37 +84,41 @@ package enum WebPushEncryption {
                 .payloadTooLarge,
                 "the Web Push plaintext is \(plaintext.count) bytes: one aes128gcm record of 4096 bytes holds at most \(maxPlaintextBytes)")
         }
-        let salt = salt ?? SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
+        let salt = salt ?? [UInt8](unsafeUninitializedCapacity: 16) { buffer, count in
+            var random = SystemRandomNumberGenerator()
+            for half in 0..<2 { withUnsafeBytes(of: random.next() as UInt64) { buffer[(half * 8)..<(half * 8 + 8)].initialize(fromContentsOf: $0) } }
+            count = 16
+        }
         precondition(salt.count == 16, "an aes128gcm salt is 16 bytes")
         let ephemeral = ephemeralKey ?? Self.ephemeralKey()
         let asPublic = Array(ephemeral.publicKey.x963Representation)
 
         // The key agreement fails only on a point off the curve, which the keys' init refused.
-        let secret = try! ephemeral.sharedSecretFromKeyAgreement(with: keys.publicKey)
-        let ikm = secret.withUnsafeBytes { shared in
-            HKDF<SHA256>.deriveKey(
-                inputKeyMaterial: SymmetricKey(data: shared), salt: keys.auth,
-                info: Array("WebPush: info\0".utf8) + keys.point + asPublic, outputByteCount: 32)
-        }
-        // The content key and the nonce share one extract (RFC 5869: PRK = HMAC(salt, IKM)).
-        let prk = HKDF<SHA256>.extract(inputKeyMaterial: ikm, salt: salt)
-        let cek = HKDF<SHA256>.expand(pseudoRandomKey: prk, info: Array("Content-Encoding: aes128gcm\0".utf8), outputByteCount: 16)
-        let nonce = HKDF<SHA256>.expand(pseudoRandomKey: prk, info: Array("Content-Encoding: nonce\0".utf8), outputByteCount: 12)
+        let secret = try! ephemeral.sharedSecretFromKeyAgreement(with: keys.publicKey).withUnsafeBytes { Array($0) }
+        // HKDF (RFC 5869) spelled out in its HMACs: each output here is one block (at most 32 bytes),
+        // so expand is one HMAC of `info ‖ 0x01`; the content key and the nonce share one extract.
+        let ikm = hmac(key: hmac(key: keys.auth, secret), Self.keyInfo, keys.point, asPublic, [0x01])
+        let prk = hmac(key: salt, ikm)
+        let cek = hmac(key: prk, Self.contentKeyInfo)
+        let nonce = hmac(key: prk, Self.nonceInfo)
 
         var record = plaintext
         record.append(0x02)
         // Sealing fails only on a nonce of the wrong size: it is 12 bytes.
         let sealed = try! AES.GCM.seal(
-            record, using: cek, nonce: nonce.withUnsafeBytes { try! AES.GCM.Nonce(data: $0) })
+            record, using: SymmetricKey(data: cek[..<16]), nonce: try! AES.GCM.Nonce(data: nonce[..<12]))
 
-        var body = [UInt8]()
-        body.reserveCapacity(headerBytes + record.count + 16)
-        body += salt
-        withUnsafeBytes(of: recordSize.bigEndian) { body += $0 }
-        body.append(UInt8(asPublic.count))
-        body += asPublic
-        body += sealed.ciphertext
-        body += sealed.tag
-        return body
+        return [UInt8](unsafeUninitializedCapacity: headerBytes + record.count + 16) { buffer, count in
+            func append(_ bytes: UnsafeRawBufferPointer) {
+                buffer[count..<(count + bytes.count)].initialize(fromContentsOf: bytes)
+                count += bytes.count
+            }
+            salt.withUnsafeBytes(append)
+            withUnsafeBytes(of: recordSize.bigEndian, append)
+            withUnsafeBytes(of: UInt8(asPublic.count), append)
+            asPublic.withUnsafeBytes(append)
+            sealed.ciphertext.withUnsafeBytes(append)
+            sealed.tag.withUnsafeBytes(append)
+        }
     }
 }
