@@ -145,13 +145,16 @@ struct FlatJSONObject {
         case literal
     }
 
-    private(set) var keys: [String] = []
-    private var values: [String: Value] = [:]
+    /// The fields in their order: a handful, found by a look along them (no hashing).
+    private(set) var fields: [(key: String, value: Value)] = []
 
-    subscript(key: String) -> Value? { values[key] }
+    var keys: some Sequence<String> { fields.lazy.map(\.key) }
+
+    subscript(key: String) -> Value? { fields.first { $0.key == key }?.value }
 
     init(_ json: some Collection<UInt8>) throws(WebPushHeadersError) {
         let bytes = Array(json)
+        fields.reserveCapacity(5)
         var index = 0
         let notAnObject = WebPushHeadersError(key: nil, "the Web Push row is not a JSON object")
         func blanks() {
@@ -208,8 +211,8 @@ struct FlatJSONObject {
                     index += literal.count
                     value = .literal
                 }
-                guard values.updateValue(value, forKey: key) == nil else { throw WebPushHeadersError(key: key, "given twice") }
-                keys.append(key)
+                guard self[key] == nil else { throw WebPushHeadersError(key: key, "given twice") }
+                fields.append((key, value))
                 blanks()
             } while take(0x2C)
             guard take(0x7D) else { throw notAnObject }
