@@ -6,6 +6,7 @@ import DigestStore
 import Foundation
 import Logging
 import NIOCore
+import Synchronization
 
 /// Standard Web Push as a ``PushTransport``: a row's `message` is the plaintext the service worker
 /// receives, its `target` the subscription's endpoint, its `headers` a ``WebPushHeaders`` (urgency,
@@ -28,6 +29,7 @@ struct WebPushTransport: PushTransport {
     let origins: WebPushOrigins
     let vapid: VAPIDToken
     let policy: PushHostPolicy
+    let hostVerdicts = HostVerdicts()
     let requestTimeout: TimeAmount
     let retry: RetryPolicy
     let clock: @Sendable () -> Int64
@@ -212,7 +214,7 @@ struct WebPushTransport: PushTransport {
         } catch {
             return .failure(Unsendable(outcome: .deviceDead(.init(code: "BAD_ENDPOINT", detail: error.message))))
         }
-        guard policy.allows(host: endpoint.host) else {
+        guard hostVerdicts.allows(endpoint.host, policy: policy) else {
             return .failure(Unsendable(outcome: .postponed(
                 .init(code: "HOST_NOT_ALLOWED", detail: "\(endpoint.origin) is not a known push service: add \(endpoint.host) to --allow-push-hosts to send there"),
                 for: notAllowedWait)))
@@ -230,6 +232,25 @@ struct WebPushTransport: PushTransport {
         var headers: [(name: String, value: String)] = [("content-encoding", "aes128gcm"), ("urgency", row.urgency.rawValue)]
         if let topic = row.topic { headers.append(("topic", topic)) }
         return .success(Prepared(origin: endpoint.origin, host: endpoint.host, path: endpoint.path, headers: headers, plaintext: Array(message.message.utf8), keys: keys, ttl: ttl))
+    }
+}
+
+/// The policy's answer for each host asked about, remembered: every message asks, and the answer
+/// for an address (a parse of the literal) costs more than the rest of the row's reading. At most
+/// ``limit`` hosts are remembered; past that the memo starts again (endpoints' hosts are a handful
+/// of push services, unless rows point anywhere).
+final class HostVerdicts: Sendable {
+    static let limit = 1024
+    private let verdicts = Mutex<[String: Bool]>([:])
+
+    func allows(_ host: String, policy: PushHostPolicy) -> Bool {
+        if let known = verdicts.withLock({ $0[host] }) { return known }
+        let verdict = policy.allows(host: host)
+        verdicts.withLock { verdicts in
+            if verdicts.count >= Self.limit { verdicts.removeAll(keepingCapacity: true) }
+            verdicts[host] = verdict
+        }
+        return verdict
     }
 }
 
