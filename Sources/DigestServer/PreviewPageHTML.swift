@@ -3,7 +3,10 @@
 /// `?user=ID&week=W&source=S` opens one reader's previews, and the page keeps those three in its URL
 /// as the editor moves (a link to share); `?q=PREFIX` searches at once and opens the first match.
 /// When every preview image has loaded, `#status` gets `data-state="done"`, the counts of images and
-/// decoded images and the page's query (`data-link`; the browser test reads them).
+/// decoded images and the page's query (`data-link`; the browser test reads them). With test devices
+/// (`serve --test-devices`), a "Send to my device" card beside the reader: a device picker (tokens
+/// masked), the button, and `#test-send-result` with the message id or the error (`data-state`
+/// `sent` or `error`).
 enum PreviewPageHTML {
     static let page = #"""
     <!doctype html>
@@ -40,6 +43,8 @@ enum PreviewPageHTML {
       #comparison li.changed { background: #fce8e6; }
       #comparison .new li.changed { background: #e6f4ea; }
       #comparison ol { font-size: 12px; padding-left: 20px; max-width: 376px; }
+      #send-test .hint { font-size: 12px; color: #5f6368; max-width: 340px; }
+      #test-send-result { max-width: 340px; overflow-wrap: anywhere; }
     </style>
     </head>
     <body>
@@ -68,12 +73,18 @@ enum PreviewPageHTML {
       if (token) u.searchParams.set('token', token);
       return u.toString();
     }
-    async function getJSON(path) {
-      const response = await fetch(url(path));
+    async function fetchJSON(path, options) {
+      const response = await fetch(url(path), options);
       const body = await response.json().catch(() => ({}));
       if (!response.ok) throw new Error((body.error && body.error.message) || ('HTTP ' + response.status));
       return body;
     }
+    const getJSON = (path) => fetchJSON(path);
+    // A JSON body, declared so: the server refuses a test send that is not (another site's form could send it).
+    const postJSON = (path, body) => fetchJSON(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    // serve --test-devices: the devices "Send to my device" offers (none: no such card).
+    let testDevices = [];
+    const testDevicesLoaded = getJSON('api/test-devices').then((devices) => { testDevices = devices; }, () => {});
     function el(tag, attrs = {}, ...children) {
       const node = document.createElement(tag);
       for (const [k, v] of Object.entries(attrs)) {
@@ -119,7 +130,9 @@ enum PreviewPageHTML {
       const query = new URLSearchParams({ user: state.user, source: state.source });
       if (state.week) query.set('week', state.week);
       try {
-        show(await getJSON('api/preview?' + query));
+        const page = await getJSON('api/preview?' + query);
+        await testDevicesLoaded;
+        show(page);
       } catch (error) {
         $('main').replaceChildren();
         $('error').textContent = error.message;
@@ -190,6 +203,7 @@ enum PreviewPageHTML {
       head.append(el('div', { class: 'card' }, el('div', {}, el('strong', {}, 'Rules fired')),
         page.rules.length ? el('ul', {}, page.rules.map((r) => el('li', {}, el('code', {}, r)))) : el('div', {}, 'none')));
       head.append(reportCard(page));
+      if (testDevices.length) head.append(sendCard(page));
       main.append(head);
 
       const images = [];
@@ -224,6 +238,39 @@ enum PreviewPageHTML {
         };
         if (img.complete) settle(); else { img.onload = settle; img.onerror = settle; }
       }
+    }
+
+    // "Send to my device": this reader's digest for the week (the outbox's message of the device's
+    // provider and platform, else composed now) to one test device, marked as a test.
+    function sendCard(page) {
+      const picker = el('select', { id: 'test-device' }, testDevices.map((d) => {
+        const option = el('option', { value: d.name }, `${d.name} · ${d.provider} ${d.platform} · ${d.target}${d.unavailable ? ' · unavailable' : ''}`);
+        if (d.unavailable) { option.disabled = true; option.title = d.unavailable; }
+        return option;
+      }));
+      const result = el('div', { id: 'test-send-result', 'data-state': 'idle' });
+      const button = el('button', { type: 'button', id: 'test-send' }, 'Send to my device');
+      button.onclick = async () => {
+        button.disabled = true;
+        result.className = '';
+        result.textContent = 'sending…';
+        result.dataset.state = 'sending';
+        try {
+          const r = await postJSON('api/test-send', { user: page.user, week: page.week, device: picker.value });
+          result.textContent = `sent to ${r.device}: message_id ${r.message_id} (${r.source === 'outbox' ? 'the outbox\'s message' : 'composed now'}, ${r.variant})`;
+          result.dataset.state = 'sent';
+          result.dataset.messageId = r.message_id;
+        } catch (error) {
+          result.className = 'notes';
+          result.textContent = error.message;
+          result.dataset.state = 'error';
+        } finally {
+          button.disabled = false;
+        }
+      };
+      return el('div', { class: 'card', id: 'send-test' }, el('div', {}, el('strong', {}, 'Send to my device')),
+        el('div', {}, picker, ' ', button), result,
+        el('div', { class: 'hint' }, `${page.user}'s ${page.week} digest: the outbox's message for the device's platform, else composed now; a test (kept out of every report, nothing in the outbox); at most 10 a minute per device.`));
     }
 
     // serve --compare-templates: what the old folder changes in this reader's messages, old beside new,

@@ -10,7 +10,9 @@ package import Logging
 /// Routes: `GET /` (the page; `?user=ID&week=W&source=auto|outbox|computed` opens one reader's previews),
 /// `GET /api/users?q=PREFIX`, `GET /api/preview?user=ID&week=W[&source=]` (with the week's report),
 /// `GET /api/compare?user=ID&week=W` (with `--compare-templates`: what the old templates folder
-/// changes in the reader's messages), `GET /png/<hash>-<platform>-<state>.png`, `GET /healthz`. With a bearer token, every route wants
+/// changes in the reader's messages), `GET /api/test-devices` and `POST /api/test-send` (with
+/// `--test-devices`: "Send to my device", in `PreviewServer+TestSend.swift`),
+/// `GET /png/<hash>-<platform>-<state>.png`, `GET /healthz`. With a bearer token, every route wants
 /// `Authorization: Bearer TOKEN` (or `?token=TOKEN`, which the page passes on to its requests).
 ///
 /// ```swift
@@ -26,6 +28,9 @@ package struct PreviewServer<Database: DigestDatabase>: Sendable {
         package var port = 8080
         /// Required when `host` is not a loopback address.
         package var bearerToken: String?
+        /// `serve --test-devices`: the devices the page's "Send to my device" sends to, and how; `nil`
+        /// for none (the page then shows no such control).
+        package var testSending: TestSending?
 
         package init(host: String = "127.0.0.1", port: Int = 8080, bearerToken: String? = nil) {
             self.host = host
@@ -94,6 +99,7 @@ package struct PreviewServer<Database: DigestDatabase>: Sendable {
             }
             return try Self.json(page)
         }
+        addTestSendRoutes(to: router)
         router.get("png/:name") { _, context in
             let file = context.parameters.get("name") ?? ""
             guard file.hasSuffix(".png"), file.count < 200 else { throw HTTPError(.badRequest, message: "not a PNG name") }

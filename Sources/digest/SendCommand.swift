@@ -41,31 +41,8 @@ struct SendCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup var database: DatabaseOptions
-
-    @Option(help: ArgumentHelp(
-        "The Google service-account JSON key file, or `metadata`. Default: $DIGEST_CREDENTIALS, else $GOOGLE_APPLICATION_CREDENTIALS.",
-        discussion: """
-            `metadata`: tokens of the machine's default service account from the GCE/GKE metadata server \
-            (metadata.google.internal, or $GCE_METADATA_HOST as HOST[:PORT]); only when asked, never probed. \
-            A file named metadata: ./metadata.
-            """,
-        valueName: "file|metadata"))
-    var credentials: String?
-
-    /// `--credentials`, else `DIGEST_CREDENTIALS`, else `GOOGLE_APPLICATION_CREDENTIALS` (a path only).
-    var credentialsChoice: CredentialsChoice? {
-        let environment = ProcessInfo.processInfo.environment
-        if let chosen = credentials ?? environment["DIGEST_CREDENTIALS"] {
-            return chosen == "metadata" ? .metadata : .file(chosen)
-        }
-        return environment["GOOGLE_APPLICATION_CREDENTIALS"].map(CredentialsChoice.file)
-    }
-
-    @Option(help: "The Firebase project to send for. Default: the key's project_id, or the metadata server's project.")
-    var project: String?
-
-    @Option(help: "FCM's base URL.")
-    var endpoint = "https://fcm.googleapis.com"
+    /// The credentials and endpoints of each provider (shared with `send-test` and `serve`).
+    @OptionGroup var providers: ProviderOptions
 
     @Option(help: "Requests in flight at once, spread over --connections (the default reaches FCM's default quota up to about 120 ms of latency; over HTTP/1.1 at most --connections).")
     var concurrency = 1_200
@@ -97,41 +74,11 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "A message that failed this many times is dead.")
     var maxAttempts = 12
 
-    @Option(help: "A PEM file of extra trusted CA certificates, for every provider (a private or test endpoint).")
-    var caFile: String?
-
-    @Option(help: ArgumentHelp("The APNs signing key: the .p8 file Apple's developer account gives (Keys, Apple Push Notifications service).", valueName: "AuthKey.p8"))
-    var apnsKeyFile: String?
-
-    @Option(name: .customLong("apns-key-id"), help: "The APNs key's id (10 characters, in the key's name AuthKey_<id>.p8).")
-    var apnsKeyID: String?
-
-    @Option(name: .customLong("apns-team-id"), help: "The Apple developer team id the key belongs to (10 characters).")
-    var apnsTeamID: String?
-
-    @Option(help: "apns-topic, the app's bundle id, of the messages whose device names no topic of its own.")
-    var apnsTopic: String?
-
-    @Option(help: "APNs' base URL: production; the sandbox (apps built for development) is https://api.sandbox.push.apple.com.")
-    var apnsEndpoint = "https://api.push.apple.com"
-
     @Option(help: "APNs requests in flight at once, spread over --apns-connections.")
     var apnsConcurrency = 1_200
 
     @Option(help: "HTTP/2 connections to APNs (default: one per 100 of --apns-concurrency; each carries one request until its first is accepted, then at most the server's streams).")
     var apnsConnections: Int?
-
-    @Option(help: ArgumentHelp("The VAPID key Web Push requests are signed with: PKCS#8 or SEC1 PEM (`digest webpush keygen` makes one).", valueName: "vapid.pem"))
-    var vapidKeyFile: String?
-
-    @Option(help: ArgumentHelp("The VAPID contact the push services' operators can reach: mailto:ADDRESS or an https: URL.", valueName: "mailto:…"))
-    var vapidSubject: String?
-
-    @Option(help: ArgumentHelp(
-        "More push-service hosts Web Push may contact beside the browsers' (fcm.googleapis.com, updates.push.services.mozilla.com, web.push.apple.com, *.notify.windows.com): names or IP addresses, comma-separated.",
-        discussion: "A private, loopback or link-local address is contacted only when it, or the name that resolves to it, is listed.",
-        valueName: "HOST,…"))
-    var allowPushHosts: String?
 
     @Option(help: "Web Push requests in flight at once, over every push service.")
     var webpushConcurrency = 1_000
@@ -161,38 +108,19 @@ struct SendCommand: AsyncParsableCommand {
         guard leaseSeconds >= 45 || timeScale < 1 else { throw ValidationError("--lease-seconds must be at least 45") }
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be positive") }
         guard eventLoops >= 1 else { throw ValidationError("--event-loops must be positive") }
-        guard endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://") else {
-            throw ValidationError("--endpoint must be an http(s) URL")
-        }
-        guard apnsEndpoint.hasPrefix("https://") else { throw ValidationError("--apns-endpoint must be an https URL (APNs speaks HTTP/2 over TLS only)") }
         guard apnsConcurrency >= 1 else { throw ValidationError("--apns-concurrency must be positive") }
         if let apnsConnections { guard (1...apnsConcurrency).contains(apnsConnections) else { throw ValidationError("--apns-connections must be between 1 and --apns-concurrency") } }
-        if apnsKeyFile == nil {
-            let stray = [("--apns-key-id", apnsKeyID), ("--apns-team-id", apnsTeamID), ("--apns-topic", apnsTopic)].filter { $0.1 != nil }
-            if let first = stray.first { throw ValidationError("\(first.0) needs --apns-key-file (the .p8 key APNs requests are signed with)") }
-        } else {
-            guard apnsKeyID != nil, apnsTeamID != nil else {
-                throw ValidationError("--apns-key-file needs --apns-key-id (the key's 10-character id) and --apns-team-id (the team's)")
-            }
-            guard !validateOnly else { throw ValidationError("APNs has no dry run: --validate-only checks FCM messages only; leave out --apns-key-file") }
+        if providers.apnsKeyFile != nil, validateOnly {
+            throw ValidationError("APNs has no dry run: --validate-only checks FCM messages only; leave out --apns-key-file")
         }
-        if vapidKeyFile == nil {
-            if vapidSubject != nil { throw ValidationError("--vapid-subject needs --vapid-key-file (the key Web Push requests are signed with)") }
-        } else {
-            guard vapidSubject != nil else {
-                throw ValidationError("--vapid-key-file needs --vapid-subject (mailto:ADDRESS or an https: URL the push services can reach you at)")
-            }
-            guard !validateOnly else { throw ValidationError("Web Push has no dry run: --validate-only checks FCM messages only; leave out --vapid-key-file") }
+        if providers.vapidKeyFile != nil, validateOnly {
+            throw ValidationError("Web Push has no dry run: --validate-only checks FCM messages only; leave out --vapid-key-file")
         }
         guard webpushConcurrency >= 1 else { throw ValidationError("--webpush-concurrency must be positive") }
         if let webpushConnections, !(1...webpushConcurrency).contains(webpushConnections) {
             throw ValidationError("--webpush-connections must be between 1 and --webpush-concurrency")
         }
-        if let apnsTopic, apnsTopic.isEmpty || apnsTopic.contains(where: \.isWhitespace) { throw ValidationError("--apns-topic must be a bundle id") }
         guard timeScale > 0, pollInterval > 0 else { throw ValidationError("--time-scale and --poll-interval must be positive") }
-        if let project, project.isEmpty || project.contains(where: { $0.isWhitespace || $0 == "/" }) {
-            throw ValidationError("--project must be a project id")
-        }
     }
 
     func run() async throws {
@@ -202,9 +130,9 @@ struct SendCommand: AsyncParsableCommand {
     private func sendAll() async throws {
         let logger = Logger(label: "digest.send")
         // Every key file is read and checked before anything else starts.
-        let fcmChoice = credentialsChoice
-        let apnsKey = try apnsSigningKey()
-        let vapidKey = try vapidKeyFile.map { try VAPIDKey(contentsOf: $0) }
+        let fcmChoice = providers.credentialsChoice
+        let apnsKey = try providers.apnsSigningKey()
+        let vapidKey = try providers.vapidKeyFile.map { try VAPIDKey(contentsOf: $0) }
         guard fcmChoice != nil || apnsKey != nil || vapidKey != nil else {
             throw SenderError(
                 .credentials,
@@ -224,7 +152,7 @@ struct SendCommand: AsyncParsableCommand {
         // Web Push encrypts every message (a key agreement each) on its requests' event loops: they
         // get loops of their own, one per core (at least --event-loops), so that work is not held to
         // one thread beside the other providers' I/O.
-        let webLoops = vapidKeyFile == nil
+        let webLoops = providers.vapidKeyFile == nil
             ? nil : MultiThreadedEventLoopGroup(numberOfThreads: max(eventLoops, System.coreCount))
         var clients: [HTTPClient] = []
         do {
@@ -232,7 +160,7 @@ struct SendCommand: AsyncParsableCommand {
             var runs: [ProviderRun] = []
             if let fcmChoice {
                 // Each client's share of the requests (over HTTP/1.1 the sender uses one of its connections at a time).
-                let configuration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + connectionCount - 1) / connectionCount, caFile: caFile)
+                let configuration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + connectionCount - 1) / connectionCount, caFile: providers.caFile)
                 // One client a connection (a lane): over https the sender opens its own HTTP/2 connection for
                 // each; the client carries what that cannot (plain http, a server without h2) and keeps one
                 // HTTP/2 connection to a host per event loop.
@@ -244,13 +172,14 @@ struct SendCommand: AsyncParsableCommand {
                     metadataClient = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .metadataServer())
                     clients.append(metadataClient!)
                 }
-                let (tokens, projectID) = try await self.tokens(account: account, client: client, metadataClient: metadataClient, logger: logger)
+                let (tokens, projectID) = try await providers.tokens(
+                    account: account, client: client, metadataClient: metadataClient, retryScale: timeScale, logger: logger)
                 runs.append(fcmRun(database: database, projectID: projectID, tokens: tokens, client: client, connections: more, logger: logger))
             }
             if let apnsKey {
                 // APNs' requests go over the sender's own HTTP/2 connections; the client lends its event loops.
                 let client = HTTPClient(
-                    eventLoopGroupProvider: .shared(loops), configuration: .fcmSender(concurrency: 1, caFile: caFile))
+                    eventLoopGroupProvider: .shared(loops), configuration: .fcmSender(concurrency: 1, caFile: providers.caFile))
                 clients.append(client)
                 runs.append(try apnsRun(database: database, key: apnsKey, client: client, logger: logger))
             }
@@ -259,7 +188,7 @@ struct SendCommand: AsyncParsableCommand {
                 // the others' HTTP/1.1 requests (8 connections for each of a service's --webpush-connections).
                 let client = HTTPClient(
                     eventLoopGroupProvider: .shared(webLoops ?? loops),
-                    configuration: .fcmSender(concurrency: 8 * webpushConnectionCount, caFile: caFile))
+                    configuration: .fcmSender(concurrency: 8 * webpushConnectionCount, caFile: providers.caFile))
                 clients.append(client)
                 runs.append(try webPushRun(database: database, key: vapidKey, client: client, logger: logger))
             }
@@ -275,42 +204,12 @@ struct SendCommand: AsyncParsableCommand {
         try await webLoops?.shutdownGracefully()
     }
 
-    /// The APNs key `--apns-key-file` names, with its id and team (``validate()`` checked they come
-    /// together); nil without it.
-    func apnsSigningKey() throws -> APNsSigningKey? {
-        guard let apnsKeyFile, let apnsKeyID, let apnsTeamID else { return nil }
-        return try APNsSigningKey(contentsOf: apnsKeyFile, keyID: apnsKeyID, teamID: apnsTeamID)
-    }
-
-    /// The token source `--credentials` asked for, and the project: `--project`, else the key's or
-    /// the metadata server's.
-    func tokens(
-        account: ServiceAccount?, client: HTTPClient, metadataClient: HTTPClient?, logger: Logger
-    ) async throws -> (AccessTokenProvider, String) {
-        var configuration = AccessTokenProvider.Configuration()
-        configuration.retryPause = configuration.retryPause * timeScale
-        if let account {
-            return (try AccessTokenProvider(account: account, client: client, configuration: configuration, logger: logger), project ?? account.projectID)
-        }
-        let source = try MetadataServerTokenSource(
-            host: MetadataServerTokenSource.host(environment: ProcessInfo.processInfo.environment), client: metadataClient!)
-        let projectID: String
-        if let project {
-            projectID = project
-        } else {
-            projectID = try await retryingTransientFailures(attempts: configuration.attempts, pause: configuration.retryPause, logger: logger) {
-                () async throws(SenderError) -> String in try await source.projectID(timeout: configuration.timeout)
-            }
-        }
-        return (AccessTokenProvider(source: source, configuration: configuration, logger: logger), projectID)
-    }
-
     /// FCM's sender, with the command's settings.
     private func fcmRun<Database: DigestDatabase>(
         database: Database, projectID: String, tokens: AccessTokenProvider, client: HTTPClient, connections: [HTTPClient], logger: Logger
     ) -> ProviderRun {
         var configuration = FCMSender<Database>.Configuration()
-        configuration.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
+        configuration.endpoint = providers.fcmBaseURL
         configuration.concurrency = concurrency
         configuration.ratePerMinute = rate == 0 ? nil : rate
         configuration.validateOnly = validateOnly
@@ -340,13 +239,13 @@ struct SendCommand: AsyncParsableCommand {
         database: Database, key: APNsSigningKey, client: HTTPClient, logger: Logger
     ) throws -> ProviderRun {
         var configuration = APNsSender<Database>.Configuration()
-        configuration.endpoint = apnsEndpoint.hasSuffix("/") ? String(apnsEndpoint.dropLast()) : apnsEndpoint
-        configuration.topic = apnsTopic
+        configuration.endpoint = providers.apnsBaseURL
+        configuration.topic = providers.apnsTopic
         configuration.concurrency = apnsConcurrency
         configuration.connections = apnsConnectionCount
         applyCommonSettings(to: &configuration)
         let sender = try APNsSender(database: database, client: client, key: key, configuration: configuration, logger: logger)
-        Self.say("sending to \(configuration.endpoint) with key \(key.keyID) of team \(key.teamID) as \(configuration.owner), topic \(apnsTopic ?? "from each device"), \(apnsConcurrency) at once over \(apnsConnectionCount) connection\(apnsConnectionCount == 1 ? "" : "s"), unpaced")
+        Self.say("sending to \(configuration.endpoint) with key \(key.keyID) of team \(key.teamID) as \(configuration.owner), topic \(providers.apnsTopic ?? "from each device"), \(apnsConcurrency) at once over \(apnsConnectionCount) connection\(apnsConnectionCount == 1 ? "" : "s"), unpaced")
         let line = "key \(key.keyID) of team \(key.teamID) (provider tokens signed here)"
         return ProviderRun(provider: .apns, send: { try await sender.send() }) { (true, line) }
     }
@@ -356,8 +255,8 @@ struct SendCommand: AsyncParsableCommand {
     private func webPushRun<Database: DigestDatabase>(
         database: Database, key: VAPIDKey, client: HTTPClient, logger: Logger
     ) throws -> ProviderRun {
-        var configuration = WebPushSender<Database>.Configuration(subject: vapidSubject ?? "")
-        configuration.allowedHosts = (allowPushHosts ?? "").split(separator: ",").map(String.init)
+        var configuration = WebPushSender<Database>.Configuration(subject: providers.vapidSubject ?? "")
+        configuration.allowedHosts = providers.allowedPushHosts
         configuration.concurrency = webpushConcurrency
         configuration.connectionsPerOrigin = webpushConnectionCount
         applyCommonSettings(to: &configuration)
@@ -376,7 +275,7 @@ struct SendCommand: AsyncParsableCommand {
         configuration.maxAttempts = maxAttempts
         configuration.retry.timeScale = timeScale
         configuration.pollInterval = .seconds(pollInterval)
-        configuration.caFile = caFile
+        configuration.caFile = providers.caFile
         if let owner { configuration.owner = owner }
     }
 
@@ -457,14 +356,6 @@ extension Provider {
         case .webpush: "--vapid-key-file (with --vapid-subject)"
         }
     }
-}
-
-/// Where `digest send` gets its access tokens.
-enum CredentialsChoice: Equatable {
-    /// A service-account JSON key.
-    case file(String)
-    /// The GCE/GKE metadata server.
-    case metadata
 }
 
 extension SendCommand {

@@ -49,26 +49,13 @@ struct SendTestCommand: AsyncParsableCommand {
         let device = try TestDevices.load(testDevices).named(toDevice)
         let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: Date())
         let database = try sender.database.open()
-        let now = Int64(Date().timeIntervalSince1970)
-        let message = try await TestMessage.make(
-            for: device.device, name: device.name, user: user, week: week, database: database, templates: try plan.catalog(),
-            configuration: try plan.configuration(week: week).compose, now: now)
-        let send = TestSend(
-            messageID: message.messageID, device: device.name, userID: user, week: week.description, provider: device.device.provider,
-            platform: device.device.platform.rawValue, variant: message.variant)
-        guard try await database.recordTestSend(send, now: now, perMinute: Self.perMinute) else {
-            throw CommandError("\(device.name) had \(Self.perMinute) test sends in the last minute: wait a little")
-        }
-        let result = try await sender.deliverOnce(message.leased, database: database)
-        let source = message.fromOutbox ? "the outbox's \(week) message" : "composed now for \(week)"
-        switch result {
-        case .sent(let receipt):
-            print("sent to \(device.name) (\(device.device.provider.rawValue), \(device.device.platform.rawValue)): \(user)'s digest, \(source), \(message.variant)")
-            print("message_id: \(message.messageID) (a test: its events stay out of every report)")
-            if !receipt.isEmpty { print("receipt: \(receipt)") }
-        case .failed(let code, let reason):
-            throw CommandError("\(device.name): \(code): \(reason)")
-        }
+        let sent = try await sender.providers.testSend(
+            to: device, user: user, week: week, database: database, templates: try plan.catalog(),
+            configuration: try plan.configuration(week: week).compose, perMinute: Self.perMinute)
+        let source = sent.message.fromOutbox ? "the outbox's \(week) message" : "composed now for \(week)"
+        print("sent to \(device.name) (\(device.device.provider.rawValue), \(device.device.platform.rawValue)): \(user)'s digest, \(source), \(sent.message.variant)")
+        print("message_id: \(sent.message.messageID) (a test: its events stay out of every report)")
+        if !sent.receipt.isEmpty { print("receipt: \(sent.receipt)") }
     }
 }
 
@@ -121,7 +108,7 @@ struct TestDevices {
 
     func named(_ name: String) throws -> Entry {
         guard let entry = entries.first(where: { $0.name == name }) else {
-            throw CommandError("no test device named \(name) (there are: \(entries.map(\.name).joined(separator: ", ")))")
+            throw TestSendError(.unknownDevice, "no test device named \(name) (there are: \(entries.map(\.name).joined(separator: ", ")))")
         }
         return entry
     }
@@ -149,10 +136,10 @@ struct TestMessage {
         }
         let composer = SingleUserComposer(database: database, templates: templates, configuration: configuration)
         guard let composed = try await composer.compose(userID: user, devices: [device], now: Date(timeIntervalSince1970: TimeInterval(now))) else {
-            throw CommandError("no user '\(user)'")
+            throw TestSendError(.unknownUser, "no user '\(user)'")
         }
         guard let message = composed.messages.first else {
-            throw CommandError("\(user) has no message for \(week)\(composed.skipped.map { ": \($0.rawValue)" } ?? "")")
+            throw TestSendError(.noMessage, "\(user) has no message for \(week)\(composed.skipped.map { ": \($0.rawValue)" } ?? "")")
         }
         return TestMessage(
             leased: readdressed(
@@ -188,10 +175,41 @@ struct TestMessage {
     }
 }
 
-extension SendCommand {
-    /// One message to its provider outside the outbox (`digest send-test`), with this command's
-    /// credentials for that provider; throws when it has none, or when they are refused.
-    func deliverOnce<Database: DigestDatabase>(_ message: LeasedMessage, database: Database) async throws -> SingleDelivery {
+extension ProviderOptions {
+    /// A test send (`digest send-test`, `serve`'s "Send to my device"): the reader's message for the
+    /// device (``TestMessage``), counted against the device's `perMinute` sends, delivered once with
+    /// these credentials. Throws a ``SenderError`` (`.credentials`) without credentials for the
+    /// device's provider (before anything is counted) or when they are refused, and a
+    /// ``TestSendError`` for an unknown reader, no message, too many sends, or the provider's refusal.
+    func testSend<Database: DigestDatabase>(
+        to device: TestDevices.Entry, user: String, week: ISOWeek, database: Database, templates: TemplateCatalog,
+        configuration: BatchComposer.Configuration, perMinute: Int
+    ) async throws -> (message: TestMessage, receipt: String) {
+        let provider = device.device.provider
+        guard hasCredentials(for: provider) else {
+            throw SenderError(.credentials, "a test send to a \(provider.displayName) device needs \(provider.credentialsHint)")
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        let message = try await TestMessage.make(
+            for: device.device, name: device.name, user: user, week: week, database: database, templates: templates,
+            configuration: configuration, now: now)
+        let send = TestSend(
+            messageID: message.messageID, device: device.name, userID: user, week: week.description, provider: provider,
+            platform: device.device.platform.rawValue, variant: message.variant)
+        guard try await database.recordTestSend(send, now: now, perMinute: perMinute) else {
+            throw TestSendError(.tooMany, "\(device.name) had \(perMinute) test sends in the last minute: wait a little")
+        }
+        switch try await deliverOnce(message.leased, database: database) {
+        case .sent(let receipt):
+            return (message, receipt)
+        case .failed(let code, let reason):
+            throw TestSendError(.refused, "\(device.name): \(code): \(reason)")
+        }
+    }
+
+    /// One message to its provider outside the outbox, with these credentials for that provider;
+    /// throws when there are none, or when they are refused.
+    private func deliverOnce<Database: DigestDatabase>(_ message: LeasedMessage, database: Database) async throws -> SingleDelivery {
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .fcmSender(concurrency: 8, caFile: caFile))
         let metadata = credentialsChoice == .metadata && message.provider == .fcm
@@ -222,26 +240,26 @@ extension SendCommand {
             if case .file(let path) = choice { account = try ServiceAccount(contentsOf: path) }
             let (tokens, projectID) = try await self.tokens(account: account, client: client, metadataClient: metadata, logger: logger)
             var configuration = FCMSender<Database>.Configuration()
-            configuration.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
-            applyCommonSettings(to: &configuration)
+            configuration.endpoint = fcmBaseURL
+            configuration.caFile = caFile
             let sender = FCMSender(database: database, projectID: projectID, client: client, tokens: tokens, configuration: configuration, logger: logger)
             return try await sender.deliverOnce(message)
         case .apns:
             guard let key = try apnsSigningKey() else { throw missing() }
             var configuration = APNsSender<Database>.Configuration()
-            configuration.endpoint = apnsEndpoint.hasSuffix("/") ? String(apnsEndpoint.dropLast()) : apnsEndpoint
+            configuration.endpoint = apnsBaseURL
             configuration.topic = apnsTopic
             configuration.concurrency = 1
             configuration.connections = 1
-            applyCommonSettings(to: &configuration)
+            configuration.caFile = caFile
             return try await APNsSender(database: database, client: client, key: key, configuration: configuration, logger: logger).deliverOnce(message)
         case .webpush:
             guard let path = vapidKeyFile else { throw missing() }
             var configuration = WebPushSender<Database>.Configuration(subject: vapidSubject ?? "")
-            configuration.allowedHosts = (allowPushHosts ?? "").split(separator: ",").map(String.init)
+            configuration.allowedHosts = allowedPushHosts
             configuration.concurrency = 1
             configuration.connectionsPerOrigin = 1
-            applyCommonSettings(to: &configuration)
+            configuration.caFile = caFile
             let sender = try WebPushSender(database: database, client: client, key: try VAPIDKey(contentsOf: path), configuration: configuration, logger: logger)
             return try await sender.deliverOnce(message)
         }

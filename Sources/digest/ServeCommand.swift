@@ -2,6 +2,7 @@ import ArgumentParser
 import DigestCore
 import DigestPreview
 import DigestRun
+import DigestSender
 import DigestSQLite
 import DigestServer
 import DigestStore
@@ -18,7 +19,10 @@ struct ServeCommand: AsyncParsableCommand {
             Listens on 127.0.0.1 unless --host says otherwise; any other address needs a bearer token \
             (--token or DIGEST_SERVE_TOKEN), sent as `Authorization: Bearer TOKEN` or opened as \
             http://HOST:PORT/?token=TOKEN. Templates are read again when a file of theirs changed, so an \
-            edit shows on reload; PNGs are cached by message hash.
+            edit shows on reload; PNGs are cached by message hash. With --test-devices FILE (the JSON array \
+            `send-test` takes) and the credential flags of `digest send`, the page gets "Send to my device": \
+            the reader's digest to one test device, as `digest send-test` sends it (tokens masked on the page; \
+            at most 10 test sends a minute per device).
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -31,6 +35,12 @@ struct ServeCommand: AsyncParsableCommand {
     var compareTemplates: String?
     @OptionGroup var pictures: PictureOptions
     @OptionGroup var plan: PlanOptions
+    @Option(help: ArgumentHelp(
+        "The editors' test devices the page's \"Send to my device\" sends to: a JSON array of {name, provider, platform, token | subscription}, as `send-test` takes; with the credential flags of `digest send`.",
+        valueName: "FILE"))
+    var testDevices: String?
+    /// `digest send`'s credentials and endpoints, for the page's test sends.
+    @OptionGroup var providers: ProviderOptions
 
     func validate() throws {
         guard (1...3).contains(scale) else { throw ValidationError("--scale takes 1, 2 or 3") }
@@ -59,12 +69,14 @@ struct ServeCommand: AsyncParsableCommand {
                 throw CommandError("--compare-templates \(compareTemplates): \(error)")
             }
         }
-        try await serve(database.open(existing: true), directory: directory, token: token)
+        let devices = try testDevices.map { try TestDevices.load($0) }
+        try await serve(database.open(existing: true), directory: directory, token: token, devices: devices)
     }
 
-    private func serve<Database: DigestDatabase>(_ store: Database, directory: URL, token: String?) async throws {
+    private func serve<Database: DigestDatabase>(_ store: Database, directory: URL, token: String?, devices: TestDevices?) async throws {
         let plan = self.plan
-        let serverConfiguration = PreviewServer<Database>.Configuration(host: host, port: port, bearerToken: token)
+        var serverConfiguration = PreviewServer<Database>.Configuration(host: host, port: port, bearerToken: token)
+        serverConfiguration.testSending = devices.map { testSending(to: $0, store: store) }
         var catalogConfiguration = PreviewCatalog<Database>.Configuration(templatesDirectory: directory) { week in
             // Checked by validate(): the options' delivery settings parse.
             (try? plan.configuration(week: week).compose) ?? BatchComposer.Configuration(week: week)
@@ -84,6 +96,34 @@ struct ServeCommand: AsyncParsableCommand {
             try await server.run { port in
                 let line = "serving previews on http://\(host.contains(":") ? "[\(host)]" : host):\(port)/\(token != nil ? "?token=…" : "")\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
+            }
+        }
+    }
+
+    /// "Send to my device": `devices` listed with their tokens masked (and marked unavailable when
+    /// no credentials for their provider were given), each send `send-test`'s, with these flags'
+    /// credentials; a send the provider or its credentials refused answers as refused (502), one
+    /// without credentials as unavailable (503).
+    private func testSending<Database: DigestDatabase>(to devices: TestDevices, store: Database) -> TestSending {
+        let providers = self.providers
+        let listed = devices.entries.map { entry in
+            let provider = entry.device.provider
+            return TestSending.Device(
+                name: entry.name, provider: provider, platform: entry.device.platform, target: entry.device.maskedToken,
+                unavailable: providers.hasCredentials(for: provider)
+                    ? nil : "serve was started without \(provider.displayName) credentials (\(provider.credentialsHint))")
+        }
+        return TestSending(devices: listed) { request in
+            let device = try devices.named(request.device)
+            do {
+                let sent = try await providers.testSend(
+                    to: device, user: request.user, week: request.week, database: store, templates: request.templates,
+                    configuration: request.planning, perMinute: SendTestCommand.perMinute)
+                return TestSending.Result(
+                    messageID: sent.message.messageID, variant: sent.message.variant, source: sent.message.fromOutbox ? .outbox : .composed,
+                    device: device.name, receipt: sent.receipt.isEmpty ? nil : sent.receipt)
+            } catch let error as SenderError {
+                throw TestSendError(error.code == .credentials ? .unavailable : .refused, "\(device.name): \(error)")
             }
         }
     }

@@ -44,6 +44,24 @@ import Testing
         #expect(status.contains("data-state=\"done\""), "\(status)")
         #expect(status.contains("data-link=\"?user=u-zh&amp;week=2026-W46&amp;source=computed\""), "\(status)")
         #expect(Chromium.element(id: "report", in: dom) != nil, "the week's figures are shown")
+        #expect(Chromium.element(id: "send-test", in: dom) == nil, "no test devices, no \"Send to my device\"")
+    }
+
+    /// With `serve --test-devices`, "Send to my device" sits beside the reader: the devices by name,
+    /// provider, platform and masked token, one without credentials disabled with the reason.
+    @Test(.enabled(if: Chromium.unavailableReason == nil, Comment(rawValue: Chromium.unavailableReason ?? "")))
+    func thePageOffersSendToMyDevice() async throws {
+        let dir = try TemporaryDirectory()
+        let server = TestSendRouteTests.server(try await FixtureDatabase.make(in: dir), sending: TestSendRouteTests.StandIn().sending)
+        let dom = try await LiveServer.with(server) { port in
+            try await Chromium.dumpDOM("http://127.0.0.1:\(port)/?user=u-pl&week=\(FixtureDatabase.week)", profile: dir.path("chromium"))
+        }
+        let start = try #require(dom.range(of: "<div class=\"card\" id=\"send-test\">"), "no #send-test in:\n\(dom.prefix(2000))")
+        let card = String(dom[start.lowerBound...].prefix(3000))
+        #expect(Chromium.tags("button", in: card).contains { $0.contains("id=\"test-send\"") }, "\(card)")
+        #expect(card.contains("Ana's Pixel · fcm android · …Xk9Q</option>"), "\(card)")
+        #expect(Chromium.tags("option", in: card).contains { $0.contains("disabled") && $0.contains("title=\"no APNs credentials\"") }, "\(card)")
+        #expect(Chromium.element(id: "test-send-result", in: card)?.contains("data-state=\"idle\"") == true, "\(card)")
     }
 
     /// With `serve --compare-templates`, the page shows what the templates change for the reader in

@@ -118,6 +118,8 @@ package final class FakeFCMServer: FakeHTTPService {
         var accessTokens: [String: Int64] = [:]
         var deliveries: [String: Delivery] = [:]
         var messages: [SHA256Digest: MessageDelivery] = [:]
+        /// Each token's delivered request bodies, once ``keepBodies()`` asked for them.
+        var bodies: [String: [String]]?
         var stats = Stats()
         var inFlight = 0
         /// The open HTTP/2 connections: each one's way to send GOAWAY.
@@ -205,6 +207,13 @@ package final class FakeFCMServer: FakeHTTPService {
     package var stats: Stats { state.withLock { $0.stats } }
 
     package var deliveries: [String: Delivery] { state.withLock { $0.deliveries } }
+
+    /// Keeps the request body of every delivery from now on (a test that reads what arrived; the
+    /// load tests keep none).
+    package func keepBodies() { state.withLock { $0.bodies = $0.bodies ?? [:] } }
+
+    /// The request bodies delivered to `token` since ``keepBodies()``, in order.
+    package func bodies(for token: String) -> [String] { state.withLock { $0.bodies?[token] ?? [] } }
 
     /// Every message delivered, with how many times.
     package var messageDeliveries: [MessageDelivery] { state.withLock { Array($0.messages.values) } }
@@ -367,6 +376,7 @@ package final class FakeFCMServer: FakeHTTPService {
             delivery.count += 1
             delivery.collapseKeys.append(accepted.collapseKey)
             state.deliveries[accepted.token] = delivery
+            if state.bodies != nil { state.bodies?[accepted.token, default: []].append(String(decoding: body, as: UTF8.self)) }
             if delivery.count == 1 { state.stats.delivered += 1 } else { state.stats.duplicates += 1 }
             if let message {
                 let count = (state.messages[message]?.count ?? 0) + 1
