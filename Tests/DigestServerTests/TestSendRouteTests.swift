@@ -1,6 +1,5 @@
 import DigestCore
 import DigestSQLite
-import DigestServer
 import DigestTesting
 import Foundation
 import Hummingbird
@@ -9,6 +8,8 @@ import Logging
 import NIOCore
 import Synchronization
 import Testing
+
+@testable import DigestServer
 
 /// "Send to my device" in-process: the routes with a stand-in for the sending (the `digest` command's,
 /// tried end to end in `ServeTestSendTests`): what they refuse before sending, and how they answer.
@@ -66,9 +67,15 @@ import Testing
             try await client.execute(uri: "/api/test-send", method: .post, headers: Self.json, body: Self.body(#"{"user": "u-zh", "device": "Ana's Pixel"}"#)) {
                 #expect($0.status == .ok)
             }
+            // The page's own request: its Origin is the server's (the test client's Host is localhost).
+            var headers = Self.json
+            headers[.origin] = "http://localhost"
+            try await client.execute(uri: "/api/test-send", method: .post, headers: headers, body: Self.body(#"{"user": "u-zh", "device": "Ana's Pixel"}"#)) {
+                #expect($0.status == .ok)
+            }
         }
         let latest = WeekCalendar.latestCompleteWeek(now: FixtureDatabase.now)
-        #expect(standIn.asked.withLock { $0 } == ["u-pl 2026-W46 Ana's Pixel", "u-zh \(latest) Ana's Pixel"])
+        #expect(standIn.asked.withLock { $0 } == ["u-pl 2026-W46 Ana's Pixel"] + Array(repeating: "u-zh \(latest) Ana's Pixel", count: 2))
     }
 
     /// A request another site's page could make a browser send is refused before anything is sent:
@@ -103,6 +110,27 @@ import Testing
             }
         }
         #expect(standIn.asked.withLock { $0 }.isEmpty)
+    }
+
+    /// DNS rebinding: another site's name made to resolve to 127.0.0.1 is same-origin for its own
+    /// page, Origin and Host alike; a server without a token takes test sends only under a loopback
+    /// Host. (The test client always says `localhost`: the check is called with each Host here.)
+    @Test(arguments: [
+        ("evil.example:8080", "http://evil.example:8080", true, false), ("evil.example:8080", nil, true, false),
+        ("evil.example", "http://evil.example", false, true), ("localhost:8080", "http://localhost:8080", true, true),
+        ("127.0.0.1:8080", "http://127.0.0.1:8080", true, true), ("[::1]:8080", "http://[::1]:8080", true, true), ("LOCALHOST", nil, true, true),
+        ("127.0.0.1:8080", "http://evil.example", true, false),
+    ])
+    func aPageOfAnotherNameIsRefusedWithoutAToken(host: String, origin: String?, loopbackOnly: Bool, allowed: Bool) throws {
+        var fields: HTTPFields = [.contentType: "application/json"]
+        if let origin { fields[.origin] = origin }
+        let request = Request(head: .init(method: .post, scheme: "http", authority: host, path: "/api/test-send", headerFields: fields), body: .init(buffer: ByteBuffer()))
+        if allowed {
+            #expect(throws: Never.self) { try PreviewServer<SQLiteDatabase>.checkSameSite(request, loopbackHostOnly: loopbackOnly) }
+        } else {
+            let error = #expect(throws: HTTPError.self) { try PreviewServer<SQLiteDatabase>.checkSameSite(request, loopbackHostOnly: loopbackOnly) }
+            #expect(error?.status == .forbidden)
+        }
     }
 
     @Test(arguments: [
