@@ -85,7 +85,7 @@ extension PreviewServer {
         }
         guard let origin = request.headers[.origin] else { return }
         let forwarded = request.headers.first { $0.name.canonicalName == "x-forwarded-host" }?.value
-        let hosts = [request.head.authority, forwarded].compactMap { $0?.lowercased() }
+        let hosts = [authority, forwarded].compactMap { $0?.lowercased() }
         let originHost = origin.lowercased().split(separator: "://", maxSplits: 1).dropFirst().first.map(String.init)
         guard let originHost, hosts.contains(originHost) else {
             throw HTTPError(.forbidden, message: "a test send must come from this server's own page (Origin \(origin))")
