@@ -32,6 +32,7 @@ import Testing
         ("https://fcm.googleapis.com:44a/x", "the push endpoint's port is not 1 to 65535"),
         ("https://[::1/x", "the push endpoint's host is not a URL host"),
         ("https://[::1]x/x", "the push endpoint's host is not a URL host"),
+        ("https://[]/x", "the push endpoint's host is not a URL host"),
         ("https://fcm googleapis.com/x", "the push endpoint's host is not a URL host"),
         ("https://fcm.googleapis.com/fcm/send/a b", "the push endpoint's path holds a character a URL does not"),
         ("https://fcm.googleapis.com/fcm/send/<x>", "the push endpoint's path holds a character a URL does not"),

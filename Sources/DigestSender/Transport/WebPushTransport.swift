@@ -299,7 +299,7 @@ struct WebPushEndpoint {
         }
         guard !host.isEmpty else { throw WebPushError(.endpoint, "the push endpoint has no host") }
         guard host.first == UInt8(ascii: "[")
-            ? host.dropFirst().dropLast().allSatisfy({ Self.isHex($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") })
+            ? host.count > 2 && host.dropFirst().dropLast().allSatisfy({ Self.isHex($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") })
             : host.allSatisfy({ Self.isUnreserved($0) || Self.isSubDelimiter($0) })
         else { throw WebPushError(.endpoint, "the push endpoint's host is not a URL host") }
         var port = 443
