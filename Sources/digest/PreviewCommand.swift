@@ -57,6 +57,9 @@ struct PreviewCommand: AsyncParsableCommand {
                 throw ValidationError("--compare takes --db and no --user or --message: it compares many readers")
             }
             guard sample == nil || usersFile == nil else { throw ValidationError("give --sample or --users, not both") }
+            guard platform == nil else {
+                throw ValidationError("--platform does not go with --compare: every platform's changed messages are compared and drawn (compare.json names each one's platform)")
+            }
             if let sample, sample < 1 { throw ValidationError("--sample takes a number of readers, at least 1") }
         } else {
             guard sample == nil, usersFile == nil else { throw ValidationError("--sample and --users go with --compare OLD_DIR") }

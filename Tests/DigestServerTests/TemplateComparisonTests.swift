@@ -182,6 +182,10 @@ import Testing
         #expect(unparsable.status != 0)
         #expect(unparsable.stderr.contains("the new templates"))
         #expect(unparsable.stderr.contains("title.mustache"))
+        let platform = try await DigestBinary.run([
+            "preview", "--db", db, "--week", "2026-W46", "--compare", DigestBinary.templates.path, "--platform", "android", "--out", dir.path("f"),
+        ])
+        #expect(platform.status == 64 && platform.stderr.contains("--platform does not go with --compare"), "\(platform.stderr)")
     }
 
     /// The preview server on the fixtures comparing the shipped templates with a copy whose Polish
