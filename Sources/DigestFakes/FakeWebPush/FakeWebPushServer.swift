@@ -124,6 +124,8 @@ package final class FakeWebPushServer: FakeHTTPService {
         var messageIDs: [String: Int] = [:]
         /// Verified VAPID tokens with their `exp`, and tokens that failed (nil).
         var tokens: [String: Int64?] = [:]
+        /// `Authorization` values already read: their key and their token's `exp` (nil: it did not verify).
+        var authorizations: [String: (key: String, expires: Int64?)] = [:]
         var stats = Stats()
         var inFlight = 0
         var sequence = 0
@@ -281,7 +283,13 @@ package final class FakeWebPushServer: FakeHTTPService {
     /// 410, key 403), then the faults, then the decryption and acceptance.
     private func push(id: String, headers: [(String, String)], body: [UInt8], http2: Bool) -> FakeReply {
         let now = clock()
-        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name }?.1 }
+        // Names compared without case and without a lower-cased copy of each (HTTP/2's are lower-case already).
+        func header(_ name: String) -> String? {
+            headers.first { field in
+                field.0.utf8.count == name.utf8.count
+                    && zip(field.0.utf8, name.utf8).allSatisfy { ((0x41...0x5A).contains($0) ? $0 | 0x20 : $0) == $1 }
+            }?.1
+        }
         var refusal: (Int, String)? = WebPushRequestRules.check(
             contentEncoding: header("content-encoding"), ttl: header("ttl"), urgency: header("urgency"), topic: header("topic"))
         var vapidKey: String?
@@ -398,17 +406,27 @@ package final class FakeWebPushServer: FakeHTTPService {
     /// `mailto:` or `https:` URL. The key on success.
     private func verify(_ authorization: String?, now: Int64) -> Result<String, WebPushRequestRules.Refusal> {
         guard let authorization else { return .failure(.init("no Authorization header")) }
-        guard let (token, key) = WebPushRequestRules.vapidParameters(authorization) else {
-            return .failure(.init("the Authorization is not `vapid t=<JWT>, k=<key>`"))
-        }
-        let cached = state.withLock { $0.tokens[token] }
-        let expires: Int64?
-        if let cached {
-            expires = cached
+        // A sender reuses one header per origin while its token is valid: read and verified once.
+        let key: String, expires: Int64?
+        if let known = state.withLock({ $0.authorizations[authorization] }) {
+            (key, expires) = known
         } else {
-            expires = WebPushRequestRules.verify(jwt: token, key: key, audience: origin)
+            guard let (token, given) = WebPushRequestRules.vapidParameters(authorization) else {
+                return .failure(.init("the Authorization is not `vapid t=<JWT>, k=<key>`"))
+            }
+            key = given
+            let cached = state.withLock { $0.tokens[token] }
+            if let cached {
+                expires = cached
+            } else {
+                expires = WebPushRequestRules.verify(jwt: token, key: key, audience: origin)
+                state.withLock { state in
+                    if state.tokens.updateValue(expires, forKey: token) == nil { state.stats.vapidTokens += 1 }
+                }
+            }
             state.withLock { state in
-                if state.tokens.updateValue(expires, forKey: token) == nil { state.stats.vapidTokens += 1 }
+                if state.authorizations.count >= 4096 { state.authorizations.removeAll(keepingCapacity: true) }
+                state.authorizations[authorization] = (key, expires)
             }
         }
         guard let expires else { return .failure(.init("the VAPID token does not verify (signature, aud \(origin), sub)")) }
