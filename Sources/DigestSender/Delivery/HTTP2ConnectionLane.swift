@@ -76,7 +76,7 @@ final class HTTP2ConnectionLane {
             // is sent literally, not indexed: it would only push reusable entries (the token, the
             // topic, the collapse id) out of both sides' HPACK tables.
             headers.add(name: ":path", value: outgoing.path ?? connector.path, indexing: .nonIndexable)
-            headers.add(name: "authorization", value: "\(outgoing.scheme ?? "bearer") \(outgoing.token)")
+            headers.add(name: "authorization", value: outgoing.authorization ?? "bearer \(outgoing.token)")
             for (name, value) in outgoing.headers {
                 headers.add(name: name, value: value, indexing: name == "apns-id" ? .nonIndexable : .indexable)
             }

@@ -42,8 +42,9 @@ import Synchronization
         var token: String
         var path: String?
         var headers: [(name: String, value: String)] = []
-        /// The `authorization` scheme when not `Bearer` (Web Push: `vapid`, with `t=…, k=…` as the token).
-        var scheme: String?
+        /// The whole `authorization` value when it is not `Bearer <token>` (Web Push: `vapid t=…, k=…`,
+        /// sent as the token source made it, not taken apart and put together again each request).
+        var authorization: String?
     }
 
     private let client: HTTPClient
@@ -179,7 +180,7 @@ import Synchronization
             return cached.request
         }
         var headers = HTTPHeaders()
-        headers.add(name: "Authorization", value: "\(outgoing.scheme ?? "Bearer") \(outgoing.token)")
+        headers.add(name: "Authorization", value: outgoing.authorization ?? "Bearer \(outgoing.token)")
         for (name, value) in outgoing.headers { headers.add(name: name, value: value) }
         headers.add(name: "Content-Type", value: contentType)
         guard let path = outgoing.path else {

@@ -115,8 +115,7 @@ struct WebPushTransport: PushTransport {
             var headers = request.headers
             headers.append(("ttl", String(request.ttl)))
             let outgoing = HTTP2Exchange.Outgoing(
-                body: ByteBuffer(bytes: body), token: String(authorization.dropFirst(Self.scheme.count + 1)), path: request.path,
-                headers: headers, scheme: Self.scheme)
+                body: ByteBuffer(bytes: body), token: "", path: request.path, headers: headers, authorization: authorization)
             let answer: HTTP2Exchange.Answer
             switch await exchange.post(outgoing, on: eventLoop, timeout: requestTimeout, refusals: &refusals, refused: metrics.refused) {
             case .success(let answered): answer = answered
@@ -170,9 +169,6 @@ struct WebPushTransport: PushTransport {
     /// HTTP/1.1 connections each of a push service's exchanges may open (8 × 4 = 32 a service by
     /// default), when the service does not speak HTTP/2.
     static let http1ConnectionsPerExchange = 8
-
-    /// The `authorization` scheme of a VAPID token.
-    static let scheme = "vapid"
 
     /// A message for an origin that refuses the key: postponed.
     func keyRefused(_ origin: String) -> PushOutcome {
