@@ -280,7 +280,7 @@ struct WebPushEndpoint {
             throw WebPushError(.endpoint, "the push endpoint holds a user name or password")
         }
         // The host: an IPv6 address in brackets, else everything up to the port's colon.
-        var host: ArraySlice<UInt8>, portText: ArraySlice<UInt8>?
+        let host: ArraySlice<UInt8>, portText: ArraySlice<UInt8>?
         if authority.first == UInt8(ascii: "[") {
             guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { throw WebPushError(.endpoint, "the push endpoint's host is not a URL host") }
             host = authority[authority.startIndex...close]
@@ -292,6 +292,7 @@ struct WebPushEndpoint {
             portText = authority[(portColon + 1)...]
         } else {
             host = authority
+            portText = nil
         }
         guard !host.isEmpty else { throw WebPushError(.endpoint, "the push endpoint has no host") }
         guard host.first == UInt8(ascii: "[")
