@@ -44,7 +44,7 @@ enum APNsRequestRules {
         guard method == "POST" else { return Failure(405, "MethodNotAllowed") }
         // HTTP/2 names are lower-case already (RFC 9113 8.2.1); others are folded first.
         var seen = Set<String>(minimumCapacity: headers.count)
-        for (name, _) in headers where !seen.insert(folded(name)).inserted { return Failure(400, "DuplicateHeaders") }
+        for (name, _) in headers where !seen.insert(HeaderName.folded(name)).inserted { return Failure(400, "DuplicateHeaders") }
         return nil
     }
 
@@ -57,7 +57,7 @@ enum APNsRequestRules {
         guard isDeviceToken(token) else { return .failure(Failure(400, "BadDeviceToken")) }
         var apns: [String: String] = [:]
         for (name, value) in headers where name.utf8.count > 5 {
-            let name = folded(name)
+            let name = HeaderName.folded(name)
             if name.hasPrefix("apns-") { apns[name] = value }
         }
         guard let topic = apns["apns-topic"] else { return .failure(Failure(400, "MissingTopic")) }
@@ -85,11 +85,6 @@ enum APNsRequestRules {
             return .failure(Failure(400, "BadPayload"))
         }
         return .success(Checked(token: token.lowercased(), apnsHeaders: apns))
-    }
-
-    /// A header name in lower case, folded only when it holds capitals (HTTP/2's never do).
-    static func folded(_ name: String) -> String {
-        name.utf8.contains(where: { (0x41...0x5A).contains($0) }) ? name.lowercased() : name
     }
 
     static func topicAllowed(_ topic: String, _ topics: Set<String>) -> Bool {

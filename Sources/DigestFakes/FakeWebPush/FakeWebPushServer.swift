@@ -283,13 +283,7 @@ package final class FakeWebPushServer: FakeHTTPService {
     /// 410, key 403), then the faults, then the decryption and acceptance.
     private func push(id: String, headers: [(String, String)], body: [UInt8], http2: Bool) -> FakeReply {
         let now = clock()
-        // Names compared without case and without a lower-cased copy of each (HTTP/2's are lower-case already).
-        func header(_ name: String) -> String? {
-            headers.first { field in
-                field.0.utf8.count == name.utf8.count
-                    && zip(field.0.utf8, name.utf8).allSatisfy { ((0x41...0x5A).contains($0) ? $0 | 0x20 : $0) == $1 }
-            }?.1
-        }
+        func header(_ name: String) -> String? { headers.first { HeaderName.folded($0.0) == name }?.1 }
         var refusal: (Int, String)? = WebPushRequestRules.check(
             contentEncoding: header("content-encoding"), ttl: header("ttl"), urgency: header("urgency"), topic: header("topic"))
         var vapidKey: String?

@@ -27,3 +27,11 @@ enum FakeReply {
         }
     }
 }
+
+/// Header names as the fakes compare them.
+enum HeaderName {
+    /// `name` in lower case, folded only when it holds capitals (HTTP/2's never do, RFC 9113 8.2.1).
+    static func folded(_ name: String) -> String {
+        name.utf8.contains(where: { (0x41...0x5A).contains($0) }) ? name.lowercased() : name
+    }
+}
