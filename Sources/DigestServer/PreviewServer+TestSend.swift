@@ -32,7 +32,7 @@ extension PreviewServer {
             guard let sending else {
                 throw HTTPError(.notFound, message: "the server has no test devices (serve --test-devices FILE)")
             }
-            try Self.checkSameSite(request, loopbackHostOnly: configuration.bearerToken == nil)
+            try Self.checkSameSite(request)
             let body = try await request.body.collect(upTo: 4096)
             let asked: TestSendBody
             do { asked = try JSONDecoder().decode(TestSendBody.self, from: Data(body.readableBytesView)) } catch {
@@ -68,21 +68,15 @@ extension PreviewServer {
 
     /// Refuses a POST another site's page could have made a browser send: one whose body is not
     /// declared `application/json` (415), or whose `Origin` names another host than the request's
-    /// `Host` (or `X-Forwarded-Host`, behind a proxy) (403). Without a bearer token (a loopback
-    /// server), also one whose `Host` is not a loopback name or address (403): a page of another site
-    /// whose name it made resolve to 127.0.0.1 (DNS rebinding) is its own origin, with a `Host` of
-    /// its own name.
-    static func checkSameSite(_ request: Request, loopbackHostOnly: Bool) throws {
+    /// `Host` (or `X-Forwarded-Host`, behind a proxy) (403). (DNS rebinding, a page of another site
+    /// whose name resolves to 127.0.0.1 and so is its own origin, is refused on every route of a
+    /// server without a token by ``LoopbackHostMiddleware``.)
+    static func checkSameSite(_ request: Request) throws {
         let mediaType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard mediaType == "application/json" else {
             throw HTTPError(.unsupportedMediaType, message: "a test send's body must be sent as Content-Type: application/json")
         }
-        let authority = request.head.authority ?? request.headers.first { $0.name.canonicalName == "host" }?.value
-        if loopbackHostOnly, let authority, !isLoopback(authority: authority) {
-            throw HTTPError(
-                .forbidden,
-                message: "a server without --token takes test sends only from a page opened at 127.0.0.1, localhost or [::1] (Host \(authority.prefix(80)))")
-        }
+        let authority = request.authority
         guard let origin = request.headers[.origin] else { return }
         let forwarded = request.headers.first { $0.name.canonicalName == "x-forwarded-host" }?.value
         let hosts = [authority, forwarded].compactMap { $0?.lowercased() }
@@ -90,16 +84,5 @@ extension PreviewServer {
         guard let originHost, hosts.contains(originHost) else {
             throw HTTPError(.forbidden, message: "a test send must come from this server's own page (Origin \(origin))")
         }
-    }
-
-    /// Whether a `Host` value (a name or address, a port perhaps) is this machine's loopback.
-    static func isLoopback(authority: String) -> Bool {
-        var host = Substring(authority.lowercased())
-        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
-            host = host[host.index(after: host.startIndex)..<close]
-        } else if let colon = host.lastIndex(of: ":") {
-            host = host[..<colon]
-        }
-        return PreviewServer.Configuration(host: String(host)).isLoopback
     }
 }

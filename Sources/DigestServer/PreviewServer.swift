@@ -14,6 +14,8 @@ package import Logging
 /// `--test-devices`: "Send to my device", in `PreviewServer+TestSend.swift`),
 /// `GET /png/<hash>-<platform>-<state>.png`, `GET /healthz`. With a bearer token, every route wants
 /// `Authorization: Bearer TOKEN` (or `?token=TOKEN`, which the page passes on to its requests).
+/// Without one (a server on loopback), every route but `/healthz` wants a loopback `Host`
+/// (``LoopbackHostMiddleware``).
 ///
 /// ```swift
 /// let server = PreviewServer(catalog: catalog, configuration: .init(port: 8080))
@@ -39,9 +41,7 @@ package struct PreviewServer<Database: DigestDatabase>: Sendable {
         }
 
         /// Whether `host` is reachable only from this machine.
-        package var isLoopback: Bool {
-            ["127.0.0.1", "localhost", "::1"].contains(host) || host.hasPrefix("127.")
-        }
+        package var isLoopback: Bool { isLoopbackHost(host) }
     }
 
     package let catalog: PreviewCatalog<Database>
@@ -57,7 +57,11 @@ package struct PreviewServer<Database: DigestDatabase>: Sendable {
     /// The router with every route (and the token check when a token is set).
     package func router() -> Router<BasicRequestContext> {
         let router = Router()
-        if let token = configuration.bearerToken { router.add(middleware: BearerTokenMiddleware(token: token)) }
+        if let token = configuration.bearerToken {
+            router.add(middleware: BearerTokenMiddleware(token: token))
+        } else {
+            router.add(middleware: LoopbackHostMiddleware())
+        }
         let catalog = self.catalog
         router.get("/") { _, _ in
             Response(
@@ -159,6 +163,57 @@ package struct PreviewServer<Database: DigestDatabase>: Sendable {
             throw HTTPError(.badRequest, message: "\(name) holds control characters")
         }
     }
+}
+
+/// On a server without a bearer token (one listening on loopback only), answers only requests whose
+/// `Host` is a loopback name or address (`127.0.0.1`, `localhost`, `[::1]`, a port or not), 403
+/// otherwise; `/healthz` answers any. A page of another site whose name it made resolve to
+/// 127.0.0.1 (DNS rebinding) is its own origin to the browser, so it could read the readers' data
+/// from the preview routes, but its requests carry its own name as `Host`. A request without a
+/// `Host` (HTTP/1.0) is no browser's and passes.
+struct LoopbackHostMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        if let authority = request.authority, !isLoopback(authority: authority), request.uri.path != "/healthz" {
+            throw HTTPError(
+                .forbidden,
+                message: "a server without --token answers only pages opened at 127.0.0.1, localhost or [::1] (Host \(authority.prefix(80))); behind a proxy or under another name, start it with --token")
+        }
+        return try await next(request, context)
+    }
+}
+
+extension Request {
+    /// The name (and port) the request was sent to: HTTP/2's `:authority` or HTTP/1.1's `Host`.
+    var authority: String? {
+        head.authority ?? headers.first { $0.name.canonicalName == "host" }?.value
+    }
+}
+
+/// Whether a `Host` value (a name or address, a port perhaps) is this machine's loopback.
+func isLoopback(authority: String) -> Bool {
+    var host = Substring(authority.lowercased())
+    var port: Substring = ""
+    if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+        port = host[host.index(after: close)...]
+        host = host[host.index(after: host.startIndex)..<close]
+    } else if let colon = host.lastIndex(of: ":") {
+        port = host[colon...]
+        host = host[..<colon]
+    }
+    let portIsDigits = port.isEmpty || (port.first == ":" && port.count <= 6 && port.dropFirst().allSatisfy { $0.isASCII && $0.isNumber })
+    return portIsDigits && isLoopbackHost(String(host))
+}
+
+/// Whether `host` (a name or address, no port) is this machine's loopback: `localhost`, `::1` or an
+/// IPv4 address in 127.0.0.0/8, written as one (`127.0.0.1.example.com` is a name like any other).
+func isLoopbackHost(_ host: String) -> Bool {
+    let host = host.lowercased()
+    if host == "localhost" || host == "::1" { return true }
+    let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+    return parts.count == 4 && parts[0] == "127"
+        && parts.allSatisfy { part in part.count <= 3 && UInt8(part) != nil }
 }
 
 /// Wants `Authorization: Bearer TOKEN` or `?token=TOKEN` on every request.

@@ -112,24 +112,77 @@ import Testing
         #expect(standIn.asked.withLock { $0 }.isEmpty)
     }
 
-    /// DNS rebinding: another site's name made to resolve to 127.0.0.1 is same-origin for its own
-    /// page, Origin and Host alike; a server without a token takes test sends only under a loopback
-    /// Host. (The test client always says `localhost`: the check is called with each Host here.)
+    /// A test send's `Origin` must name the host the request went to (or, behind a proxy, the one
+    /// it forwarded); a request without one (not a browser's page) passes.
     @Test(arguments: [
-        ("evil.example:8080", "http://evil.example:8080", true, false), ("evil.example:8080", nil, true, false),
-        ("evil.example", "http://evil.example", false, true), ("localhost:8080", "http://localhost:8080", true, true),
-        ("127.0.0.1:8080", "http://127.0.0.1:8080", true, true), ("[::1]:8080", "http://[::1]:8080", true, true), ("LOCALHOST", nil, true, true),
-        ("127.0.0.1:8080", "http://evil.example", true, false),
+        ("127.0.0.1:8080", "http://127.0.0.1:8080", true), ("localhost:8080", "http://LOCALHOST:8080", true), ("[::1]:8080", "http://[::1]:8080", true),
+        ("127.0.0.1:8080", nil, true), ("127.0.0.1:8080", "http://evil.example", false), ("127.0.0.1:8080", "http://127.0.0.1:9090", false),
+        ("127.0.0.1:8080", "null", false),
     ])
-    func aPageOfAnotherNameIsRefusedWithoutAToken(host: String, origin: String?, loopbackOnly: Bool, allowed: Bool) throws {
+    func anotherOriginIsRefused(host: String, origin: String?, allowed: Bool) throws {
         var fields: HTTPFields = [.contentType: "application/json"]
         if let origin { fields[.origin] = origin }
         let request = Request(head: .init(method: .post, scheme: "http", authority: host, path: "/api/test-send", headerFields: fields), body: .init(buffer: ByteBuffer()))
         if allowed {
-            #expect(throws: Never.self) { try PreviewServer<SQLiteDatabase>.checkSameSite(request, loopbackHostOnly: loopbackOnly) }
+            #expect(throws: Never.self) { try PreviewServer<SQLiteDatabase>.checkSameSite(request) }
         } else {
-            let error = #expect(throws: HTTPError.self) { try PreviewServer<SQLiteDatabase>.checkSameSite(request, loopbackHostOnly: loopbackOnly) }
+            let error = #expect(throws: HTTPError.self) { try PreviewServer<SQLiteDatabase>.checkSameSite(request) }
             #expect(error?.status == .forbidden)
+        }
+    }
+
+    /// The status of one request over a connection of its own, naming `host` as its `Host` (and
+    /// as the `Origin` of its page).
+    static func status(_ port: Int, _ uri: String, _ method: HTTPRequest.Method, host: String, body: ByteBuffer? = nil) async throws -> HTTPResponse.Status {
+        let client = TestClient(host: "127.0.0.1", port: port)
+        client.connect()
+        var headers = Self.json
+        headers[.origin] = "http://\(host)"
+        do {
+            let status = try await client.execute(.init(uri, method: method, authority: host, headers: headers, body: body)).status
+            try await client.shutdown()
+            return status
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    /// DNS rebinding: another site's name made to resolve to 127.0.0.1 is same-origin for its own
+    /// page, so the browser would let it read every route; but its requests name it as `Host`. A
+    /// server without a token answers on every route but `/healthz` only a loopback `Host`; with a
+    /// token, the token decides. Over real HTTP, each request naming its own `Host`.
+    @Test func aPageOfAnotherNameIsRefusedWithoutAToken() async throws {
+        let dir = try TemporaryDirectory()
+        let database = try await FixtureDatabase.make(in: dir)
+        let standIn = StandIn()
+        let send = Self.body(#"{"user": "u-pl", "week": "2026-W46", "device": "Ana's Pixel"}"#)
+        let routes: [(String, HTTPRequest.Method, ByteBuffer?)] = [
+            ("/", .get, nil), ("/api/users?q=u", .get, nil), ("/api/preview?user=u-pl&week=2026-W46", .get, nil),
+            ("/api/test-devices", .get, nil), ("/api/test-send", .post, send),
+        ]
+        try await LiveServer.with(Self.server(database, sending: standIn.sending)) { port in
+            for host in ["evil.example:\(port)", "evil.example", "127.0.0.1.evil.example:\(port)", "localhost.evil.example:\(port)", "127.0.0.1:\(port).evil.example"] {
+                for (uri, method, body) in routes {
+                    let status = try await Self.status(port, uri, method, host: host, body: body)
+                    #expect(status == .forbidden, "\(host) \(uri)")
+                }
+                let health = try await Self.status(port, "/healthz", .get, host: host)
+                #expect(health == .ok, "\(host)")
+            }
+            for host in ["127.0.0.1:\(port)", "localhost:\(port)", "LOCALHOST", "[::1]:\(port)", "127.0.0.2:\(port)"] {
+                let status = try await Self.status(port, "/api/users?q=u", .get, host: host)
+                #expect(status == .ok, "\(host)")
+            }
+            let sent = try await Self.status(port, "/api/test-send", .post, host: "127.0.0.1:\(port)", body: send)
+            #expect(sent == .ok)
+        }
+        #expect(standIn.asked.withLock { $0 }.count == 1)
+        let tokened = Self.server(database, sending: standIn.sending, token: "s3cret")
+        try await LiveServer.with(tokened) { port in
+            let without = try await Self.status(port, "/api/users?q=u", .get, host: "preview.example.com")
+            let with = try await Self.status(port, "/api/users?q=u&token=s3cret", .get, host: "preview.example.com")
+            #expect(without == .unauthorized && with == .ok)
         }
     }
 
