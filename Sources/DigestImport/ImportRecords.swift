@@ -24,48 +24,53 @@ enum ImportRecords {
             var seen = Set<String>()
             for (index, element) in (try line.optionalArray("devices") ?? []).enumerated() {
                 let path = "devices[\(index)]"
-                let fields = try JSONFields(element, at: path)
-                let providerName = try fields.optionalString("provider")
-                let device: Device
-                if providerName == Provider.webpush.rawValue {
-                    device = try webPushDevice(fields, path)
-                } else {
-                    var token = try ImportFieldRules.token(fields.string("token"), path)
-                    var provider = Provider.fcm
-                    if let providerName {
-                        guard let given = Provider(rawValue: providerName) else {
-                            throw LineProblem(
-                                .badProvider, "\(path): unknown provider \(ImportFieldRules.quote(providerName)) (fcm, apns or webpush)")
-                        }
-                        provider = given
-                    }
-                    let platform: Platform
-                    // An APNs device is an iPhone or iPad: its platform may be left out, and may say nothing else.
-                    switch (provider, try fields.optionalString("platform")) {
-                    case (.apns, nil), (.apns, "ios"?):
-                        platform = .ios
-                    case (.apns, let name?):
-                        throw LineProblem(.badPlatform, "\(path): platform \(ImportFieldRules.quote(name)) with provider apns (ios or none)")
-                    case (_, let given):
-                        let name: String
-                        if let given { name = given } else { name = try fields.string("platform") }
-                        guard let known = Platform(rawValue: name) else {
-                            throw LineProblem(.badPlatform, "\(path): unknown platform \(ImportFieldRules.quote(name)) (android, ios or web)")
-                        }
-                        platform = known
-                    }
-                    if provider == .apns { token = try ImportFieldRules.apnsToken(token, path) }
-                    var topic: String?
-                    if let given = try fields.optionalString("topic") { topic = try ImportFieldRules.topic(given, path) }
-                    let registeredAt = try fields.optionalInstant("registeredAt")
-                    device = Device(token: token, platform: platform, registeredAt: registeredAt, topic: topic, provider: provider)
-                }
+                let device = try self.device(JSONFields(element, at: path), path)
                 // A token listed twice counts once, as first listed. Every device is kept, however many
                 // (the line's length bounds them): a run picks the ones it sends to (`DeviceSelection`).
                 if seen.insert(device.token).inserted { devices.append(device) }
             }
             return Reader(id: id, locale: locale, timeZone: timeZone, optedOut: optedOut, devices: devices)
         }
+    }
+
+    /// One entry of a user's `devices` (at `path`, `devices[1]`, for the problems): `token`,
+    /// `platform`, `provider` (`fcm` unless given), `topic`, `registeredAt`; a `webpush` device its
+    /// `subscription` instead (``webPushDevice(_:_:)``). The same reading serves every file that
+    /// lists devices (``DeviceList``).
+    static func device(_ fields: JSONFields, _ path: String) throws(LineProblem) -> Device {
+        let providerName = try fields.optionalString("provider")
+        if providerName == Provider.webpush.rawValue {
+            return try webPushDevice(fields, path)
+        }
+        var token = try ImportFieldRules.token(fields.string("token"), path)
+        var provider = Provider.fcm
+        if let providerName {
+            guard let given = Provider(rawValue: providerName) else {
+                throw LineProblem(
+                    .badProvider, "\(path): unknown provider \(ImportFieldRules.quote(providerName)) (fcm, apns or webpush)")
+            }
+            provider = given
+        }
+        let platform: Platform
+        // An APNs device is an iPhone or iPad: its platform may be left out, and may say nothing else.
+        switch (provider, try fields.optionalString("platform")) {
+        case (.apns, nil), (.apns, "ios"?):
+            platform = .ios
+        case (.apns, let name?):
+            throw LineProblem(.badPlatform, "\(path): platform \(ImportFieldRules.quote(name)) with provider apns (ios or none)")
+        case (_, let given):
+            let name: String
+            if let given { name = given } else { name = try fields.string("platform") }
+            guard let known = Platform(rawValue: name) else {
+                throw LineProblem(.badPlatform, "\(path): unknown platform \(ImportFieldRules.quote(name)) (android, ios or web)")
+            }
+            platform = known
+        }
+        if provider == .apns { token = try ImportFieldRules.apnsToken(token, path) }
+        var topic: String?
+        if let given = try fields.optionalString("topic") { topic = try ImportFieldRules.topic(given, path) }
+        let registeredAt = try fields.optionalInstant("registeredAt")
+        return Device(token: token, platform: platform, registeredAt: registeredAt, topic: topic, provider: provider)
     }
 
     /// A `webpush` device: a browser's `PushSubscription.toJSON()` as `subscription` (`endpoint`,

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import DigestCore
+import DigestImport
 import DigestSender
 import DigestServer
 import DigestStore
@@ -69,41 +70,24 @@ struct TestDevices {
 
     var entries: [Entry]
 
+    /// The largest file read: a team's phones, not a user export.
+    static let maxFileBytes = 1 << 20
+
+    /// The file at `path`, each device read and checked as `digest import` reads a user's device
+    /// (``DeviceList``): a bad token, endpoint, keys or topic is an error naming the entry.
     static func load(_ path: String) throws -> TestDevices {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
             throw CommandError("--test-devices \(path): cannot read: \(error.localizedDescription)")
         }
-        guard let array = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]] else {
-            throw CommandError("--test-devices \(path): not a JSON array of objects")
+        guard data.count <= maxFileBytes else {
+            throw CommandError("--test-devices \(path): \(data.count) bytes, over the limit of \(maxFileBytes) for a list of test devices")
         }
-        var entries: [Entry] = []
-        for (index, object) in array.enumerated() {
-            let at = "--test-devices \(path)[\(index)]"
-            guard let name = object["name"] as? String, !name.isEmpty else { throw CommandError("\(at): no name") }
-            guard let provider = Provider(rawValue: object["provider"] as? String ?? "fcm") else {
-                throw CommandError("\(at) (\(name)): provider must be fcm, apns or webpush")
-            }
-            switch provider {
-            case .webpush:
-                guard let subscription = object["subscription"] as? [String: Any], let endpoint = subscription["endpoint"] as? String,
-                      let keys = subscription["keys"] as? [String: Any], let p256dh = keys["p256dh"] as? String, let auth = keys["auth"] as? String
-                else { throw CommandError("\(at) (\(name)): a webpush device needs \"subscription\": {\"endpoint\", \"keys\": {\"p256dh\", \"auth\"}}") }
-                guard endpoint.lowercased().hasPrefix("https://") else { throw CommandError("\(at) (\(name)): the endpoint must be https") }
-                do { _ = try WebPushSubscriptionKeys(p256dh: p256dh, auth: auth) } catch {
-                    throw CommandError("\(at) (\(name)): \(error.message)")
-                }
-                entries.append(Entry(name: name, device: Device(endpoint: endpoint, keys: .init(p256dh: p256dh, auth: auth))))
-            case .fcm, .apns:
-                guard let token = object["token"] as? String, !token.isEmpty else { throw CommandError("\(at) (\(name)): no token") }
-                let platformName = object["platform"] as? String ?? (provider == .apns ? "ios" : "")
-                guard let platform = Platform(rawValue: platformName), provider == .fcm || platform == .ios else {
-                    throw CommandError("\(at) (\(name)): platform must be android, ios or web (ios for apns)")
-                }
-                entries.append(Entry(name: name, device: Device(token: token, platform: platform, topic: object["topic"] as? String, provider: provider)))
-            }
+        let listed: [DeviceList.Entry]
+        do { listed = try DeviceList.entries(Array(data)) } catch {
+            throw CommandError("--test-devices \(path)\(error.reason.hasPrefix("[") ? "" : ": ")\(error.reason)")
         }
-        return TestDevices(entries: entries)
+        return TestDevices(entries: listed.map { Entry(name: $0.name, device: $0.device) })
     }
 
     func named(_ name: String) throws -> Entry {

@@ -43,9 +43,10 @@ import FoundationNetworking
         fcm.keepBodies()
         try fcm.writeServiceAccount(to: dir.path("sa.json"))
         let pixel = "ana-pixel-token-0123456789"
+        let iphone = String(repeating: "0a1b2c3d", count: 7) + "abcd2345"
         try Data("""
             [{"name": "Ana's Pixel", "provider": "fcm", "platform": "android", "token": "\(pixel)"},
-             {"name": "Ana's iPhone", "provider": "apns", "platform": "ios", "token": "apns-token-abcdef012345"}]
+             {"name": "Ana's iPhone", "provider": "apns", "platform": "ios", "token": "\(iphone)"}]
             """.utf8).write(to: dir.url.appendingPathComponent("devices.json"))
         let serve = try DigestBinary.start(
             ["serve", "--db", database.path, "--port", "0", "--render-threads", "1", "--test-devices", dir.path("devices.json"),
@@ -65,7 +66,7 @@ import FoundationNetworking
         let (list, listed) = try await LiveServer.get("\(base)/api/test-devices")
         #expect(listed == 200)
         let text = String(decoding: list, as: UTF8.self)
-        #expect(!text.contains(pixel) && !text.contains("apns-token-abcdef012345") && !text.contains("0123456789"), "\(text)")
+        #expect(!text.contains(pixel) && !text.contains(iphone) && !text.contains("0123456789"), "\(text)")
         let devices = try #require(try JSONSerialization.jsonObject(with: list) as? [[String: Any]])
         #expect(devices.map { $0["target"] as? String } == ["…6789", "…2345"])
         #expect(devices[0]["unavailable"] == nil && (devices[1]["unavailable"] as? String)?.contains("--apns-key-file") == true)
