@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOSSL
+import Synchronization
 import Testing
 
 @testable import DigestSender
@@ -203,6 +204,26 @@ import Testing
         #expect(tooLarge.code == "PAYLOAD_TOO_LARGE")
         #expect(server.stats.requests == 0)
         try await server.shutdown()
+    }
+
+    /// Endpoints come from subscribers: origins ever new (another port, another host name of an
+    /// allowed service) are kept to a limit, the one asked for least recently forgotten, and made
+    /// anew when asked for again.
+    @Test func originsAreKeptToALimitTheLeastRecentlyUsedForgotten() {
+        let made = Mutex<[String]>([])
+        let origins = WebPushOrigins(limit: 3) { origin, _ in
+            made.withLock { $0.append(origin) }
+            return WebPushOrigin(origin: origin, exchanges: [])
+        }
+        let a = origins.origin("https://a.example", host: "a.example")
+        for name in ["b", "c"] { _ = origins.origin("https://\(name).example", host: "\(name).example") }
+        #expect(origins.origin("https://a.example", host: "a.example") === a)
+        _ = origins.origin("https://d.example", host: "d.example")
+        #expect(Set(origins.all.map(\.origin)) == ["https://a.example", "https://c.example", "https://d.example"])
+        _ = origins.origin("https://b.example", host: "b.example")
+        #expect(made.withLock { $0 } == ["a", "b", "c", "d", "b"].map { "https://\($0).example" })
+        for port in 1...1000 { _ = origins.origin("https://a.example:\(port)", host: "a.example") }
+        #expect(origins.all.count == 3)
     }
 
     @Test func thePolicyKnowsThePushServicesAndRefusesInsideAddresses() throws {

@@ -70,25 +70,45 @@ final class WebPushOrigin: Sendable {
 }
 
 /// The push services the sender has talked to, made on first use (a handful in practice: one origin
-/// per browser vendor, a few more for Windows' regional hosts).
+/// per browser vendor, a few more for Windows' regional hosts), at most ``limit`` at a time.
+/// Endpoints come from subscribers: rows naming ever new origins of allowed hosts (another port,
+/// another of Windows' or Apple's host names) would otherwise grow the table and its connections
+/// without end. Past the limit the origin asked for least recently is closed and forgotten (its
+/// requests in flight fail and are tried again; what its answers told about the key is learnt anew).
 final class WebPushOrigins: Sendable {
-    private let origins = Mutex<[String: WebPushOrigin]>([:])
+    /// The most origins kept.
+    static let defaultLimit = 256
+
+    private let limit: Int
+    private let origins = Mutex<(known: [String: (origin: WebPushOrigin, used: UInt64)], tick: UInt64)>(([:], 0))
     private let make: @Sendable (_ origin: String, _ host: String) -> WebPushOrigin
 
-    init(make: @escaping @Sendable (_ origin: String, _ host: String) -> WebPushOrigin) {
+    init(limit: Int = defaultLimit, make: @escaping @Sendable (_ origin: String, _ host: String) -> WebPushOrigin) {
+        self.limit = max(1, limit)
         self.make = make
     }
 
-    /// The origin's state and connections (to `host`, the origin's), made the first time it is asked for.
+    /// The origin's state and connections (to `host`, the origin's), made the first time it is asked
+    /// for (and again after it was forgotten).
     func origin(_ origin: String, host: String) -> WebPushOrigin {
-        origins.withLock { origins in
-            if let known = origins[origin] { return known }
+        let (found, evicted) = origins.withLock { table -> (WebPushOrigin, WebPushOrigin?) in
+            table.tick += 1
+            if let known = table.known[origin] {
+                table.known[origin]!.used = table.tick
+                return (known.origin, nil)
+            }
+            var evicted: WebPushOrigin?
+            if table.known.count >= limit, let oldest = table.known.min(by: { $0.value.used < $1.value.used }) {
+                evicted = table.known.removeValue(forKey: oldest.key)?.origin
+            }
             let made = make(origin, host)
-            origins[origin] = made
-            return made
+            table.known[origin] = (made, table.tick)
+            return (made, evicted)
         }
+        evicted?.close()
+        return found
     }
 
-    /// Every origin so far.
-    var all: [WebPushOrigin] { origins.withLock { Array($0.values) } }
+    /// Every origin kept.
+    var all: [WebPushOrigin] { origins.withLock { $0.known.values.map(\.origin) } }
 }
