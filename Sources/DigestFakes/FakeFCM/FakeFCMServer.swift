@@ -310,7 +310,7 @@ package final class FakeFCMServer: FakeHTTPService {
         let now = Int64(Date().timeIntervalSince1970)
         let (wholeSeconds, attoseconds) = (ContinuousClock.now - started).components
         let elapsed = Double(wholeSeconds) + Double(attoseconds) / 1e18
-        let bearer = headers.first { $0.0.utf8.count == 13 && $0.0.lowercased() == "authorization" }?.1
+        let bearer = headers.first { HeaderName.folded($0.0) == "authorization" }?.1
         let project = path.dropFirst("/v1/projects/".count).dropLast("/messages:send".count)
         var random = SystemRandomNumberGenerator()
         let roll = Double.random(in: 0..<1, using: &random)
