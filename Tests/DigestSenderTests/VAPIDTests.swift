@@ -162,6 +162,23 @@ import Testing
         }
     }
 
+    /// Origins come from subscribers: at most `limit` tokens are held, the one signed first dropped
+    /// (and signed anew when its origin comes back).
+    @Test func tokensAreHeldForALimitedNumberOfOrigins() throws {
+        let tokens = try VAPIDToken(key: VAPIDKey.generate(), subject: Self.subject, limit: 3)
+        let first = tokens.authorization(origin: "https://a.example", now: Self.t0)
+        for (index, origin) in ["https://b.example", "https://c.example"].enumerated() {
+            _ = tokens.authorization(origin: origin, now: Self.t0 + Int64(index + 1))
+        }
+        #expect(tokens.authorization(origin: "https://a.example", now: Self.t0 + 10) == first && tokens.issued == 3)
+        _ = tokens.authorization(origin: "https://d.example", now: Self.t0 + 20)
+        #expect(tokens.issued == 4)
+        #expect(tokens.authorization(origin: "https://c.example", now: Self.t0 + 30) != first && tokens.issued == 4)
+        #expect(tokens.authorization(origin: "https://a.example", now: Self.t0 + 40) != first && tokens.issued == 5)
+        for port in 1...200 { _ = tokens.authorization(origin: "https://e.example:\(port)", now: Self.t0 + 50) }
+        #expect(tokens.held == 3)
+    }
+
     @Test func theLifetimeIsTwoToTwentyFourHours() throws {
         let key = VAPIDKey.generate()
         let day = try VAPIDToken(key: key, subject: Self.subject, lifetime: 86_400)

@@ -10,7 +10,8 @@ import Synchronization
 ///
 /// One token per origin, shared by every request there (a `Mutex`), reused while more than
 /// ``minimumValidity`` (an hour) of it is left and then signed anew: signing is an ECDSA signature,
-/// and push services cache what they verified. Time is the caller's (`now:`, Unix seconds).
+/// and push services cache what they verified. At most ``limit`` tokens are held. Time is the
+/// caller's (`now:`, Unix seconds).
 final class VAPIDToken: Sendable {
     /// A token with less left than this is not handed out again: an hour.
     static let minimumValidity: Int64 = 60 * 60
@@ -22,12 +23,15 @@ final class VAPIDToken: Sendable {
     let subject: String
     /// Seconds from signing to `exp`.
     let lifetime: Int64
+    /// The most tokens held: origins come from subscribers' endpoints, and the sender keeps
+    /// ``WebPushOrigins/defaultLimit`` of them; past this the one signed first is dropped.
+    let limit: Int
     private let tokens = Mutex<[String: (header: String, expires: Int64)]>([:])
     private let signed = Atomic<Int>(0)
 
     /// `subject`: `mailto:` or `https:`, not `…@localhost`; `lifetime`: over 2 hours (so a token
     /// serves at least an hour) and at most 24; 12 hours by default.
-    init(key: VAPIDKey, subject: String, lifetime: Int64 = 12 * 60 * 60) throws(SenderError) {
+    init(key: VAPIDKey, subject: String, lifetime: Int64 = 12 * 60 * 60, limit: Int = 4 * WebPushOrigins.defaultLimit) throws(SenderError) {
         try Self.check(subject: subject)
         guard (2 * Self.minimumValidity...Self.maximumLifetime).contains(lifetime) else {
             throw SenderError(.configuration, "a VAPID token's lifetime is \(lifetime) s: it must be at least 7200 (2 hours) and at most 86400 (24 hours)")
@@ -35,10 +39,14 @@ final class VAPIDToken: Sendable {
         self.key = key
         self.subject = subject
         self.lifetime = lifetime
+        self.limit = max(1, limit)
     }
 
     /// Tokens signed so far.
     var issued: Int { signed.load(ordering: .relaxed) }
+
+    /// Tokens held now.
+    var held: Int { tokens.withLock { $0.count } }
 
     /// The `Authorization` value for a request to `origin` (see ``origin(of:)``) at `now`: the
     /// origin's token while more than an hour of it is left (and its `exp` at most 24 hours ahead,
@@ -66,6 +74,9 @@ final class VAPIDToken: Sendable {
                 return held.header
             }
             tokens = tokens.filter { $0.value.expires - now > Self.minimumValidity }
+            if tokens[origin] == nil, tokens.count >= limit, let first = tokens.min(by: { $0.value.expires < $1.value.expires }) {
+                tokens.removeValue(forKey: first.key)
+            }
             let expires = now + lifetime
             let header = "vapid t=\(Self.sign(key: key, audience: origin, subject: subject, expires: expires)), k=\(key.publicKey)"
             tokens[origin] = (header, expires)
