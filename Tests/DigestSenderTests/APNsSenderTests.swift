@@ -130,6 +130,15 @@ import Testing
         }
     }
 
+    /// Every one of the `count` messages back in the outbox untried: ready, no attempt counted (the
+    /// failure says which rows are not, and the last error recorded).
+    static func expectReleasedUntried(_ outbox: Outbox, _ count: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let ready = try outbox.count("ready"), attempts = try outbox.scalar("SELECT sum(attempts) FROM digest_outbox")
+        let states = try ["leased", "sent", "dead"].map { "\($0) \(try outbox.count($0))" }.joined(separator: ", ")
+        let error = try outbox.scalar("SELECT max(last_error) FROM digest_outbox")
+        #expect(ready == count && attempts == "0", "ready \(ready), \(states), attempts \(attempts), last error: \(error)", sourceLocation: sourceLocation)
+    }
+
     static func fill(_ outbox: Outbox, count: Int, topic: @escaping (Int) -> String? = { _ in nil }, payloadBytes: @escaping (Int) -> Int? = { _ in nil }) async throws {
         try await outbox.run { try await fill($0, count: count, topic: topic, payloadBytes: payloadBytes) } _: {
             try await fill($0, count: count, topic: topic, payloadBytes: payloadBytes)
@@ -226,7 +235,7 @@ import Testing
         } throws: { error in
             (error as? SenderError)?.code == .configuration && "\(error)".contains("clock")
         }
-        #expect(try outbox.count("ready") == 10 && outbox.scalar("SELECT sum(attempts) FROM digest_outbox") == "0")
+        try Self.expectReleasedUntried(outbox, 10)
         try await server.shutdown()
     }
 
@@ -283,7 +292,7 @@ import Testing
             let code = (error as? SenderError)?.code
             return (code == .authentication || code == .configuration) && "\(error)".contains(refusal.rawValue)
         }
-        #expect(try outbox.count("ready") == 30 && outbox.scalar("SELECT sum(attempts) FROM digest_outbox") == "0")
+        try Self.expectReleasedUntried(outbox, 30)
         #expect(server.stats.delivered == 0)
         try await server.shutdown()
     }

@@ -63,7 +63,8 @@ import Testing
             }
             for (name, value) in headers { request.headers.add(name: name, value: value) }
             if let body { request.body = .bytes(ByteBuffer(string: body)) }
-            let response = try await http.execute(request, timeout: .seconds(10))
+            // Generous: a deadline against hangs, not a latency check (the whole suite shares two cores).
+            let response = try await http.execute(request, timeout: .seconds(60))
             let text = String(buffer: try await response.body.collect(upTo: 1 << 16))
             return Response(status: Int(response.status.code), headers: response.headers, body: text)
         }
