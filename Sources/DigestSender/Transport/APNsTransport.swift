@@ -34,7 +34,9 @@ struct APNsTransport: PushTransport {
         self.retry = configuration.retry
         self.clock = configuration.clock
         self.metrics = metrics
-        let connector = HTTP2Connector(url: configuration.endpoint, caFile: configuration.caFile, contentType: "application/json", oneStreamUntilSuccess: true)
+        let connector = HTTP2Connector(
+            url: configuration.endpoint, caFile: configuration.caFile, connectTimeout: configuration.connectTimeout, contentType: "application/json",
+            oneStreamUntilSuccess: true)
         let count = max(1, min(configuration.connections, configuration.concurrency))
         exchanges = (0..<count).map { _ in
             connector.map { HTTP2Exchange(client: client, url: configuration.endpoint, connector: $0) }
