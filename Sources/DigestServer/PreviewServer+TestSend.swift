@@ -76,7 +76,7 @@ extension PreviewServer {
         guard mediaType == "application/json" else {
             throw HTTPError(.unsupportedMediaType, message: "a test send's body must be sent as Content-Type: application/json")
         }
-        let authority = request.authority
+        let authority = request.requestedHost
         guard let origin = request.headers[.origin] else { return }
         let forwarded = request.headers.first { $0.name.canonicalName == "x-forwarded-host" }?.value
         let hosts = [authority, forwarded].compactMap { $0?.lowercased() }

@@ -175,7 +175,7 @@ struct LoopbackHostMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        if let authority = request.authority, !isLoopback(authority: authority), request.uri.path != "/healthz" {
+        if let authority = request.requestedHost, !isLoopback(authority: authority), request.uri.path != "/healthz" {
             throw HTTPError(
                 .forbidden,
                 message: "a server without --token answers only pages opened at 127.0.0.1, localhost or [::1] (Host \(authority.prefix(80))); behind a proxy or under another name, start it with --token")
@@ -186,7 +186,7 @@ struct LoopbackHostMiddleware<Context: RequestContext>: RouterMiddleware {
 
 extension Request {
     /// The name (and port) the request was sent to: HTTP/2's `:authority` or HTTP/1.1's `Host`.
-    var authority: String? {
+    var requestedHost: String? {
         head.authority ?? headers.first { $0.name.canonicalName == "host" }?.value
     }
 }
