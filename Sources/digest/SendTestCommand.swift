@@ -77,11 +77,15 @@ struct TestDevices {
     /// (``DeviceList``): a bad token, endpoint, keys or topic is an error naming the entry.
     static func load(_ path: String) throws -> TestDevices {
         let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+        do {
+            let file = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            defer { try? file.close() }
+            data = try file.read(upToCount: maxFileBytes + 1) ?? Data()
+        } catch {
             throw CommandError("--test-devices \(path): cannot read: \(error.localizedDescription)")
         }
         guard data.count <= maxFileBytes else {
-            throw CommandError("--test-devices \(path): \(data.count) bytes, over the limit of \(maxFileBytes) for a list of test devices")
+            throw CommandError("--test-devices \(path): over the limit of \(maxFileBytes) bytes for a list of test devices")
         }
         let listed: [DeviceList.Entry]
         do { listed = try DeviceList.entries(Array(data)) } catch {
