@@ -170,6 +170,32 @@ import Testing
         #expect(run.finished?.waiting == 3 && run.finished?.nextDue == 1_800_003_600)
     }
 
+    /// A message retried once, then postponed (a host not allowed), is ready, not due and tried
+    /// before: the outbox counts it among its retries, but a drain does not wait for a postponed
+    /// message; a retry of its own it still waits for.
+    @Test func aDrainDoesNotWaitForAMessagePostponedAfterARetry() {
+        var run = Run(Self.configuration(lanes: [2], drain: true))
+        run.lease(messages: [Self.message(1, attempts: 2), Self.message(2, attempts: 1)])
+        let later = PushOutcome.postponed(.init(code: "HOST_NOT_ALLOWED", detail: "push.example.net"), for: .seconds(900))
+        run.answer(later, id: 1)
+        run.answer(later, id: 2)
+        for _ in 0..<4 {
+            switch run.store {
+            case .lease?: run.lease(0)
+            case .settle?: run.settle()
+            default: break
+            }
+        }
+        #expect(Set(run.settled.map(\.id)) == [1, 2])
+        // Message 1 counts as a retry (tried before), message 2 as waiting; and one real retry.
+        run.backlog(OutboxBacklog(due: 0, retrying: 2, leased: 0, waiting: 1, nextDue: nil))
+        #expect(run.ended == nil)
+        run.wait(.seconds(1))
+        if case .lease? = run.store { run.lease(0) }
+        run.backlog(OutboxBacklog(due: 0, retrying: 1, leased: 0, waiting: 1, nextDue: nil))
+        #expect(run.finished?.postponed == ["HOST_NOT_ALLOWED": 2])
+    }
+
     @Test func aDryRunReadsOnSettlesNothingAndEndsWhenAReadFindsNothing() {
         var run = Run(Self.configuration(lanes: [2], validateOnly: true))
         guard case .peek(let after, _)? = run.store, after == 0 else { Issue.record("\(String(describing: run.store))"); return }

@@ -7,6 +7,7 @@ import DigestStore
 import DigestTesting
 import Foundation
 import Logging
+import NIOCore
 import NIOSSL
 import Testing
 
@@ -71,6 +72,9 @@ import Testing
         configuration.pollInterval = .milliseconds(50)
         configuration.owner = "test-\(UUID().uuidString.prefix(8))"
         configuration.caFile = server.certificatePath
+        // A connect that times out counts an attempt (and, under a fixed clock, a retry never comes
+        // due): in a full suite on two cores a TLS handshake has taken longer than the default 5 s.
+        configuration.connectTimeout = .seconds(60)
         configure(&configuration)
         var logger = Logger(label: "test.webpush")
         logger.logLevel = .critical

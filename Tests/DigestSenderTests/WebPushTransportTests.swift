@@ -39,6 +39,7 @@ import Testing
             client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
             var configuration = WebPushSender<SQLiteDatabase>.Configuration(subject: WebPushTransportTests.subject)
             configuration.caFile = server.certificatePath
+            configuration.connectTimeout = .seconds(60)  // a loaded full suite: see WebPushSenderTests
             configuration.concurrency = 8
             configuration.connectionsPerOrigin = connections
             configuration.clock = { WebPushTransportTests.now }

@@ -55,6 +55,9 @@ public struct WebPushSender<Database: DigestPipelineStore>: Service {
         public var pollInterval: Duration = .seconds(1)
         /// One request's deadline, from when it is written.
         public var requestTimeout: TimeAmount = .seconds(30)
+        /// How long a connection (TCP and TLS) may take to open; a connection not open by then fails
+        /// the requests waiting for it, which are tried again (an attempt each).
+        package var connectTimeout: TimeAmount = .seconds(5)
         /// A PEM file of extra trusted CA certificates (a test server).
         public var caFile: String?
         public var retry = RetryPolicy()

@@ -183,6 +183,10 @@ struct SenderStateMachine<Instant: InstantProtocol>: Sendable where Instant.Dura
     var held: Set<Int64> = []
     /// Held ids an extension found no longer ours: their lease lapsed and the row moved on.
     var lost: Set<Int64> = []
+    /// Messages this run postponed that had been tried before (a retry, then a host not allowed): the
+    /// outbox counts them among its retries (tried, not due yet), which a draining sender waits
+    /// for; a postponed message it does not wait for. Leased again, a message leaves the set.
+    var postponedAfterTries: Set<Int64> = []
     var emptyLeaseAt: Instant?
     var backlogAskedAt: Instant?
     var nextExtension: Instant?

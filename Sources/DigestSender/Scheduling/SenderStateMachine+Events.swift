@@ -25,6 +25,7 @@ extension SenderStateMachine {
             // it twice.
             fresh = messages.filter { message in
                 lost.remove(message.id)
+                postponedAfterTries.remove(message.id)
                 return held.insert(message.id).inserted
             }
             if !fresh.isEmpty { actions.append(.report(.leased(fresh.count))) }
@@ -89,6 +90,11 @@ extension SenderStateMachine {
         guard store == .backlog else { return unexpected("backlog", "with no backlog question in flight") }
         store = nil
         backlogAskedAt = now
+        // The retries the outbox counts include the messages this run postponed after earlier tries:
+        // not waited for (an over-count, should another sender have settled one, only ends the
+        // drain earlier; what is left goes with the next run).
+        var backlog = backlog
+        backlog.retrying = max(0, backlog.retrying - postponedAfterTries.count)
         if backlog.isEmpty && phase == .running && isIdle {
             summary.waiting = backlog.waiting
             summary.nextDue = backlog.nextDue

@@ -57,13 +57,13 @@ struct WebPushTransport: PushTransport {
                 executor: EventLoopExecutor(eventLoops[index]),
                 requests: max(1, configuration.concurrency / count + (index < configuration.concurrency % count ? 1 : 0)))
         }
-        let caFile = configuration.caFile, connections = max(1, configuration.connectionsPerOrigin)
+        let caFile = configuration.caFile, connectTimeout = configuration.connectTimeout, connections = max(1, configuration.connectionsPerOrigin)
         // Over HTTP/1.1 a connection carries one request at a time: a few per exchange, not hundreds
         // of connections to one push service.
         let http1 = max(1, min(Self.http1ConnectionsPerExchange, configuration.concurrency / connections))
         origins = WebPushOrigins { origin, host in
             let connector = HTTP2Connector(
-                url: origin, caFile: caFile, contentType: "application/octet-stream",
+                url: origin, caFile: caFile, connectTimeout: connectTimeout, contentType: "application/octet-stream",
                 addressCheck: { address in
                     policy.allows(address: address, of: host) ? nil : PushAddressNotAllowed(host: host, address: address.ipAddress ?? "\(address)")
                 })
