@@ -51,8 +51,9 @@ extension SenderStateMachine {
             summary.postponed[failure.code, default: 0] += 1
             actions.append(.report(.postponed(code: failure.code, id: message.id)))
             if !dry {
-                // Tried before this lease: the outbox will count it as a retry waiting.
-                if message.attempts > 1 { postponedAfterTries.insert(message.id) }
+                // Tried before this lease: the outbox will count it as a retry waiting (only a
+                // draining sender asks; a sender left running keeps no such set).
+                if configuration.drain && message.attempts > 1 { postponedAfterTries.insert(message.id) }
                 settle(.release(id: message.id, until: unixTime + Int64(wait.seconds.rounded(.up)), reason: failure.reason), lane: lane)
             }
         }
