@@ -54,17 +54,17 @@ import Testing
         var faults = FakeFCMServer.Faults()
         faults.unregisteredTokens = ["tok-dead"]
         let server = try await FakeFCMServer.start(faults: faults)
-        // The sender at a fixed instant, an hour after the run: the messages are due and within their TTL.
+        // The sender from an instant an hour after the run on: the messages are due and within their TTL.
         let instant = Timestamp.parse("2026-11-10T01:00:00Z")!
         let sent: SendSummary
         switch backend {
         case .sqlite:
-            sent = try await SenderHarness.withSender(db: db, server: server, dir: dir) { $0.clock = { instant } } _: { sender, _ in
+            sent = try await SenderHarness.withSender(db: db, server: server, dir: dir) { $0.clock = SenderHarness.clock(from: instant) } _: { sender, _ in
                 try await sender.send()
             }
         case .postgres:
             sent = try await SenderHarness.withSender(database: try PostgresDatabase.postgres(url: db), server: server, dir: dir) {
-                $0.clock = { instant }
+                $0.clock = SenderHarness.clock(from: instant)
             } _: { sender, _ in try await sender.send() }
         }
         #expect(sent.sent == 2 && server.stats.delivered == 2, "\(sent.lines())")

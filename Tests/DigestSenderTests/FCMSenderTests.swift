@@ -76,7 +76,7 @@ import Testing
         let server = try await FakeFCMServer.start()
         func drain(at instant: Int64) async throws -> SendSummary {
             try await SenderHarness.withSender(db: db, server: server, dir: dir) { configuration in
-                configuration.clock = { instant }
+                configuration.clock = SenderHarness.clock(from: instant)
             } _: { sender, _ in try await sender.send() }
         }
         let early = try await drain(at: due - hour)

@@ -11,6 +11,14 @@ import NIOSSL
 
 /// A sender in the test process against a fake server, with time shrunk so retries take milliseconds.
 enum SenderHarness {
+    /// A sender's clock (Unix seconds) that starts at `start` and moves with time: a test sets the
+    /// sender at an instant, and a retry it did not plan for (a loaded machine's slow answer) still
+    /// comes due instead of keeping a draining sender waiting for ever.
+    static func clock(from start: Int64) -> @Sendable () -> Int64 {
+        let began = ContinuousClock.now
+        return { start + (ContinuousClock.now - began).components.seconds }
+    }
+
     static func account(_ server: FakeFCMServer, in dir: TemporaryDirectory) throws -> ServiceAccount {
         let path = dir.path("service-account.json")
         try server.writeServiceAccount(to: path)

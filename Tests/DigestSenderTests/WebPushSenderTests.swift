@@ -114,8 +114,7 @@ import Testing
         for gone in ["s7", "s30", "s44"] { server.unsubscribe(gone) }
         // The sender's clock from 1,795,000,000 on, moving with time: TTL is the seconds left to the
         // row's expiry (1,900,000,000) at the try, and a retry (a loaded machine's slow answer) comes due.
-        let started = ContinuousClock.now
-        let clock: @Sendable () -> Int64 = { 1_795_000_000 + (ContinuousClock.now - started).components.seconds }
+        let clock = SenderHarness.clock(from: 1_795_000_000)
         let summary = try await Self.send(outbox, server, key: key) { $0.clock = clock } postgres: { $0.clock = clock }
         let stats = server.stats
         #expect(summary.sent == 57 && summary.dead == ["GONE": 3] && summary.devicesRemoved == 3, "\(summary)")
