@@ -18,7 +18,9 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             Listens on 127.0.0.1 unless --host says otherwise; any other address needs a bearer token \
             (--token or DIGEST_SERVE_TOKEN), sent as `Authorization: Bearer TOKEN` or opened as \
-            http://HOST:PORT/?token=TOKEN. Without a token, only requests to 127.0.0.1, localhost or [::1]             are answered (its Host; 403 otherwise): behind a proxy or under another name, set a token. Templates are read again when a file of theirs changed, so an \
+            http://HOST:PORT/?token=TOKEN. Without a token, only requests to 127.0.0.1, localhost or [::1] \
+            are answered (their Host; 403 otherwise): behind a proxy or under another name, set a token. \
+            Templates are read again when a file of theirs changed, so an \
             edit shows on reload; PNGs are cached by message hash. With --test-devices FILE (the JSON array \
             `send-test` takes) and the credential flags of `digest send`, the page gets "Send to my device": \
             the reader's digest to one test device, as `digest send-test` sends it (tokens masked on the page; \
