@@ -63,10 +63,7 @@ struct SendTestCommand: AsyncParsableCommand {
 /// The test devices file: a JSON array of `{"name", "provider", "platform", "token"}`, a Web Push
 /// device with `"subscription"` (what `PushSubscription.toJSON()` gives) instead of `"token"`.
 struct TestDevices {
-    struct Entry {
-        var name: String
-        var device: Device
-    }
+    typealias Entry = DeviceList.Entry
 
     var entries: [Entry]
 
@@ -87,11 +84,9 @@ struct TestDevices {
         guard data.count <= maxFileBytes else {
             throw CommandError("--test-devices \(path): over the limit of \(maxFileBytes) bytes for a list of test devices")
         }
-        let listed: [DeviceList.Entry]
-        do { listed = try DeviceList.entries(Array(data)) } catch {
+        do { return TestDevices(entries: try DeviceList.entries(Array(data))) } catch {
             throw CommandError("--test-devices \(path)\(error.reason.hasPrefix("[") ? "" : ": ")\(error.reason)")
         }
-        return TestDevices(entries: listed.map { Entry(name: $0.name, device: $0.device) })
     }
 
     func named(_ name: String) throws -> Entry {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DigestCore
+import DigestImport
 import DigestPreview
 import DigestRun
 import DigestSender
