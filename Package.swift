@@ -183,7 +183,7 @@ let package = Package(
         .target(
             name: "DigestSender",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestNIO", "DigestThreads",
+                "DigestCore", "DigestStore", "DigestNIO",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -298,8 +298,32 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Time per preview PNG for each surface and state, for scripts/bench-previews.sh: here rather
-        // than in Benchmarks/ because the previews are not a library product.
+        // The benchmark harness (scripts/bench*.sh, release builds): generate a large history in SQLite,
+        // the physical outbox-insert reference, the report into BENCHMARKS.md, the image drivers. An
+        // executable target, not a product: users of the library never build it; `swift build` does.
+        .executableTarget(
+            name: "digest-bench",
+            dependencies: [
+                "DigestCore", "DigestStore", "DigestSQLite", "DigestImageCodecs", "DigestImages", "DigestDemo",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // async-http-client alone against the fake FCM server (no outbox, no OAuth): the ceiling of the
+        // sender's HTTP path, for scripts/bench-send.sh.
+        .executableTarget(
+            name: "digest-fcm-load",
+            dependencies: [
+                "DigestSender",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Time per preview PNG for each surface and state, for scripts/bench-previews.sh.
         .executableTarget(
             name: "PreviewBenchmark",
             dependencies: ["DigestCore", "DigestPreview"],
@@ -311,6 +335,7 @@ let package = Package(
             dependencies: [
                 "DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestRun", "DigestPreview",
                 "DigestServer", "DigestSender", "DigestImageCodecs", "DigestImages", "DigestDemo", "DigestEvents", "DigestReport",
+                "DigestThreads",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

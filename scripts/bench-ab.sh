@@ -8,7 +8,8 @@
 #   scripts/bench-ab.sh --build ../digest-base .      # builds both (release), then measures
 #
 # Each checkout needs (what --build makes): .build/release/{digest,digest-fake-fcm},
-# Benchmarks/.build/release/digest-bench and PreviewBenchmark (.build/release/PreviewBenchmark, or in
+# digest-bench (.build/release, or Benchmarks/.build/release in checkouts from before it joined the
+# root package) and PreviewBenchmark (.build/release/PreviewBenchmark, or in
 # Benchmarks/Previews/.build/release in checkouts from before the previews left the library products).
 #
 # Data (AB_DATA):
@@ -68,11 +69,17 @@ if [ "$BUILD" = 1 ]; then
   for dir in "$A" "$B"; do
     log "building $dir (release)"
     (cd "$dir" && swift build -c release --product digest >/dev/null && swift build -c release --product digest-fake-fcm >/dev/null \
-      && swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-bench >/dev/null \
+      && if [ -f Benchmarks/Package.swift ]; then swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-bench >/dev/null
+         else swift build -c release --product digest-bench >/dev/null; fi \
       && if [ -f Benchmarks/Previews/Package.swift ]; then (cd Benchmarks/Previews && swift build -c release >/dev/null)
          else swift build -c release --product PreviewBenchmark >/dev/null; fi)
   done
 fi
+
+# A checkout's digest-bench: in its root package, or in Benchmarks/ (checkouts before 2026-11-28).
+digest_bench() {
+  if [ -f "$1/Benchmarks/Package.swift" ]; then echo "$1/Benchmarks/.build/release/digest-bench"; else echo "$1/.build/release/digest-bench"; fi
+}
 
 # A checkout's PreviewBenchmark: in its root package, or in Benchmarks/Previews (older checkouts).
 preview_benchmark() {
@@ -133,7 +140,7 @@ if [[ " $PARTS " == *" sqlite "* ]]; then
     dir=$(dir_of "$data")
     reads=$((USERS * $(sqlite_reads_per_user "$dir")))
     log "sqlite: generating $USERS users, $reads reads with $data's digest-bench ($dir)"
-    "$dir/Benchmarks/.build/release/digest-bench" generate --db "$OUT/gen-$data.sqlite" --users "$USERS" --reads "$reads" \
+    "$(digest_bench "$dir")" generate --db "$OUT/gen-$data.sqlite" --users "$USERS" --reads "$reads" \
       --week "$WEEK" >"$OUT/generate-sqlite-$data.json"
     echo "$data's \`digest-bench generate --users $USERS --reads $reads --week $WEEK\`: $(cat "$OUT/generate-sqlite-$data.json")" \
       >"$OUT/data-sqlite-$data.txt"

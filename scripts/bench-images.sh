@@ -31,11 +31,11 @@ IM=/usr/bin/convert-im6.q16   # the Debian binary: a `convert` earlier on PATH m
 
 echo "bench-images: building (release)"
 swift build -c release --product digest 2>&1 | grep -v "unhandled; explicitly declare" | tail -1
-swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-bench 2>&1 \
+swift build -c release --product digest-bench 2>&1 \
   | grep -v "unhandled; explicitly declare" | tail -1
 BIN=.build/release/digest
 # The timing drivers (`images render --passes`, `images shared`) are digest-bench's, not the CLI's.
-BENCH=Benchmarks/.build/release/digest-bench
+BENCH=.build/release/digest-bench
 
 # --- corpus -----------------------------------------------------------------------------------
 if [ ! -f "$CORPUS/.complete" ]; then

@@ -21,7 +21,7 @@
 # Checked: (b) enqueued the same number of messages as (a) (the outbox rows of the week are
 # counted in the store), (c) and (c') enqueued 0; the script stops when not.
 #
-# SQLite: `digest-bench generate` (Benchmarks/, as scripts/bench.sh) writes one history (not timed).
+# SQLite: `digest-bench generate` (as scripts/bench.sh) writes one history (not timed).
 # PostgreSQL: a throwaway cluster (scripts/pg-cluster.sh, as scripts/bench-postgres.sh: same
 # settings), `digest migrate` and scripts/postgres-bench-data.sql; one worker per run; the server's
 # CPU (the postmaster and its processes, from /proc) is recorded next to the run's.
@@ -91,8 +91,8 @@ if [ -z "${ROLL_INNER:-}" ]; then
     log "building digest (release)"
     swift build -c release --product digest
     if [[ " $PARTS " == *" sqlite "* ]]; then
-      log "building digest-bench (release, Benchmarks/)"
-      swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-bench
+      log "building digest-bench (release)"
+      swift build -c release --product digest-bench
     fi
   fi
   mkdir -p "$OUT"
@@ -104,7 +104,7 @@ fi
 # ---------------------------------------------------------------------------------------------
 # Inner part.
 DIGEST="$OUT/digest"
-BENCH=Benchmarks/.build/release/digest-bench
+BENCH=.build/release/digest-bench
 COMMIT=${ROLL_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 if [ -z "${ROLL_COMMIT:-}" ] && [ -n "$(git status --porcelain -- Sources Templates Package.swift 2>/dev/null)" ]; then
   COMMIT="$COMMIT (with uncommitted changes under Sources/, Templates/ or Package.swift)"

@@ -2,7 +2,7 @@
 # Delivery benchmark (release build, loopback only): messages/s that `digest send` delivers to the
 # fake FCM server with 64 requests in flight, against the same server fed by wrk (64 connections,
 # prepared requests, no database, no OAuth) as the reference, and by async-http-client alone
-# (`digest-fcm-load`, built in Benchmarks/: the same prepared requests through the sender's client
+# (`digest-fcm-load`, an executable target of the package: the same prepared requests through the sender's client
 # configuration and request path, 64 in flight), the ceiling of any sender built on it. Writes the "## Delivery on loopback" section of
 # BENCHMARKS.md (between its bench-send markers) with the medians of RUNS runs of each (default 3; the machine is shared, so the
 # load average and the CPU time per message are written too).
@@ -23,9 +23,9 @@ install_packages bench-send ${need[@]+"${need[@]}"}
 
 swift build -c release --product digest >/dev/null
 swift build -c release --product digest-fake-fcm >/dev/null
-swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-fcm-load >/dev/null
+swift build -c release --product digest-fcm-load >/dev/null
 BIN="$(swift build -c release --show-bin-path)"
-LOAD=Benchmarks/.build/release/digest-fcm-load
+LOAD=.build/release/digest-fcm-load
 rm -rf "$OUT" && mkdir -p "$OUT"
 
 start_server() {

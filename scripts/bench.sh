@@ -13,7 +13,7 @@
 # BENCH_QUIET_CORES=0.3 and BENCH_QUIET_WAIT=120: before each timed step, wait (at most that many
 # seconds) until other processes use at most that many cores; what they used is recorded either way.
 # BENCH_COMMIT: what to call the code measured in the report (default: git's HEAD, noting changes).
-# BENCH_SKIP_BUILD=1: measure the release builds already in .build and Benchmarks/.build (another
+# BENCH_SKIP_BUILD=1: measure the release builds already in .build (another
 # checkout's digest-bench copied there, say, so that two commits' runs see the same generated rows).
 # BENCH_NICE=-10 (as root; 0 otherwise): the timed programs run at this priority (in a session of
 # their own), so that builds of others on a shared machine take less of the cores from them.
@@ -35,7 +35,7 @@ HZ=$(getconf CLK_TCK)
 if [ "$(id -u)" -eq 0 ]; then NICE=${BENCH_NICE:--10}; else NICE=${BENCH_NICE:-0}; fi
 
 DIGEST=.build/release/digest
-BENCH=Benchmarks/.build/release/digest-bench
+BENCH=.build/release/digest-bench
 
 log() { printf 'bench: %s\n' "$*"; }
 
@@ -49,8 +49,8 @@ if [ "${BENCH_SKIP_BUILD:-0}" = 1 ]; then
 else
   log "building digest (release)"
   swift build -c release --product digest
-  log "building digest-bench (release, Benchmarks/)"
-  swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build --product digest-bench
+  log "building digest-bench (release)"
+  swift build -c release --product digest-bench
 fi
 
 mkdir -p "$OUT"

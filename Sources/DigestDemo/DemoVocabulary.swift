@@ -1,3 +1,5 @@
+package import DigestCore
+
 /// The words of the generated histories (``DemoHistory``): the demo's JSON Lines and the
 /// benchmark's SQLite files draw their languages, locales, time zones, topics, headlines and device
 /// tokens from here.

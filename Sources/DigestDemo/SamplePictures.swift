@@ -1,3 +1,4 @@
+import DigestCore
 package import DigestImageCodecs
 
 /// Pictures made from a seed, for the demo, the benchmark corpus and tests: photo-like landscapes

@@ -1,3 +1,4 @@
+import DigestCore
 @testable import DigestSender
 import DigestStore
 import Testing

@@ -1,5 +1,5 @@
-public import AsyncHTTPClient
-public import NIOCore
+package import AsyncHTTPClient
+package import NIOCore
 import NIOHPACK
 import NIOHTTP1
 import NIOHTTP2
@@ -23,12 +23,12 @@ import Synchronization
 ///
 /// `@_spi(Benchmarks)`: public only for Benchmarks/'s `digest-fcm-load`, which measures this request
 /// path on its own; not part of the library's API.
-@_spi(Benchmarks) public final class HTTP2Exchange: Sendable {
+package final class HTTP2Exchange: Sendable {
     /// What came back.
-    @_spi(Benchmarks) public struct Answer: Sendable {
-        @_spi(Benchmarks) public var status: Int
-        @_spi(Benchmarks) public var retryAfter: String?
-        @_spi(Benchmarks) public var body: ByteBuffer
+    package struct Answer: Sendable {
+        package var status: Int
+        package var retryAfter: String?
+        package var body: ByteBuffer
         /// The provider's id of what it accepted: the answer's `apns-id` (APNs), else its `Location`
         /// (Web Push: the message's URL at the push service).
         var id: String?
@@ -71,7 +71,7 @@ import Synchronization
     private let turns: ConnectionTurns
 
     /// Every request through `client`; over HTTP/1.1 at most `http1Connections` at once.
-    @_spi(Benchmarks) public init(client: HTTPClient, url: String, http1Connections: Int = 1) {
+    package init(client: HTTPClient, url: String, http1Connections: Int = 1) {
         self.client = client
         self.url = url
         self.contentType = HTTP2Connector.fcmContentType
@@ -101,7 +101,7 @@ import Synchronization
 
     /// Posts `body` with `token` to the URL on `eventLoop`; throws when no answer came (refused,
     /// dropped, timed out `timeout` after the request was written).
-    @_spi(Benchmarks) public func post(_ body: ByteBuffer, token: String, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> Answer {
+    package func post(_ body: ByteBuffer, token: String, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> Answer {
         try await post(Outgoing(body: body, token: token), on: eventLoop, timeout: timeout)
     }
 

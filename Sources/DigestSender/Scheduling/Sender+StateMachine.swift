@@ -1,3 +1,4 @@
+import DigestCore
 import DigestStore
 
 /// The sender's scheduling, without I/O: events in, actions out.
@@ -225,19 +226,4 @@ struct SenderStateMachine<Instant: InstantProtocol>: Sendable where Instant.Dura
 /// An event the sender's state machine cannot take in its state: a bug in the driver.
 struct UnexpectedSenderEvent: Error, CustomStringConvertible {
     let description: String
-}
-
-/// A small seedable generator for the backoff's jitter (SplitMix64): the machine stays a value.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -1,4 +1,4 @@
-import DemoSupport
+import DigestCore
 /// The project's seedable generator, so the same seed gives the same database everywhere.
 typealias BenchRandom = SplitMix64
 

@@ -1,4 +1,4 @@
-import DemoSupport
+import DigestDemo
 import DigestCore
 import ArgumentParser
 import DigestSQLite

@@ -1,5 +1,5 @@
 /// A small, fast, seedable generator (SplitMix64): the same seed gives the same sequence on every
-/// machine (the demo data set, the benchmark generator, the tests' mutation loops).
+/// machine (the demo data set, the benchmark generator, the sender's backoff jitter, the tests' mutation loops).
 package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 

@@ -1,6 +1,6 @@
 import ArgumentParser
 import DigestCore
-import DemoSupport
+import DigestDemo
 import DigestSQLite
 import DigestStore
 import Foundation

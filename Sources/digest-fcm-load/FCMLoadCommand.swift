@@ -1,6 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
-@_spi(Benchmarks) import DigestSender
+import DigestSender
 import Foundation
 import NIOCore
 import NIOHTTP1

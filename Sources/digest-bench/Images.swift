@@ -1,5 +1,5 @@
 import ArgumentParser
-import DemoSupport
+import DigestDemo
 import DigestCore
 import DigestImageCodecs
 import DigestImages

@@ -1,1 +1,0 @@
-../../../Sources/DigestDemo/DemoHistory.swift

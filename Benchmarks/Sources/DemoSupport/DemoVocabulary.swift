@@ -1,1 +1,0 @@
-../../../Sources/DigestDemo/DemoVocabulary.swift

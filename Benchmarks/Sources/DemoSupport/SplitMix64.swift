@@ -1,1 +1,0 @@
-../../../Sources/DigestDemo/SplitMix64.swift
