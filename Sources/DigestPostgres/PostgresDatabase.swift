@@ -107,8 +107,6 @@ public struct PostgresDatabase: DigestDatabase {
     public func acquireRunLock() async throws -> RunLock? { nil }
 
     /// Rolling runs walk zone chunks planned over `digest_users.seq` (docs/005).
-    public var supportsRollingRuns: Bool { true }
-
     /// Per zone of `digest_users`: the users of the week's done zone chunks, and those still waiting
     /// (in open chunks, or past the zone's plan: all of them before the zone's week has ended).
     public func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress] {

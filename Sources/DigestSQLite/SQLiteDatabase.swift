@@ -98,8 +98,6 @@ public final class SQLiteDatabase: DigestDatabase {
         try RunLock(path: path + ".lock")
     }
 
-    public var supportsRollingRuns: Bool { true }
-
     /// Every zone's users (one pass over the index on zone), with the week's cursor and count.
     public func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress] {
         let rows: [(String, Int, Int)] = try await read { connection in

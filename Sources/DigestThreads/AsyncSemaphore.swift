@@ -79,25 +79,6 @@ package final class AsyncSemaphore: Sendable {
         }
     }
 
-    /// Takes a permit, waiting behind those who asked first, whether or not the task is cancelled: for
-    /// work that must run even then (writing the outcomes of requests already made).
-    package func waitIgnoringCancellation() async {
-        if takeFree() { return }
-        _ = try? await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let proceed = state.withLock { state -> Bool in
-                if state.permits > 0 {
-                    state.permits -= 1
-                    return true
-                }
-                state.nextTicket &+= 1
-                state.waiters[state.nextTicket] = continuation
-                state.order.append(state.nextTicket)
-                return false
-            }
-            if proceed { continuation.resume() }
-        }
-    }
-
     /// Takes a free permit, if there is one.
     private func takeFree() -> Bool {
         state.withLock { state in
@@ -115,15 +96,6 @@ package final class AsyncSemaphore: Sendable {
             return nil
         }
         next?.resume()
-    }
-
-    /// Runs `body` holding a permit.
-    package func withPermit<T>(
-        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
-    ) async throws -> T {
-        try await wait()
-        defer { signal() }
-        return try await body()
     }
 
     /// Tasks waiting now (for tests and gauges).

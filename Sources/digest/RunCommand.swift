@@ -168,12 +168,12 @@ struct RunOptions: ParsableArguments {
         asOf.flatMap(Timestamp.parse).map { Date(timeIntervalSince1970: Double($0)) } ?? now
     }
 
-    /// A rolling run on stores that walk users by zone when no --week is given, or when the --week has
+    /// A rolling run (every store walks users by zone) when no --week is given, or when the --week has
     /// not ended in every zone yet (its readers whose local week has ended); otherwise the week's run.
     func executeAll(database: any DigestDatabase, now: Date = Date()) async throws -> [RunSummary] {
         let instant = instant(now: now)
         let only = try week.map { try ISOWeek(parsing: $0) }
-        guard database.supportsRollingRuns, only.map({ $0 > WeekCalendar.latestCompleteWeek(now: instant) }) ?? true else {
+        guard only.map({ $0 > WeekCalendar.latestCompleteWeek(now: instant) }) ?? true else {
             return [try await execute(database: database, now: now)]
         }
         let seconds = Int64(instant.timeIntervalSince1970)

@@ -46,21 +46,6 @@ public protocol OutboxConsumer: Sendable {
 }
 
 extension OutboxConsumer {
-    /// FCM accepted the message.
-    public func ack(_ id: Int64, name: String, owner: String, now: Int64) async throws -> Bool {
-        try await settle([.sent(id: id, name: name)], owner: owner, now: now, maxAttempts: .max) == 1
-    }
-
-    /// The message failed for now; it becomes due again at `retryAt` (or dead after `maxAttempts`).
-    public func nack(_ id: Int64, retryAt: Int64, error: String, owner: String, now: Int64, maxAttempts: Int) async throws -> Bool {
-        try await settle([.retry(id: id, at: retryAt, error: error)], owner: owner, now: now, maxAttempts: maxAttempts) == 1
-    }
-
-    /// The message can never be delivered.
-    public func markDead(_ id: Int64, reason: String, owner: String, now: Int64) async throws -> Bool {
-        try await settle([.dead(id: id, reason: reason)], owner: owner, now: now, maxAttempts: .max) == 1
-    }
-
     /// Every due message, whatever its provider.
     package func peekDue(afterID: Int64, limit: Int, now: Int64) async throws -> [LeasedMessage] {
         try await peekDue(afterID: afterID, limit: limit, now: now, providers: Set(Provider.allCases))

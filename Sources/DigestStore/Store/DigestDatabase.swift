@@ -43,8 +43,6 @@ public protocol DigestPipelineStore: Sendable {
     /// Refuses a second run on the same database while one is going (`nil` where processes share a
     /// run instead).
     func acquireRunLock() async throws -> RunLock?
-    /// Whether `digest run` without a week walks users zone by zone (rolling runs).
-    var supportsRollingRuns: Bool { get }
     /// Closes the store's connections and stops their threads, once the calls already given are done.
     func close() async
 }
@@ -84,16 +82,6 @@ public protocol DigestOperatorViews: Sendable {
     /// minute before; returns whether it was recorded (and may go out). Many processes may ask at once:
     /// the count and the insert are one transaction.
     func recordTestSend(_ send: TestSend, now: Int64, perMinute: Int) async throws -> Bool
-}
-
-extension DigestPipelineStore {
-    /// A store that holds nothing between calls closes nothing.
-    public func close() async {}
-    public var supportsRollingRuns: Bool { false }
-}
-
-extension DigestOperatorViews {
-    public func zoneProgress(week: ISOWeek) async throws -> [ZoneProgress] { [] }
 }
 
 /// Counts of outbox messages.

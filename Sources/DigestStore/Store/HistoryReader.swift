@@ -86,12 +86,6 @@ public struct HistoryRequest: Sendable {
 }
 
 extension HistoryReader {
-    public func timeZones() async throws -> [String] { throw RollingRunsUnsupported(store: "\(Self.self)") }
-    public func nextBatch(week: ISOWeek, zones: [ZoneCursor], limit: Int) async throws -> ZoneBatch {
-        throw RollingRunsUnsupported(store: "\(Self.self)")
-    }
-    public func countUsers(week: ISOWeek, zones: [ZoneCursor]) async throws -> Int { throw RollingRunsUnsupported(store: "\(Self.self)") }
-
     /// What `composer` needs of each user: their reads since ``BatchComposer/readsSince(_:)``, the
     /// candidates they read before that, and the previous weeks' picks (three queries a batch).
     public func histories(of users: [StoredReader], for composer: BatchComposer) async throws -> [ReaderHistory] {

@@ -51,18 +51,3 @@ public protocol RunLedger: Sendable {
     /// the week's totals over every run of it.
     func finishRolling(week: ISOWeek, complete: Bool, now: Int64) async throws -> RunCounters
 }
-
-extension RunLedger {
-    public func zoneCursors(week: ISOWeek, zones: [String], endsAt: [Int64], now: Int64) async throws -> [ZoneCursor] {
-        throw RollingRunsUnsupported(store: "\(Self.self)")
-    }
-    public func commit(
-        week: ISOWeek, zones: [ZoneCursor], users: Int, messages: [OutboxMessage], counters: RunCounters, now: Int64
-    ) async throws -> Int {
-        throw RollingRunsUnsupported(store: "\(Self.self)")
-    }
-    public func resumeWeek() async throws -> ISOWeek? { throw RollingRunsUnsupported(store: "\(Self.self)") }
-    public func finishRolling(week: ISOWeek, complete: Bool, now: Int64) async throws -> RunCounters {
-        throw RollingRunsUnsupported(store: "\(Self.self)")
-    }
-}

@@ -74,12 +74,3 @@ extension ZoneProgress {
         }
     }
 }
-
-/// A store that does not walk users by zone.
-public struct RollingRunsUnsupported: Error, CustomStringConvertible {
-    public let store: String
-    public init(store: String) { self.store = store }
-    public var description: String {
-        "\(store): rolling runs (digest run without --week) are not available on this store yet: pass --week"
-    }
-}
