@@ -120,6 +120,8 @@ package struct HistoryImporter<Sink: HistoryImportSink> {
                 try await write(&pending, path, &summary)
                 onProgress(path, summary.lines)
                 inBatch = 0
+                // Cancelled (SIGTERM): stop between batches; what is written stays, a rerun does the rest.
+                try Task.checkCancellation()
             }
         }
         try await write(&pending, path, &summary)

@@ -119,6 +119,9 @@ public struct SQLiteError: Error, CustomStringConvertible {
     public let path: String
     public let sql: String?
 
+    /// Set for a database this digest refuses although SQLite reads it (``isRefusal``).
+    private var refused = false
+
     public init(code: Int32, message: String, path: String, sql: String? = nil) {
         self.code = code
         self.message = message
@@ -126,8 +129,27 @@ public struct SQLiteError: Error, CustomStringConvertible {
         self.sql = sql
     }
 
+    /// A database SQLite reads and this digest refuses: not a digest store, or a newer schema.
+    package init(refusing message: String, path: String) {
+        self.init(code: SQLITE_ERROR, message: message, path: path)
+        refused = true
+    }
+
     /// SQLITE_NOTADB or SQLITE_CORRUPT: the file is damaged or not a database.
     public var isCorrupt: Bool { code & 0xFF == SQLITE_NOTADB || code & 0xFF == SQLITE_CORRUPT }
+
+    /// The file is refused, and will be on every try: damaged, not a database or not a digest store,
+    /// a schema newer than this digest's, or a file that cannot be opened or written (a missing
+    /// directory, permissions, a read-only medium).
+    package var isRefusal: Bool {
+        refused || isCorrupt || [SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY, SQLITE_AUTH].contains(code & 0xFF)
+    }
+
+    /// A later try may work: the database was busy or locked past the busy timeout (another process
+    /// writing, or holding a lock), an I/O error, a full disk or a lock protocol race.
+    package var isTransient: Bool {
+        !refused && [SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_FULL, SQLITE_PROTOCOL, SQLITE_NOLFS].contains(code & 0xFF)
+    }
 
     public var description: String {
         var text = "\(path): \(message) (SQLite code \(code))"

@@ -259,13 +259,20 @@ extension DigestPipelineStore where Self == SQLiteDatabase {
 }
 
 extension SQLiteSchema {
-    /// Opens `path`, creating a new file's schema or migrating an older one (a newer one is opened as
-    /// it is: `digest migrate` is what refuses it); returns the connection and the versions before
-    /// and after.
+    /// Opens `path`, creating a new file's schema or migrating an older one; returns the connection
+    /// and the versions before and after. Refuses (``SQLiteError/isRefusal``) a database of other
+    /// tables than a digest store's, and one whose schema is newer than this digest's.
     static func open(_ path: String) throws -> (connection: SQLiteConnection, migration: (from: Int, to: Int)) {
         let connection = try SQLiteConnection(path: path)
+        let tables = try connection.statement(
+            "SELECT count(*), count(*) FILTER (WHERE name = 'digest_schema') FROM sqlite_schema WHERE type = 'table'")
+        let (count, schema) = try tables.step() ? (tables.int(0), tables.int(1)) : (0, 0)
+        tables.reset()
+        guard count == 0 || schema == 1 else {
+            throw SQLiteError(refusing: "it holds tables but not a digest store's (no digest_schema): not a digest database", path: path)
+        }
         try connection.execute("CREATE TABLE IF NOT EXISTS digest_schema (version INTEGER NOT NULL)")
         let version = try version(connection)
-        return (connection, version < migrations.count ? try migrate(connection) : (version, version))
+        return (connection, version == migrations.count ? (version, version) : try migrate(connection))
     }
 }

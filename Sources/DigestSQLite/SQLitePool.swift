@@ -106,10 +106,13 @@ final class SQLitePool: Sendable {
     /// A new scope's id, for the state it keeps on the writer's thread.
     func newScope() -> UInt64 { scopes.wrappingAdd(1, ordering: .relaxed).newValue }
 
-    /// Stops every thread once its jobs are done; the connections close on their threads.
+    /// Stops every thread once its jobs are done; the connections close on their threads. The last
+    /// connection to the file that closes (the writer, when no other process has it open) folds the
+    /// write-ahead log back into the database file and deletes it: after ``SQLiteDatabase/close()``
+    /// the file alone holds everything, and a copy of it is a whole store.
     func shutdown() async {
-        for thread in writer.resources { await thread.shutdown() }
         for thread in readers.resources { await thread.shutdown() }
+        for thread in writer.resources { await thread.shutdown() }
     }
 }
 

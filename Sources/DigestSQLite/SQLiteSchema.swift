@@ -362,9 +362,7 @@ package enum SQLiteSchema {
         let current = try version(connection)
         guard current <= migrations.count else {
             throw SQLiteError(
-                code: 1,
-                message: "schema version \(current) is newer than this digest (\(migrations.count)): upgrade digest",
-                path: connection.path)
+                refusing: "schema version \(current) is newer than this digest (\(migrations.count)): upgrade digest", path: connection.path)
         }
         for index in current..<max(current, target) {
             try connection.transaction {

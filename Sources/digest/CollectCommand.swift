@@ -6,7 +6,7 @@ import Logging
 import ServiceLifecycle
 import UnixSignals
 
-struct CollectCommand: AsyncParsableCommand {
+struct CollectCommand: AsyncParsableCommand, ShutsDownOnSignals {
     static let configuration = CommandConfiguration(
         commandName: "collect",
         abstract: "Take the apps' delivery and open events: POST /v1/events (docs/009-events.md).",
@@ -29,7 +29,7 @@ struct CollectCommand: AsyncParsableCommand {
     func run() async throws {
         let keys: AppKeys
         do { keys = try AppKeys(path: keyFile) } catch { throw CommandError("--key-file \(error)") }
-        try await ExitStatus.mapping { try await collect(database.open(existing: true), keys: keys) }
+        try await database.withStore(existing: true) { try await collect($0, keys: keys) }
     }
 
     private func collect<Database: DigestDatabase>(_ store: Database, keys: AppKeys) async throws {

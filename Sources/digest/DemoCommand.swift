@@ -69,7 +69,24 @@ struct DemoCommand: AsyncParsableCommand {
         let routes = LoopbackRoutes()
         for picture in pictures { routes["/images/\(picture.name)"] = .ok(picture.bytes, contentType: picture.contentType) }
         let attachmentsDirectory = outURL.appendingPathComponent("attachments")
-        let (summary, runOptions, dataDirectory, databasePath) = try await LoopbackHTTPServer.serve(routes) { server in
+        // A new database each time, so the demo always shows a whole run.
+        let databasePath = outURL.appendingPathComponent("digest.sqlite").path
+        for suffix in ["", "-wal", "-shm"] { try? fm.removeItem(atPath: databasePath + suffix) }
+        try await closing(SQLiteDatabase.sqlite(path: databasePath)) { database in
+            try await demo(
+                database: database, week: week, now: now, outURL: outURL, pictures: pictures, routes: routes,
+                attachmentsDirectory: attachmentsDirectory)
+        }
+    }
+
+    /// The demo on its new database: import, run, sample messages, previews and the summary.
+    private func demo(
+        database: SQLiteDatabase, week: ISOWeek, now: Date, outURL: URL, pictures: [SamplePictures.Picture], routes: LoopbackRoutes,
+        attachmentsDirectory: URL
+    ) async throws {
+        let fm = FileManager.default
+        let databasePath = database.path
+        let (summary, runOptions, dataDirectory) = try await LoopbackHTTPServer.serve(routes) { server in
             var dataset = DemoDataset(week: week)
             dataset.seed = seed
             dataset.users = users
@@ -85,11 +102,8 @@ struct DemoCommand: AsyncParsableCommand {
             print("sample:    \(users) users, \(dataset.articles) articles, \(users * dataset.readsPerUser) reads over \(dataset.weeks) weeks up to \(week), seed \(seed)")
             let files = try dataset.write(to: dataDirectory)
 
-            // A new database each time, so the demo always shows a whole run.
-            let databasePath = outURL.appendingPathComponent("digest.sqlite").path
-            for suffix in ["", "-wal", "-shm"] { try? fm.removeItem(atPath: databasePath + suffix) }
             let plan: [(ImportKind, String)] = [.users, .articles, .reads].compactMap { kind in files[kind].map { (kind, $0) } }
-            for summary in try await Importing.run(plan, database: SQLiteDatabase.sqlite(path: databasePath), strict: true, quiet: true) {
+            for summary in try await Importing.run(plan, database: database, strict: true, quiet: true) {
                 print(Importing.line(summary))
             }
 
@@ -102,8 +116,8 @@ struct DemoCommand: AsyncParsableCommand {
                 runOptions.allowHosts = runOptions.allowHosts ?? "127.0.0.1"
             }
             print("images:    served at \(server.url("/images/")), allowed hosts: \(runOptions.allowHosts ?? "none")")
-            let summary = try await runOptions.execute(database: SQLiteDatabase.sqlite(path: databasePath), now: now)
-            return (summary, runOptions, dataDirectory, databasePath)
+            let summary = try await runOptions.execute(database: database, now: now)
+            return (summary, runOptions, dataDirectory)
         }
         for line in summary.lines() { print(line) }
         if images > 0 {
@@ -115,7 +129,7 @@ struct DemoCommand: AsyncParsableCommand {
         let samples = outURL.appendingPathComponent("messages")
         try fm.createDirectory(at: samples, withIntermediateDirectories: true)
         var written: [String] = []
-        let rows = try await SQLiteDatabase.sqlite(path: databasePath).peek(limit: 5000, state: nil)
+        let rows = try await database.peek(limit: 5000, state: nil)
         for row in rows {
             let name = "\(row.variant.rawValue)-\(row.platform.rawValue)\(row.provider == .fcm ? "" : "-\(row.provider.rawValue)").json"
             guard !written.contains(name) else { continue }
@@ -123,13 +137,13 @@ struct DemoCommand: AsyncParsableCommand {
             written.append(name)
         }
         let previews = try await writePreviews(
-            databasePath: databasePath, week: week, to: outURL.appendingPathComponent("previews"),
+            database: database, week: week, to: outURL.appendingPathComponent("previews"),
             images: PreviewImages(
                 attachmentsDirectory: runOptions.attachments, attachmentsURL: runOptions.attachmentsUrl, allowFileURLs: true))
 
         // A sample title and body per locale of the templates, so each language's text shows at a glance.
         let catalog = try options.plan.catalog()
-        let samplesByLocale = try await localeSamples(rows, databasePath: databasePath, catalog: catalog)
+        let samplesByLocale = try await localeSamples(rows, database: database, catalog: catalog)
         print("locales:   a sample message per locale of the templates (title — body)")
         for locale in catalog.locales {
             if let sample = samplesByLocale[locale] {
@@ -157,12 +171,12 @@ struct DemoCommand: AsyncParsableCommand {
     /// reader whose locale resolves to it (not one that fell back to the root locale) whose picks are
     /// all in the locale's language (a reader of one language; else the first message of the locale),
     /// read from the message's own platform section; a body's lines are joined with " / ".
-    func localeSamples(_ rows: [OutboxRow], databasePath: String, catalog: TemplateCatalog) async throws -> [String: String] {
+    func localeSamples(_ rows: [OutboxRow], database: SQLiteDatabase, catalog: TemplateCatalog) async throws -> [String: String] {
         let wanted = Set(catalog.locales)
         var samples: [String: String] = [:]
         var firsts: [String: String] = [:]
         var localeOf: [String: String] = [:]  // user id → the locale folder of their templates ("": none)
-        try await SQLiteDatabase.sqlite(path: databasePath).withHistoryReader { history in
+        try await database.withHistoryReader { history in
             var languageOf: [String: String] = [:]
             for article in try await history.articles(publishedFrom: 0, until: Int64.max) {
                 languageOf[article.id] = article.language.flatMap(LanguageTag.primary)
@@ -189,8 +203,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     /// Previews of a handful of users from the outbox: every variant, platform and language the run
     /// produced, at most six users. Returns their ids.
-    func writePreviews(databasePath: String, week: ISOWeek, to directory: URL, images: PreviewImages) async throws -> [String] {
-        let database = SQLiteDatabase.sqlite(path: databasePath)
+    func writePreviews(database: SQLiteDatabase, week: ISOWeek, to directory: URL, images: PreviewImages) async throws -> [String] {
         var chosen: [String] = []
         var covered = Set<String>()
         let rows = try await database.peek(limit: 5000, state: nil)

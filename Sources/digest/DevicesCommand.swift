@@ -21,7 +21,7 @@ struct DevicesCommand: AsyncParsableCommand {
 
         func run() async throws {
             let masked = Device(token: token, platform: .android).maskedToken
-            if try await database.open(existing: true).reviveToken(token) {
+            if try await database.withStore(existing: true, { try await $0.reviveToken(token) }) {
                 print("token \(masked) is alive again: the next runs send to it")
             } else {
                 print("token \(masked) was not dead: nothing to do")

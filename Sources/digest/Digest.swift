@@ -3,6 +3,7 @@ import DigestPostgres
 import DigestSQLite
 import DigestSender
 import DigestStore
+import DigestThreads
 import Foundation
 import Logging
 
@@ -34,7 +35,7 @@ struct Digest: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
-        await Self.main(nil)
+        await Termination.main(Self.self)
     }
 }
 
@@ -48,7 +49,7 @@ enum ExitStatus {
     /// An output file exists (and is not overwritten) or cannot be created (EX_CANTCREAT).
     static let cannotCreate = ExitCode(73)
 
-    /// The status `error` calls for, when it is one of those two.
+    /// The status `error` calls for, when it is one of those: the same for either store.
     static func of(_ error: any Error) -> ExitCode? {
         switch error {
         case let error as SenderError:
@@ -63,21 +64,21 @@ enum ExitStatus {
             case .configuration: return configuration
             case .other: return nil
             }
+        case let error as SQLiteError:
+            if error.isTransient { return unavailable }
+            if error.isRefusal { return configuration }
+            return nil
         default:
             return nil
         }
     }
 
-    /// Runs `body`; an error with a status of its own is printed as one line and exits with it.
-    static func mapping<T>(_ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error where !(error is ExitCode) {
-            guard let status = of(error) else { throw error }
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-            throw status
-        }
-    }
+}
+
+/// Runs `body` with `store`, then closes the store whether `body` returned or threw (also when the
+/// task was cancelled).
+func closing<Store: DigestPipelineStore, T>(_ store: Store, _ body: (Store) async throws -> T) async throws -> T {
+    try await withCleanup { try await body(store) } cleanup: { await store.close() }
 }
 
 /// `--db`: a SQLite file path or a `postgres://` URL.
@@ -114,19 +115,31 @@ struct DatabaseOptions: ParsableArguments {
         }
     }
 
-    /// The store `--db` names; PostgreSQL runs take part in the week's shared run with `run`.
-    /// `existing`: a SQLite file must be there already (commands that only read it).
-    func open(run: PostgresRunCoordination.Settings = .init(), existing: Bool = false) throws -> any DigestDatabase {
-        try Self.open(db, run: run, existing: existing, connections: connections)
+    /// Runs `body` with the store `--db` names, and closes the store however `body` ends: returned,
+    /// thrown, or its task cancelled (SIGTERM, see ``Digest/main()``). PostgreSQL runs take part in the
+    /// week's shared run with `run`. `existing`: a SQLite file must be there already (commands that
+    /// only read it).
+    func withStore<T>(
+        run: PostgresRunCoordination.Settings = .init(), existing: Bool = false, _ body: (any DigestDatabase) async throws -> T
+    ) async throws -> T {
+        try await Self.withStore(db, run: run, existing: existing, connections: connections, body)
     }
 
-    /// The store at `db`: a `postgres://` URL or a SQLite file path.
-    static func open(
-        _ db: String, run: PostgresRunCoordination.Settings = .init(), existing: Bool = false, connections: Int? = nil
-    ) throws -> any DigestDatabase {
-        if PostgresLocation.isURL(db) { return try PostgresDatabase.postgres(url: db, run: run, connections: connections ?? PostgresDatabase.defaultConnections) }
-        if existing && !FileManager.default.fileExists(atPath: db) { throw CommandError("\(db): no such database") }
-        return SQLiteDatabase(path: db, readers: connections ?? SQLiteDatabase.defaultReaders)
+    /// Runs `body` with the store at `db` (a `postgres://` URL or a SQLite file path) and closes it
+    /// afterwards, as ``withStore(run:existing:_:)``. Closing a SQLite store folds its write-ahead log
+    /// back into the file, so the file alone holds everything once the command ends.
+    static func withStore<T>(
+        _ db: String, run: PostgresRunCoordination.Settings = .init(), existing: Bool = false, connections: Int? = nil,
+        _ body: (any DigestDatabase) async throws -> T
+    ) async throws -> T {
+        let store: any DigestDatabase
+        if PostgresLocation.isURL(db) {
+            store = try PostgresDatabase.postgres(url: db, run: run, connections: connections ?? PostgresDatabase.defaultConnections)
+        } else {
+            if existing && !FileManager.default.fileExists(atPath: db) { throw CommandError("\(db): no such database") }
+            store = SQLiteDatabase(path: db, readers: connections ?? SQLiteDatabase.defaultReaders)
+        }
+        return try await closing(store, body)
     }
 
     /// `--db` for messages: the URL without any password.

@@ -40,7 +40,7 @@ struct ImportCommand: AsyncParsableCommand {
             plan.append((kind, file))
         }
         guard !plan.isEmpty else { throw ValidationError("no files to import") }
-        let summaries = try await Importing.run(plan, database: database.open(), strict: strict)
+        let summaries = try await database.withStore { try await Importing.run(plan, database: $0, strict: strict) }
         for summary in summaries { print(Importing.line(summary)) }
     }
 }

@@ -8,7 +8,7 @@ struct MigrateCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let (from, to) = try await database.open().migrate()
+        let (from, to) = try await database.withStore { try await $0.migrate() }
         let name = database.displayName
         print(from == to ? "\(name): schema is current (version \(to))" : "\(name): schema upgraded from version \(from) to \(to)")
     }

@@ -112,12 +112,13 @@ struct PreviewCommand: AsyncParsableCommand {
         } else {
             guard let db, let user else { return }
             let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: Date())
-            let store = try DatabaseOptions.open(db, existing: true)
             let templates = try plan.catalog(), configuration = try plan.configuration(week: week).compose, source = self.source
-            let found = try await pictures.withProvider { attachments in
-                try await Self.messages(
-                    store, templates: templates, attachments: attachments, configuration: configuration, user: user,
-                    source: UserMessages.Source(rawValue: source))
+            let found = try await DatabaseOptions.withStore(db, existing: true) { store in
+                try await pictures.withProvider { attachments in
+                    try await Self.messages(
+                        store, templates: templates, attachments: attachments, configuration: configuration, user: user,
+                        source: UserMessages.Source(rawValue: source))
+                }
             }
             guard let messages = found else {
                 throw CommandError("\(DatabaseOptions.displayName(db)): no user '\(user)'")
@@ -150,13 +151,14 @@ extension PreviewCommand {
             }
             readers = .ids(text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         }
-        let store = try DatabaseOptions.open(db, existing: true)
         let configuration = try plan.configuration(week: week).compose, budget = plan.byteBudget, scale = self.scale
         let output = try ComparisonFiles(directory: out, week: week.description, old: oldURL, new: newURL)
-        let totals = try await pictures.withProvider { attachments in
-            try await Self.compare(
-                store, old: oldCatalog, new: newCatalog, attachments: attachments, configuration: configuration, readers: readers,
-                budget: budget, pool: pool, scale: scale, output: output)
+        let totals = try await DatabaseOptions.withStore(db, existing: true) { store in
+            try await pictures.withProvider { attachments in
+                try await Self.compare(
+                    store, old: oldCatalog, new: newCatalog, attachments: attachments, configuration: configuration, readers: readers,
+                    budget: budget, pool: pool, scale: scale, output: output)
+            }
         }
         print(
             "compare: \(totals.readers) readers, \(totals.messages) messages, \(totals.changed) changed, \(totals.unchanged) unchanged"

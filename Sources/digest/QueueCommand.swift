@@ -14,7 +14,7 @@ struct QueueCommand: AsyncParsableCommand {
         @Flag(help: "Print JSON.") var json = false
 
         func run() async throws {
-            let stats = try await database.open().outboxStats(now: Int64(Date().timeIntervalSince1970))
+            let stats = try await database.withStore { try await $0.outboxStats(now: Int64(Date().timeIntervalSince1970)) }
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -51,7 +51,8 @@ struct QueueCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            for row in try await database.open().peek(limit: limit, state: state.flatMap(OutboxDelivery.State.init(rawValue:))) {
+            let state = state.flatMap(OutboxDelivery.State.init(rawValue:))
+            for row in try await database.withStore({ try await $0.peek(limit: limit, state: state) }) {
                 var writer = JSONWriter()
                 writer.beginObject()
                 writer.field("id", Int(row.id))
@@ -113,7 +114,9 @@ struct QueueCommand: AsyncParsableCommand {
         @Option(help: "Only messages of this ISO week (e.g. 2026-W47).") var week: String?
 
         func run() async throws {
-            let count = try await Self.requeue(database.open(), reason: reason, week: week, now: Int64(Date().timeIntervalSince1970))
+            let count = try await database.withStore {
+                try await Self.requeue($0, reason: reason, week: week, now: Int64(Date().timeIntervalSince1970))
+            }
             print("requeued \(count) dead message\(count == 1 ? "" : "s")")
         }
 
@@ -161,7 +164,7 @@ struct QueueCommand: AsyncParsableCommand {
                 retention: try RetentionJob.retention(olderThan, option: "--older-than", batchSize: batchSize, dryRun: dryRun),
                 attachments: attachments)
             job.grace = grace
-            let report = try await job.run(on: try database.open(existing: true), now: now)
+            let report = try await database.withStore(existing: true) { try await job.run(on: $0, now: now) }
             print(json ? report.json : report.line)
         }
     }

@@ -31,9 +31,8 @@ struct ReportCommand: AsyncParsableCommand {
 
     func run() async throws {
         let week = try ISOWeek(parsing: self.week).description
-        let (counts, timing) = try await ExitStatus.mapping {
-            let store = try database.open(existing: true)
-            return (try await store.eventCounts(week: week), try await store.readersByTiming(week: week))
+        let (counts, timing) = try await database.withStore(existing: true) { store in
+            (try await store.eventCounts(week: week), try await store.readersByTiming(week: week))
         }
         let report = DeliveryReport(week: week, counts: counts, timing: timing)
         if let chart {

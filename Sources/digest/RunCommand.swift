@@ -52,7 +52,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await ExitStatus.mapping { try await runAll() }
+        try await runAll()
     }
 
     private func runAll() async throws {
@@ -61,21 +61,29 @@ struct RunCommand: AsyncParsableCommand {
         settings.lease = .milliseconds(Int64(lease * 1000))
         if let worker { settings.worker = worker }
         let retention = try retain.map { try RetentionJob.retention($0, option: "--retain") }
-        let store = try database.open(run: settings)
-        if status {
-            let week = try options.week.map { try ISOWeek(parsing: $0) }
-            let runs = try await store.runStatus(week: week)
-            if runs.isEmpty { print("no runs\(week.map { " of \($0)" } ?? "")") }
-            for run in runs {
-                print(run.line)
+        try await database.withStore(run: settings) { store in
+            if status { return try await Self.printStatus(of: store, week: options.week) }
+            try await run(on: store, retention: retention)
+        }
+    }
+
+    /// `--status`: where each week's run stands.
+    private static func printStatus(of store: any DigestDatabase, week: String?) async throws {
+        let week = try week.map { try ISOWeek(parsing: $0) }
+        let runs = try await store.runStatus(week: week)
+        if runs.isEmpty { print("no runs\(week.map { " of \($0)" } ?? "")") }
+        for run in runs {
+            print(run.line)
             if let timings = try? await store.readersByTiming(week: run.week), !timings.isEmpty {
                 print("  delivery timing (readers in the outbox): " + timings.map { "\($0.timing) \($0.readers)" }.joined(separator: ", "))
             }
-                guard let zones = try? await store.zoneProgress(week: try ISOWeek(parsing: run.week)), !zones.isEmpty else { continue }
-                for line in ZoneProgress.lines(zones) { print("  " + line) }
-            }
-            return
+            guard let zones = try? await store.zoneProgress(week: try ISOWeek(parsing: run.week)), !zones.isEmpty else { continue }
+            for line in ZoneProgress.lines(zones) { print("  " + line) }
         }
+    }
+
+    /// The run (rolling, or `--week`'s), then `--retain`'s pruning.
+    private func run(on store: any DigestDatabase, retention: OutboxRetention?) async throws {
         do {
             let summaries = try await options.executeAll(database: store)
             for (index, summary) in summaries.enumerated() {

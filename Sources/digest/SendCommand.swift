@@ -14,7 +14,7 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 
-struct SendCommand: AsyncParsableCommand {
+struct SendCommand: AsyncParsableCommand, ShutsDownOnSignals {
     static let configuration = CommandConfiguration(
         commandName: "send",
         abstract: "Deliver due outbox messages to Firebase Cloud Messaging (HTTP v1), to APNs directly and to browsers by standard Web Push.",
@@ -124,7 +124,7 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await ExitStatus.mapping { try await sendAll() }
+        try await sendAll()
     }
 
     private func sendAll() async throws {
@@ -156,43 +156,44 @@ struct SendCommand: AsyncParsableCommand {
             ? nil : MultiThreadedEventLoopGroup(numberOfThreads: max(eventLoops, System.coreCount))
         var clients: [HTTPClient] = []
         do {
-            let database = try database.open()
-            var runs: [ProviderRun] = []
-            if let fcmChoice {
-                // Each client's share of the requests (over HTTP/1.1 the sender uses one of its connections at a time).
-                let configuration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + connectionCount - 1) / connectionCount, caFile: providers.caFile)
-                // One client a connection (a lane): over https the sender opens its own HTTP/2 connection for
-                // each; the client carries what that cannot (plain http, a server without h2) and keeps one
-                // HTTP/2 connection to a host per event loop.
-                let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: configuration)
-                let more = (1..<connectionCount).map { _ in HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: configuration) }
-                clients += [client] + more
-                var metadataClient: HTTPClient?
-                if fcmChoice == .metadata {
-                    metadataClient = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .metadataServer())
-                    clients.append(metadataClient!)
+            try await self.database.withStore { database in
+                var runs: [ProviderRun] = []
+                if let fcmChoice {
+                    // Each client's share of the requests (over HTTP/1.1 the sender uses one of its connections at a time).
+                    let configuration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + connectionCount - 1) / connectionCount, caFile: providers.caFile)
+                    // One client a connection (a lane): over https the sender opens its own HTTP/2 connection for
+                    // each; the client carries what that cannot (plain http, a server without h2) and keeps one
+                    // HTTP/2 connection to a host per event loop.
+                    let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: configuration)
+                    let more = (1..<connectionCount).map { _ in HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: configuration) }
+                    clients += [client] + more
+                    var metadataClient: HTTPClient?
+                    if fcmChoice == .metadata {
+                        metadataClient = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .metadataServer())
+                        clients.append(metadataClient!)
+                    }
+                    let (tokens, projectID) = try await providers.tokens(
+                        account: account, client: client, metadataClient: metadataClient, retryScale: timeScale, logger: logger)
+                    runs.append(fcmRun(database: database, projectID: projectID, tokens: tokens, client: client, connections: more, logger: logger))
                 }
-                let (tokens, projectID) = try await providers.tokens(
-                    account: account, client: client, metadataClient: metadataClient, retryScale: timeScale, logger: logger)
-                runs.append(fcmRun(database: database, projectID: projectID, tokens: tokens, client: client, connections: more, logger: logger))
+                if let apnsKey {
+                    // APNs' requests go over the sender's own HTTP/2 connections; the client lends its event loops.
+                    let client = HTTPClient(
+                        eventLoopGroupProvider: .shared(loops), configuration: .fcmSender(concurrency: 1, caFile: providers.caFile))
+                    clients.append(client)
+                    runs.append(try apnsRun(database: database, key: apnsKey, client: client, logger: logger))
+                }
+                if let vapidKey {
+                    // Push services that speak HTTP/2 get the sender's own connections; the client carries
+                    // the others' HTTP/1.1 requests (8 connections for each of a service's --webpush-connections).
+                    let client = HTTPClient(
+                        eventLoopGroupProvider: .shared(webLoops ?? loops),
+                        configuration: .fcmSender(concurrency: 8 * webpushConnectionCount, caFile: providers.caFile))
+                    clients.append(client)
+                    runs.append(try webPushRun(database: database, key: vapidKey, client: client, logger: logger))
+                }
+                try await run(runs, database: database, registry: registry, logger: logger)
             }
-            if let apnsKey {
-                // APNs' requests go over the sender's own HTTP/2 connections; the client lends its event loops.
-                let client = HTTPClient(
-                    eventLoopGroupProvider: .shared(loops), configuration: .fcmSender(concurrency: 1, caFile: providers.caFile))
-                clients.append(client)
-                runs.append(try apnsRun(database: database, key: apnsKey, client: client, logger: logger))
-            }
-            if let vapidKey {
-                // Push services that speak HTTP/2 get the sender's own connections; the client carries
-                // the others' HTTP/1.1 requests (8 connections for each of a service's --webpush-connections).
-                let client = HTTPClient(
-                    eventLoopGroupProvider: .shared(webLoops ?? loops),
-                    configuration: .fcmSender(concurrency: 8 * webpushConnectionCount, caFile: providers.caFile))
-                clients.append(client)
-                runs.append(try webPushRun(database: database, key: vapidKey, client: client, logger: logger))
-            }
-            try await run(runs, database: database, registry: registry, logger: logger)
         } catch {
             for client in clients { try? await client.shutdown() }
             try? await loops.shutdownGracefully()

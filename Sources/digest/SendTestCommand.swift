@@ -43,16 +43,14 @@ struct SendTestCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await ExitStatus.mapping { try await sendTest() }
-    }
-
-    private func sendTest() async throws {
         let device = try TestDevices.load(testDevices).named(toDevice)
         let week = try self.week.map { try ISOWeek(parsing: $0) } ?? WeekCalendar.latestCompleteWeek(now: Date())
-        let database = try sender.database.open()
-        let sent = try await sender.providers.testSend(
-            to: device, user: user, week: week, database: database, templates: try plan.catalog(),
-            configuration: try plan.configuration(week: week).compose, perMinute: Self.perMinute)
+        let templates = try plan.catalog(), configuration = try plan.configuration(week: week).compose
+        let sent = try await sender.database.withStore { database in
+            try await sender.providers.testSend(
+                to: device, user: user, week: week, database: database, templates: templates, configuration: configuration,
+                perMinute: Self.perMinute)
+        }
         let source = sent.message.fromOutbox ? "the outbox's \(week) message" : "composed now for \(week)"
         print("sent to \(device.name) (\(device.device.provider.rawValue), \(device.device.platform.rawValue)): \(user)'s digest, \(source), \(sent.message.variant)")
         print("message_id: \(sent.message.messageID) (a test: its events stay out of every report)")

@@ -12,7 +12,7 @@ import Logging
 import NIOCore
 import NIOPosix
 
-struct ServeCommand: AsyncParsableCommand {
+struct ServeCommand: AsyncParsableCommand, ShutsDownOnSignals {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve the editors' preview pages: search a user, pick a week, see every surface.",
@@ -73,7 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
         let devices = try testDevices.map { try TestDevices.load($0) }
-        try await serve(database.open(existing: true), directory: directory, token: token, devices: devices)
+        try await database.withStore(existing: true) { try await serve($0, directory: directory, token: token, devices: devices) }
     }
 
     private func serve<Database: DigestDatabase>(_ store: Database, directory: URL, token: String?, devices: TestDevices?) async throws {
