@@ -11,6 +11,8 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// What each target is and may import, and where each step of the weekly path lives: one map,
+// docs/006-targets-and-threads.md. The comments below only name each target.
 let package = Package(
     name: "digest",
     platforms: [.macOS(.v15)],
@@ -105,7 +107,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Domain values, week maths, digests, templates, text rules, planning, FCM encoding.
+        // Domain values, week maths, digests, templates, text rules, planning, every provider's encoding.
         .target(
             name: "DigestCore",
             dependencies: [
@@ -163,10 +165,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What `digest demo` brings along (not a product): the sample data set, from the generated
-        // history that digest-bench writes into SQLite too (Benchmarks/ links some of these files), the
-        // sample pictures, the seedable generator, and the loopback server of its pictures (the tests
-        // serve their faults with it too).
+        // What `digest demo` and digest-bench bring along (not a product): the sample data set and its
+        // generated history, the sample pictures, the loopback server of its pictures.
         .target(
             name: "DigestDemo",
             dependencies: [
@@ -178,8 +178,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The reference outbox consumer: OAuth from a service account, FCM HTTP v1 over
-        // async-http-client, retries by the FCM error table, metrics.
+        // The reference outbox consumer: one sender core and a transport per provider (FCM HTTP v1,
+        // APNs, Web Push).
         .target(
             name: "DigestSender",
             dependencies: [
