@@ -41,11 +41,12 @@ package final class FakeMetadataServer: Sendable {
     private struct State {
         var script: [TokenAnswer] = []
         var then: TokenAnswer = .token
-        var tokenLifetime: Int64
         var stats = Stats()
     }
 
     package let projectID: String
+    /// The lifetime (`expires_in`) of the tokens it issues, seconds.
+    private let tokenLifetime: Int64
     private let onToken: @Sendable (String, Int64) -> Void
     private let state: Mutex<State>
     private let channel: Mutex<(any Channel)?> = Mutex(nil)
@@ -53,8 +54,9 @@ package final class FakeMetadataServer: Sendable {
 
     private init(projectID: String, tokenLifetime: Int64, onToken: @escaping @Sendable (String, Int64) -> Void) {
         self.projectID = projectID
+        self.tokenLifetime = tokenLifetime
         self.onToken = onToken
-        self.state = Mutex(State(tokenLifetime: tokenLifetime))
+        self.state = Mutex(State())
     }
 
     /// Starts a server on a free loopback port; `onToken` learns each token issued and its lifetime
@@ -91,9 +93,6 @@ package final class FakeMetadataServer: Sendable {
         }
     }
 
-    /// The lifetime (`expires_in`) of tokens issued from now on.
-    package func setTokenLifetime(_ seconds: Int64) { state.withLock { $0.tokenLifetime = seconds } }
-
     package func shutdown() async throws {
         let channel = self.channel.withLock { $0 }
         try await channel?.close()
@@ -123,11 +122,12 @@ package final class FakeMetadataServer: Sendable {
     }
 
     private func tokenReply() -> Reply {
-        let (answer, issued, lifetime): (TokenAnswer, Int, Int64) = state.withLock { state in
+        let lifetime = tokenLifetime
+        let (answer, issued): (TokenAnswer, Int) = state.withLock { state in
             state.stats.tokenRequests += 1
             let answer = state.script.isEmpty ? state.then : state.script.removeFirst()
             if answer == .token || answer == .impostor { state.stats.tokensIssued += 1 }
-            return (answer, state.stats.tokensIssued, state.tokenLifetime)
+            return (answer, state.stats.tokensIssued)
         }
         switch answer {
         case .token, .impostor:
