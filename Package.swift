@@ -258,12 +258,14 @@ let package = Package(
         ),
         // What the test targets share (linked by them only): fixtures, the backend harness and the
         // conformance suites every store runs (swift-testing suites, found in whichever test bundle
-        // links this), an in-memory attachment provider, the binary runner; the fakes re-exported.
+        // links this), an in-memory attachment provider, the binary runner, a Hummingbird app on a
+        // loopback port; the fakes re-exported.
         .target(
             name: "DigestTesting",
             dependencies: [
                 "DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestDemo", "DigestImages",
                 "DigestFakes",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
