@@ -423,6 +423,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The fake servers' own tests (what the senders do against them is in DigestSenderTests).
+        .testTarget(
+            name: "DigestFakesTests",
+            dependencies: [
+                "DigestFakes", "DigestTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "DigestPreviewTests",
             dependencies: ["DigestCore", "DigestPreview"],
