@@ -35,6 +35,7 @@ final class FakeHTTPServer: Sendable {
         /// HTTP/2 offered over TLS; false: HTTP/1.1 alone, whatever the certificate's `applicationProtocols`
         /// say (a Web Push service without HTTP/2).
         var http2 = true
+        /// How many streams an HTTP/2 connection may have open (FCM's 100 unless told).
         var streams: StreamLimit = .fixed(100)
         /// A dropped request closes its connection (APNs), rather than resetting its stream.
         var dropClosesConnection = false
