@@ -258,12 +258,14 @@ let package = Package(
         ),
         // What the test targets share (linked by them only): fixtures, the backend harness and the
         // conformance suites every store runs (swift-testing suites, found in whichever test bundle
-        // links this), an in-memory attachment provider, the binary runner; the fakes re-exported.
+        // links this), an in-memory attachment provider, the binary runner, a Hummingbird app on a
+        // loopback port; the fakes re-exported.
         .target(
             name: "DigestTesting",
             dependencies: [
                 "DigestCore", "DigestStore", "DigestImport", "DigestSQLite", "DigestPostgres", "DigestDemo", "DigestImages",
                 "DigestFakes",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -437,6 +439,21 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The fake servers' own tests (what the senders do against them is in DigestSenderTests).
+        .testTarget(
+            name: "DigestFakesTests",
+            dependencies: [
+                "DigestFakes", "DigestTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -46,14 +46,11 @@ struct FakeAPNsCommand: AsyncParsableCommand {
 
     func run() async throws {
         var faults = FakeAPNsServer.Faults()
-        faults.minDelayMilliseconds = delayMs - delayMs / 10
-        faults.maxDelayMilliseconds = delayMs + delayMs / 10
+        faults.random = RandomFaults(
+            latencyMilliseconds: delayMs, dropRate: dropRate, tooManyRequestsRate: tooManyRequestsRate, internalRate: internalRate,
+            unavailableRate: unavailableRate)
         faults.badDeviceTokenRate = badDeviceTokenRate
         faults.unregisteredRate = unregisteredRate
-        faults.tooManyRequestsRate = tooManyRequestsRate
-        faults.unavailableRate = unavailableRate
-        faults.internalRate = internalRate
-        faults.dropRate = dropRate
         faults.wrongEnvironment = wrongEnvironment
         let tls = tlsCert.flatMap { cert in tlsKey.map { FakeFCMServer.TLS(certificatePath: cert, privateKeyPath: $0, applicationProtocols: ["h2"]) } }
         let server = try await FakeAPNsServer.start(

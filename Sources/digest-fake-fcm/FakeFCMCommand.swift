@@ -41,14 +41,11 @@ struct FakeFCMCommand: AsyncParsableCommand {
 
     func run() async throws {
         var faults = FakeFCMServer.Faults()
-        faults.unavailableRate = unavailableRate
+        faults.random = RandomFaults(latencyMilliseconds: delayMs, dropRate: dropRate, unavailableRate: unavailableRate)
         faults.retryAfterSeconds = retryAfter
-        faults.dropRate = dropRate
         faults.unregisteredRate = unregisteredRate
         faults.quotaBurstEvery = quotaBurstEvery
         faults.quotaBurstLength = quotaBurstLength
-        faults.minDelayMilliseconds = delayMs - delayMs / 10
-        faults.maxDelayMilliseconds = delayMs + delayMs / 10
         faults.quotaRetryAfterSeconds = quotaRetryAfter
         let tls = tlsCert.flatMap { cert in tlsKey.map { FakeFCMServer.TLS(certificatePath: cert, privateKeyPath: $0) } }
         let server = try await FakeFCMServer.start(

@@ -59,13 +59,10 @@ struct FakeWebPushCommand: AsyncParsableCommand {
 
     func run() async throws {
         var faults = FakeWebPushServer.Faults()
-        faults.minDelayMilliseconds = delayMs - delayMs / 10
-        faults.maxDelayMilliseconds = delayMs + delayMs / 10
+        faults.random = RandomFaults(
+            latencyMilliseconds: delayMs, dropRate: dropRate, tooManyRequestsRate: tooManyRequestsRate, internalRate: internalRate,
+            unavailableRate: unavailableRate)
         faults.decryptEvery = decryptEvery
-        faults.tooManyRequestsRate = tooManyRequestsRate
-        faults.unavailableRate = unavailableRate
-        faults.internalRate = internalRate
-        faults.dropRate = dropRate
         let entries: [Entry] = try subscriptions.map { path in
             do {
                 return try JSONDecoder().decode([Entry].self, from: Data(contentsOf: URL(fileURLWithPath: path)))

@@ -27,26 +27,7 @@ extension StoreHarness {
             var logger = Logger(label: "digest.collect.test")
             logger.logLevel = .critical  // not the server's cancellation at the end of each test
             let collector = EventCollector(sink: sink, keys: keys, configuration: .init(port: 0, now: { now }), logger: logger)
-            let (ports, continuation) = AsyncStream<Int>.makeStream()
-            let app = collector.application { port in continuation.yield(port) }
-            return try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    defer { continuation.finish() }
-                    try await app.run()
-                }
-                var iterator = ports.makeAsyncIterator()
-                guard let port = await iterator.next() else { throw HTTP.Failure(message: "the collector did not start") }
-                let result: T
-                do {
-                    result = try await body(port)
-                } catch {
-                    group.cancelAll()
-                    throw error
-                }
-                group.cancelAll()
-                while let _ = try? await group.next() {}
-                return result
-            }
+            return try await withLoopbackApplication({ collector.application(onServerRunning: $0) }, body)
         }
     }
 }

@@ -1,4 +1,5 @@
 import DigestServer
+import DigestTesting
 import Foundation
 import Synchronization
 import Testing
@@ -28,7 +29,7 @@ import FoundationNetworking
                 return .init(isReady: isReady, checks: [.init("sender", isReady ? "sending" : "stopping"), .init("credentials", "token valid for 60 s")])
             },
             metrics: { metrics })
-        try await LiveServer.with(application: { endpoint.application(onServerRunning: $0) }) { port in
+        try await withLoopbackApplication({ endpoint.application(onServerRunning: $0) }) { port in
             let base = "http://127.0.0.1:\(port)"
             let scraped = try await Self.get("\(base)/metrics")
             #expect(scraped.0 == 200 && scraped.2 == metrics)

@@ -128,24 +128,10 @@ enum APNsRequestRules {
     /// `kid` one of `keys`), its ES256 signature by that key and its claims (`iss` the team id, `iat`
     /// an integer). Its age is the caller's to check.
     static func verify(_ jwt: String, keys: [String: P256.Signing.PublicKey], teamID: String) -> ProviderToken? {
-        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = FakeFCMServer.base64URL(parts[0]), let claimBytes = FakeFCMServer.base64URL(parts[1]),
-              let signature = FakeFCMServer.base64URL(parts[2]), signature.count == 64
-        else { return nil }
-        guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)), header.alg == "ES256",
-              let key = keys[header.kid]
-        else { return nil }
-        guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-              key.isValidSignature(ecdsa, for: Array("\(parts[0]).\(parts[1])".utf8))
-        else { return nil }
+        guard let token = CompactJWT(jwt), let keyID = token.header.kid, let key = keys[keyID], token.isES256(signedBy: key) else { return nil }
         // `iat` decodes as Int64 only from an integer (not a string, a fraction or a boolean).
-        guard let claims = try? JSONDecoder().decode(Claims.self, from: Data(claimBytes)), claims.iss == teamID else { return nil }
-        return ProviderToken(keyID: header.kid, issuedAt: claims.iat)
-    }
-
-    private struct Header: Decodable {
-        var alg: String
-        var kid: String
+        guard let claims = token.claims(as: Claims.self), claims.iss == teamID else { return nil }
+        return ProviderToken(keyID: keyID, issuedAt: claims.iat)
     }
 
     private struct Claims: Decodable {

@@ -1,9 +1,5 @@
 package import Crypto
 import Foundation
-import NIOCore
-import NIOHTTP2
-import NIOPosix
-import NIOSSL
 import Synchronization
 
 /// A fake Apple Push Notification service on loopback: HTTP/2 over TLS only (ALPN `h2`),
@@ -24,20 +20,15 @@ import Synchronization
 /// // server.certificatePath; it posts to server.url + "/3/device/<token>"
 /// try await server.shutdown()
 /// ```
-package final class FakeAPNsServer: Sendable {
+package final class FakeAPNsServer: FakeHTTPService {
     /// Faults injected: each decided per request, after the request's own checks (a bad request is
     /// answered 400 or 403 whatever the faults). The tokens' own answers (``badDeviceTokens``,
     /// ``wrongEnvironment``, ``unregistered``) come before the random ones (drop, 429, 500, 503).
-    package struct Faults: Sendable, Hashable, Codable {
-        /// Each answer waits a random time in this range, milliseconds (scheduled on the event loop).
-        package var minDelayMilliseconds = 0
-        package var maxDelayMilliseconds = 0
-        /// Share answered 429 `TooManyRequests`.
-        package var tooManyRequestsRate = 0.0
-        /// Share answered 500 `InternalServerError`.
-        package var internalRate = 0.0
-        /// Share answered 503 `ServiceUnavailable`.
-        package var unavailableRate = 0.0
+    @dynamicMemberLookup
+    package struct Faults: FakeFaults, Sendable, Hashable, Codable {
+        /// The delays, and the shares answered 429 `TooManyRequests`, 500 `InternalServerError` or 503
+        /// `ServiceUnavailable`, or whose connection is closed without an answer.
+        package var random = RandomFaults()
         /// These tokens are answered 400 `BadDeviceToken` (either case).
         package var badDeviceTokens: Set<String> = []
         /// Share of tokens (by a stable hash of the token) answered 400 `BadDeviceToken`.
@@ -50,44 +41,12 @@ package final class FakeAPNsServer: Sendable {
         /// Share of tokens (by the same stable hash, the range after ``badDeviceTokenRate``'s) answered
         /// 410 `Unregistered` since a day before the server's now.
         package var unregisteredRate = 0.0
-        /// Share of requests whose connection is closed without an answer.
-        package var dropRate = 0.0
 
         package init() {}
     }
 
     /// What the server saw.
-    package struct Stats: Sendable, Hashable, Codable {
-        /// Requests received (not `/stats`).
-        package var requests = 0
-        /// Answers by kind: `200`, `<status> <reason>` (`410 Unregistered`), `drop`.
-        package var answers: [String: Int] = [:]
-        /// Distinct device tokens accepted.
-        package var delivered = 0
-        /// Acceptances beyond the first per token.
-        package var duplicates = 0
-        /// Distinct messages accepted: a message is its token and its payload's bytes (a sender that
-        /// sends an outbox row again repeats the same bytes; two weeks' digests differ).
-        package var deliveredMessages = 0
-        /// Acceptances of a message beyond its first.
-        package var duplicateMessages = 0
-        /// Most requests waiting for their answer at once (all connections).
-        package var maxInFlight = 0
-        /// Connections opened.
-        package var connections = 0
-        /// Most connections open at once.
-        package var maxConnections = 0
-        /// Distinct provider tokens (JWTs) seen, valid or not.
-        package var providerTokens = 0
-        /// Streams reset with REFUSED_STREAM for going beyond the advertised SETTINGS_MAX_CONCURRENT_STREAMS.
-        package var refusedStreams = 0
-        /// GOAWAY frames sent.
-        package var goAways = 0
-        /// Most streams open at once on one connection.
-        package var maxStreamsUsed = 0
-
-        package init() {}
-    }
+    package typealias Stats = FakeStats
 
     /// One device token's acceptances.
     package struct Delivery: Sendable, Hashable {
@@ -109,11 +68,6 @@ package final class FakeAPNsServer: Sendable {
         var newestIssuedAt: Int64 = .min
     }
 
-    struct Connection: Sendable {
-        var goAway: @Sendable () -> Void
-        var close: @Sendable () -> Void
-    }
-
     private struct State {
         var faults: Faults
         var keys: [String: P256.Signing.PublicKey]
@@ -122,9 +76,6 @@ package final class FakeAPNsServer: Sendable {
         var deliveries: [String: Delivery] = [:]
         var messages: [SHA256Digest: Int] = [:]
         var stats = Stats()
-        var inFlight = 0
-        /// The open connections: each one's ways to send GOAWAY and to close.
-        var connections: [ObjectIdentifier: Connection] = [:]
     }
 
     package let keyID: String
@@ -135,22 +86,14 @@ package final class FakeAPNsServer: Sendable {
     private let privateKey: P256.Signing.PrivateKey
     private let state: Mutex<State>
     private let clock: @Sendable () -> Int64
-    private let generatedDirectory: String?
-    private let channel: Mutex<(any Channel)?> = Mutex(nil)
-    private let boundPort = Atomic<Int>(0)
+    private let http: FakeHTTPServer
 
-    /// The SETTINGS_MAX_CONCURRENT_STREAMS that the HTTP/2 handler enforces; what the client reads is
-    /// rewritten (``APNsSettingsRewriter``), the server enforcing the advertised limit itself by
-    /// refusing streams, where NIO would close the connection.
-    static let unenforcedStreamLimit = 1 << 30
-
-    private init(keyID: String, teamID: String, topics: Set<String>, faults: Faults, certificatePath: String, generatedDirectory: String?,
-                 clock: @escaping @Sendable () -> Int64) {
+    private init(keyID: String, teamID: String, topics: Set<String>, faults: Faults, http: FakeHTTPServer, clock: @escaping @Sendable () -> Int64) {
         self.keyID = keyID
         self.teamID = teamID
         self.topics = topics
-        self.certificatePath = certificatePath
-        self.generatedDirectory = generatedDirectory
+        self.certificatePath = http.tls?.certificatePath ?? ""
+        self.http = http
         self.clock = clock
         let key = P256.Signing.PrivateKey()
         self.privateKey = key
@@ -166,60 +109,19 @@ package final class FakeAPNsServer: Sendable {
         topics: Set<String> = ["com.example.digest"], faults: Faults = .init(), maxConcurrentStreams: Int = 1000,
         clock: @escaping @Sendable () -> Int64 = { FakeAPNsServer.wallClock() }
     ) async throws -> FakeAPNsServer {
-        var generated: String?
-        let tls = try tls ?? {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fake-apns-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            generated = directory.path
-            guard let made = try TestCertificate.make(in: directory) else {
-                try? FileManager.default.removeItem(at: directory)
-                throw StartError.noCertificate
-            }
-            return made
-        }()
-        let server = FakeAPNsServer(
-            keyID: keyID, teamID: teamID, topics: topics, faults: faults, certificatePath: tls.certificatePath, generatedDirectory: generated,
-            clock: clock)
-        var configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)))
-        configuration.applicationProtocols = ["h2"]
-        let sslContext = try NIOSSLContext(configuration: configuration)
-        let connection = {
-            var connection = NIOHTTP2Handler.ConnectionConfiguration()
-            connection.initialSettings = nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
-                + [HTTP2Setting(parameter: .maxConcurrentStreams, value: unenforcedStreamLimit)]
-            return connection
-        }()
-        let streams = max(1, maxConcurrentStreams)
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(.backlog, value: 1024)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
-                    try sync.addHandler(APNsSettingsRewriter(raisedLimit: streams))
-                    try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: .init()))
-                    try sync.addHandler(FakeAPNsHTTP2Handler(server: server, maxConcurrentStreams: streams))
-                }
-            }
-            .bind(host: host, port: port).get()
-        server.channel.withLock { $0 = channel }
-        server.boundPort.store(channel.localAddress?.port ?? port, ordering: .releasing)
+        let http = try FakeHTTPServer(tls: tls, selfSignedName: "fake-apns")
+        let server = FakeAPNsServer(keyID: keyID, teamID: teamID, topics: topics, faults: faults, http: http, clock: clock)
+        try await http.listen(
+            for: server, host: host, port: port,
+            connections: .init(
+                http1: false, streams: .oneUntilFirstSuccess(then: maxConcurrentStreams), dropClosesConnection: true, unindexedHeaders: ["apns-id"]))
         return server
     }
 
     /// Unix seconds now: the server's clock unless told otherwise.
     package static func wallClock() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
-    enum StartError: Error, CustomStringConvertible {
-        case noCertificate
-        var description: String { "no TLS certificate given and none could be made (is the openssl program installed?)" }
-    }
-
-    package var port: Int { boundPort.load(ordering: .acquiring) }
+    package var port: Int { http.port }
 
     /// `https://127.0.0.1:<port>`: requests go to `url + "/3/device/<token>"`.
     package var url: String { "https://127.0.0.1:\(port)" }
@@ -227,12 +129,7 @@ package final class FakeAPNsServer: Sendable {
     /// The PEM of the certificate clients must trust.
     package var certificatePEM: String { (try? String(contentsOfFile: certificatePath, encoding: .utf8)) ?? "" }
 
-    package func shutdown() async throws {
-        let channel = self.channel.withLock { $0 }
-        try await channel?.close()
-        for connection in state.withLock({ Array($0.connections.values) }) { connection.close() }
-        if let generatedDirectory { try? FileManager.default.removeItem(atPath: generatedDirectory) }
-    }
+    package func shutdown() async throws { try await http.shutdown() }
 
     // MARK: Keys
 
@@ -258,14 +155,12 @@ package final class FakeAPNsServer: Sendable {
 
     /// Sends GOAWAY on every open connection: each answers the streams opened so far and no other,
     /// then closes.
-    package func goAway() {
-        for connection in state.withLock({ Array($0.connections.values) }) { connection.goAway() }
-    }
+    package func goAway() { http.goAway() }
 
     /// Changes the faults from now on.
     package func setFaults(_ faults: Faults) { state.withLock { $0.faults = Self.normalized(faults) } }
 
-    package var stats: Stats { state.withLock { $0.stats } }
+    package var stats: Stats { http.report(state.withLock { $0.stats }) }
 
     /// What `token` (either case) was accepted with, nil when never.
     package func deliveries(token: String) -> Delivery? { state.withLock { $0.deliveries[token.lowercased()] } }
@@ -278,47 +173,19 @@ package final class FakeAPNsServer: Sendable {
         return faults
     }
 
-    // MARK: Connections (the HTTP/2 handler's calls)
-
-    func connectionOpened(_ id: ObjectIdentifier, _ connection: Connection) {
-        state.withLock { state in
-            state.connections[id] = connection
-            state.stats.connections += 1
-            state.stats.maxConnections = max(state.stats.maxConnections, state.connections.count)
-        }
-    }
-
-    func connectionClosed(_ id: ObjectIdentifier) { _ = state.withLock { $0.connections.removeValue(forKey: id) } }
-
-    func countGoAway() { state.withLock { $0.stats.goAways += 1 } }
-
-    func countRefusedStream() { state.withLock { $0.stats.refusedStreams += 1 } }
-
-    func streamsUsed(_ count: Int) { state.withLock { $0.stats.maxStreamsUsed = max($0.stats.maxStreamsUsed, count) } }
-
-    func answered() { state.withLock { $0.inFlight -= 1 } }
-
     // MARK: Answers
 
-    struct Answer {
-        var status: Int
-        var headers: [(String, String)]
-        var body: String
-    }
+    func newConnection() -> ConnectionTokens { ConnectionTokens() }
 
-    enum Reply {
-        /// `counted`: a request ``answered()`` must be told of; `accepted`: a 200 to a device request.
-        case answer(Answer, delay: Int, counted: Bool, accepted: Bool)
-        case drop(delay: Int)
-    }
+    /// Every request but `GET /stats` counts as in flight until answered.
+    func counts(_ request: FakeRequest) -> Bool { !(request.method == "GET" && request.path == "/stats") }
 
-    /// The answer to one request. `bodyLength`: the bytes received (`body` may hold fewer: the handler
-    /// keeps at most a MiB).
-    func reply(method: String, path: String, headers: [(String, String)], body: [UInt8], bodyLength: Int, tokens: inout ConnectionTokens) -> Reply {
+    /// The answer to one request over a connection that took `tokens`.
+    func reply(to request: FakeRequest, on tokens: inout ConnectionTokens) -> FakeReply {
+        let (method, path, headers, body) = (request.method, request.path, request.headers, request.body)
         if path == "/stats" && method == "GET" {
             let data = (try? JSONEncoder().encode(stats)) ?? Data()
-            let answer = Answer(status: 200, headers: [("content-type", "application/json")], body: String(decoding: data, as: UTF8.self))
-            return .answer(answer, delay: 0, counted: false, accepted: false)
+            return .answer(status: 200, headers: [("content-type", "application/json")], body: String(decoding: data, as: UTF8.self), delay: 0)
         }
         let now = clock()
         // The checks without state, then the provider token, then the rest, in that order of precedence.
@@ -328,7 +195,7 @@ package final class FakeAPNsServer: Sendable {
             failure = authenticate(headers.first { $0.0 == "authorization" }?.1, now: now, tokens: &tokens)
         }
         if failure == nil {
-            switch APNsRequestRules.checkRequest(path: path, headers: headers, body: body, bodyLength: bodyLength, topics: topics) {
+            switch APNsRequestRules.checkRequest(path: path, headers: headers, body: body, bodyLength: request.bodyLength, topics: topics) {
             case .success(let value): checked = value
             case .failure(let refusal): failure = refusal
             }
@@ -346,18 +213,14 @@ package final class FakeAPNsServer: Sendable {
         var random = SystemRandomNumberGenerator()
         let roll = Double.random(in: 0..<1, using: &random)
 
-        return state.withLock { state -> Reply in
+        return state.withLock { state -> FakeReply in
             state.stats.requests += 1
-            state.inFlight += 1
-            state.stats.maxInFlight = max(state.stats.maxInFlight, state.inFlight)
             let faults = state.faults
-            let delay = faults.maxDelayMilliseconds > faults.minDelayMilliseconds
-                ? Int.random(in: faults.minDelayMilliseconds...faults.maxDelayMilliseconds, using: &random) : max(0, faults.minDelayMilliseconds)
-            func error(_ status: Int, _ reason: String, timestamp: Int64? = nil) -> Reply {
+            let delay = faults.random.delay(using: &random)
+            func error(_ status: Int, _ reason: String, timestamp: Int64? = nil) -> FakeReply {
                 state.stats.answers["\(status) \(reason)", default: 0] += 1
                 let body = timestamp.map { #"{"reason":"\#(reason)","timestamp":\#($0)}"# } ?? #"{"reason":"\#(reason)"}"#
-                let answer = Answer(status: status, headers: [("apns-id", apnsID), ("content-type", "application/json")], body: body)
-                return .answer(answer, delay: delay, counted: true, accepted: false)
+                return .answer(status: status, headers: [("apns-id", apnsID), ("content-type", "application/json")], body: body, delay: delay)
             }
             if let failure { return error(failure.status, failure.reason) }
             guard let checked, let message else { return error(500, "InternalServerError") }
@@ -371,18 +234,15 @@ package final class FakeAPNsServer: Sendable {
             if share >= faults.badDeviceTokenRate && share < faults.badDeviceTokenRate + faults.unregisteredRate {
                 return error(410, "Unregistered", timestamp: now * 1000 - 86_400_000)
             }
-            // Random faults.
-            var threshold = faults.dropRate
-            if roll < threshold {
+            switch faults.random.fault(at: roll) {
+            case .drop?:
                 state.stats.answers["drop", default: 0] += 1
                 return .drop(delay: delay)
+            case .tooManyRequests?: return error(429, "TooManyRequests")
+            case .internalError?: return error(500, "InternalServerError")
+            case .unavailable?: return error(503, "ServiceUnavailable")
+            case nil: break
             }
-            threshold += faults.tooManyRequestsRate
-            if roll < threshold { return error(429, "TooManyRequests") }
-            threshold += faults.internalRate
-            if roll < threshold { return error(500, "InternalServerError") }
-            threshold += faults.unavailableRate
-            if roll < threshold { return error(503, "ServiceUnavailable") }
 
             var delivery = state.deliveries[token] ?? Delivery(count: 0, headers: [:], payload: [])
             delivery.count += 1
@@ -394,7 +254,7 @@ package final class FakeAPNsServer: Sendable {
             state.messages[message] = count
             if count == 1 { state.stats.deliveredMessages += 1 } else { state.stats.duplicateMessages += 1 }
             state.stats.answers["200", default: 0] += 1
-            return .answer(Answer(status: 200, headers: [("apns-id", apnsID)], body: ""), delay: delay, counted: true, accepted: true)
+            return .answer(status: 200, headers: [("apns-id", apnsID)], body: "", delay: delay)
         }
     }
 

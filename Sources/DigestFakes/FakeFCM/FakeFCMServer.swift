@@ -1,10 +1,5 @@
 import Crypto
 import Foundation
-import NIOCore
-import NIOHTTP1
-import NIOHTTP2
-import NIOSSL
-import NIOPosix
 import Synchronization
 import _CryptoExtras
 
@@ -26,16 +21,16 @@ import _CryptoExtras
 /// ```
 package final class FakeFCMServer: FakeHTTPService {
     /// Faults injected into `messages:send`, each decided per request.
-    package struct Faults: Sendable, Hashable, Codable {
-        /// Share answered 503 `UNAVAILABLE` with `Retry-After: retryAfterSeconds`.
-        package var unavailableRate = 0.0
+    @dynamicMemberLookup
+    package struct Faults: FakeFaults, Sendable, Hashable, Codable {
+        /// The delays, and the shares answered 429 `QUOTA_EXCEEDED` (as in a burst), 500 `INTERNAL` (no
+        /// `Retry-After`) or 503 `UNAVAILABLE` (with `Retry-After: retryAfterSeconds`), or whose
+        /// connection is closed without an answer, before anything is delivered.
+        package var random = RandomFaults()
+        /// `Retry-After` of the 503 answers, seconds.
         package var retryAfterSeconds = 1
         /// Send that `Retry-After` as an HTTP date (the server's now plus `retryAfterSeconds`).
         package var retryAfterAsDate = false
-        /// Share answered 500 `INTERNAL` (no `Retry-After`).
-        package var internalRate = 0.0
-        /// Share whose connection is closed without an answer, before anything is delivered.
-        package var dropRate = 0.0
         /// Share of tokens (by a stable hash of the token) that are `UNREGISTERED`.
         package var unregisteredRate = 0.0
         /// These tokens are `UNREGISTERED` too.
@@ -43,9 +38,6 @@ package final class FakeFCMServer: FakeHTTPService {
         /// Every `quotaBurstEvery` seconds, `quotaBurstLength` seconds of 429 `QUOTA_EXCEEDED` (0: never).
         package var quotaBurstEvery = 0.0
         package var quotaBurstLength = 0.0
-        /// Each answer waits a random time in this range, milliseconds.
-        package var minDelayMilliseconds = 0
-        package var maxDelayMilliseconds = 0
         /// Every request answered 401 `THIRD_PARTY_AUTH_ERROR`.
         package var thirdPartyAuthError = false
         /// `Retry-After` of the 429 answers, seconds (nil: none, as FCM often sends).
@@ -68,35 +60,7 @@ package final class FakeFCMServer: FakeHTTPService {
     }
 
     /// What the server saw.
-    package struct Stats: Sendable, Hashable, Codable {
-        /// `messages:send` requests received.
-        package var requests = 0
-        /// Answers by kind: `200`, `503`, `429`, `500`, `404`, `400`, `401`, `drop`.
-        package var answers: [String: Int] = [:]
-        /// Distinct tokens delivered (200, not a dry run).
-        package var delivered = 0
-        /// Deliveries beyond the first per token.
-        package var duplicates = 0
-        /// Distinct messages delivered (200, not a dry run): a message is its request body
-        /// (``messageDeliveries``).
-        package var deliveredMessages = 0
-        /// Deliveries of a message beyond its first: the same body accepted again.
-        package var duplicateMessages = 0
-        /// Dry-run requests accepted.
-        package var validated = 0
-        /// Access tokens issued.
-        package var accessTokens = 0
-        /// Most `messages:send` requests waiting for an answer at once.
-        package var maxInFlight = 0
-        /// `messages:send` requests that came over HTTP/2.
-        package var http2Requests = 0
-        /// HTTP/2 connections opened.
-        package var http2Connections = 0
-        /// Most HTTP/2 connections open at once.
-        package var maxHTTP2Connections = 0
-        /// GOAWAY frames sent.
-        package var goAways = 0
-    }
+    package typealias Stats = FakeStats
 
     /// One token's deliveries.
     package struct Delivery: Sendable, Hashable {
@@ -121,9 +85,6 @@ package final class FakeFCMServer: FakeHTTPService {
         /// Each token's delivered request bodies, once ``keepBodies()`` asked for them.
         var bodies: [String: [String]]?
         var stats = Stats()
-        var inFlight = 0
-        /// The open HTTP/2 connections: each one's way to send GOAWAY.
-        var connections: [ObjectIdentifier: @Sendable () -> Void] = [:]
     }
 
     package let projectID: String
@@ -134,12 +95,12 @@ package final class FakeFCMServer: FakeHTTPService {
     private let privateKey: _RSA.Signing.PrivateKey
     private let state: Mutex<State>
     private let started = ContinuousClock.now
-    private let channel: Mutex<(any Channel)?> = Mutex(nil)
-    private let boundPort = Atomic<Int>(0)
+    private let http: FakeHTTPServer
     private let scheme: String
 
-    private init(projectID: String, tokenLifetime: Int, faults: Faults, https: Bool) throws {
-        self.scheme = https ? "https" : "http"
+    private init(projectID: String, tokenLifetime: Int, faults: Faults, http: FakeHTTPServer) throws {
+        self.scheme = http.tls == nil ? "http" : "https"
+        self.http = http
         self.projectID = projectID
         self.tokenLifetime = tokenLifetime
         self.privateKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
@@ -153,29 +114,18 @@ package final class FakeFCMServer: FakeHTTPService {
         host: String = "127.0.0.1", port: Int = 0, projectID: String = "digest-test", tokenLifetime: Int = 3600,
         faults: Faults = Faults(), tls: TLS? = nil, maxConcurrentStreams: Int = 100
     ) async throws -> FakeFCMServer {
-        let server = try FakeFCMServer(projectID: projectID, tokenLifetime: tokenLifetime, faults: faults, https: tls != nil)
-        let sslContext = try tls.map { tls in
-            var configuration = TLSConfiguration.makeServerConfiguration(
-                certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { .certificate($0) },
-                privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)))
-            configuration.applicationProtocols = tls.applicationProtocols
-            return try NIOSSLContext(configuration: configuration)
-        }
-        let channel = try await FakeHTTPBootstrap.bind(server, host: host, port: port, sslContext: sslContext, maxConcurrentStreams: maxConcurrentStreams)
-        server.channel.withLock { $0 = channel }
-        server.boundPort.store(channel.localAddress?.port ?? port, ordering: .releasing)
+        let http = try FakeHTTPServer(tls: tls, selfSignedName: nil)
+        let server = try FakeFCMServer(projectID: projectID, tokenLifetime: tokenLifetime, faults: faults, http: http)
+        try await http.listen(for: server, host: host, port: port, connections: .init(streams: .fixed(maxConcurrentStreams)))
         return server
     }
 
-    package var port: Int { boundPort.load(ordering: .acquiring) }
+    package var port: Int { http.port }
 
     /// `http://127.0.0.1:<port>` (`https` with TLS): the sender's `--endpoint`.
     package var url: String { "\(scheme)://127.0.0.1:\(port)" }
 
-    package func shutdown() async throws {
-        let channel = self.channel.withLock { $0 }
-        try await channel?.close()
-    }
+    package func shutdown() async throws { try await http.shutdown() }
 
     /// Accepts `token` as a bearer token for `lifetime` seconds (load tools that cannot sign JWTs).
     package func registerAccessToken(_ token: String, lifetime: Int64 = 86_400) {
@@ -185,26 +135,12 @@ package final class FakeFCMServer: FakeHTTPService {
 
     /// Sends GOAWAY on every open HTTP/2 connection: each answers the streams opened so far and no
     /// other, and the client must open a new connection for the rest.
-    package func goAway() {
-        for send in state.withLock({ Array($0.connections.values) }) { send() }
-    }
-
-    func connectionOpened(_ id: ObjectIdentifier, goAway: @escaping @Sendable () -> Void) {
-        state.withLock { state in
-            state.connections[id] = goAway
-            state.stats.http2Connections += 1
-            state.stats.maxHTTP2Connections = max(state.stats.maxHTTP2Connections, state.connections.count)
-        }
-    }
-
-    func connectionClosed(_ id: ObjectIdentifier) { _ = state.withLock { $0.connections.removeValue(forKey: id) } }
-
-    func countGoAway() { state.withLock { $0.stats.goAways += 1 } }
+    package func goAway() { http.goAway() }
 
     /// Changes the faults from now on.
     package func setFaults(_ faults: Faults) { state.withLock { $0.faults = faults } }
 
-    package var stats: Stats { state.withLock { $0.stats } }
+    package var stats: Stats { http.report(state.withLock { $0.stats }) }
 
     package var deliveries: [String: Delivery] { state.withLock { $0.deliveries } }
 
@@ -219,7 +155,7 @@ package final class FakeFCMServer: FakeHTTPService {
     package var messageDeliveries: [MessageDelivery] { state.withLock { Array($0.messages.values) } }
 
     /// `messages:send` requests received and not yet answered.
-    package var inFlight: Int { state.withLock { $0.inFlight } }
+    package var inFlight: Int { http.inFlight }
 
     /// The service-account JSON for this server: its key, project and token endpoint.
     package func serviceAccountJSON() -> String {
@@ -243,12 +179,13 @@ package final class FakeFCMServer: FakeHTTPService {
 
     typealias Reply = FakeReply
 
-    func reply(method: String, path: String, headers: [(String, String)], body: [UInt8], http2: Bool = false) -> Reply {
+    func reply(to request: FakeRequest, on _: inout Void) -> Reply {
+        let (method, path) = (request.method, request.path)
         switch (method, path) {
         case ("POST", "/token"):
-            return tokenReply(body)
-        case ("POST", _) where path.hasPrefix("/v1/projects/") && path.hasSuffix("/messages:send"):
-            return sendReply(path: path, headers: headers, body: body, http2: http2)
+            return tokenReply(request.body)
+        case ("POST", _) where Self.isSend(path):
+            return sendReply(path: path, headers: request.headers, body: request.body, http2: request.http2)
         case ("POST", "/goaway"):
             goAway()
             return .answer(status: 200, headers: [("Content-Type", "application/json")], body: "{}", delay: 0)
@@ -260,10 +197,10 @@ package final class FakeFCMServer: FakeHTTPService {
         }
     }
 
-    func answered() { state.withLock { $0.inFlight -= 1 } }
-
     /// `messages:send` requests count as in flight until answered.
-    func counts(path: String) -> Bool { path.hasSuffix("/messages:send") }
+    func counts(_ request: FakeRequest) -> Bool { request.method == "POST" && Self.isSend(request.path) }
+
+    private static func isSend(_ path: String) -> Bool { path.hasPrefix("/v1/projects/") && path.hasSuffix("/messages:send") }
 
     private func tokenReply(_ body: [UInt8]) -> Reply {
         let form = Self.form(String(decoding: body, as: UTF8.self))
@@ -283,16 +220,12 @@ package final class FakeFCMServer: FakeHTTPService {
 
     /// Checks a JWT bearer assertion: RS256 by this server's key, issuer, audience, scope, times.
     private func verify(_ assertion: String) -> String? {
-        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Self.base64URL(parts[0]), let claimBytes = Self.base64URL(parts[1]),
-              let signature = Self.base64URL(parts[2]) else { return "the assertion is not a JWT" }
-        guard let header = (try? JSONSerialization.jsonObject(with: Data(headerBytes))) as? [String: Any],
-              header["alg"] as? String == "RS256" else { return "the JWT is not RS256" }
-        if let kid = header["kid"] as? String, kid != keyID { return "unknown key id" }
-        let signed = Array("\(parts[0]).\(parts[1])".utf8)
-        guard privateKey.publicKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: signed, padding: .insecurePKCS1v1_5)
-        else { return "Invalid JWT Signature." }
-        guard let claims = (try? JSONSerialization.jsonObject(with: Data(claimBytes))) as? [String: Any] else { return "bad claims" }
+        guard let jwt = CompactJWT(assertion) else { return "the assertion is not a JWT" }
+        guard jwt.header.alg == "RS256" else { return "the JWT is not RS256" }
+        if let kid = jwt.header.kid, kid != keyID { return "unknown key id" }
+        let signature = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
+        guard privateKey.publicKey.isValidSignature(signature, for: jwt.signed, padding: .insecurePKCS1v1_5) else { return "Invalid JWT Signature." }
+        guard let claims = (try? JSONSerialization.jsonObject(with: Data(jwt.claims))) as? [String: Any] else { return "bad claims" }
         let now = Int64(Date().timeIntervalSince1970)
         guard claims["iss"] as? String == clientEmail else { return "Invalid issuer" }
         // Google's token endpoint takes its own URL as the audience (Google's libraries use it whatever
@@ -321,11 +254,8 @@ package final class FakeFCMServer: FakeHTTPService {
         return state.withLock { state -> Reply in
             state.stats.requests += 1
             if http2 { state.stats.http2Requests += 1 }
-            state.inFlight += 1
-            state.stats.maxInFlight = max(state.stats.maxInFlight, state.inFlight)
             let faults = state.faults
-            let delay = faults.maxDelayMilliseconds > faults.minDelayMilliseconds
-                ? Int.random(in: faults.minDelayMilliseconds...faults.maxDelayMilliseconds, using: &random) : faults.minDelayMilliseconds
+            let delay = faults.random.delay(using: &random)
             func answer(_ reply: Reply, _ kind: String) -> Reply {
                 state.stats.answers[kind, default: 0] += 1
                 return reply
@@ -340,20 +270,24 @@ package final class FakeFCMServer: FakeHTTPService {
                 return answer(Self.error(401, status: "UNAUTHENTICATED", fcm: "THIRD_PARTY_AUTH_ERROR", message: "Auth error from APNS or Web Push Service", delay: delay), "401")
             }
             // Faults first: an overloaded or dropping FCM delivers nothing.
-            if roll < faults.dropRate { return answer(.drop(delay: delay), "drop") }
-            var threshold = faults.dropRate + faults.unavailableRate
-            if roll < threshold {
+            func quotaExceeded() -> Reply {
+                Self.error(
+                    429, status: "RESOURCE_EXHAUSTED", fcm: "QUOTA_EXCEEDED", message: "Quota exceeded for quota metric 'Send requests'",
+                    extraHeaders: faults.quotaRetryAfterSeconds.map { [("Retry-After", String($0))] } ?? [], delay: delay)
+            }
+            switch faults.random.fault(at: roll) {
+            case .drop?: return answer(.drop(delay: delay), "drop")
+            case .tooManyRequests?: return answer(quotaExceeded(), "429")
+            case .internalError?:
+                return answer(Self.error(500, status: "INTERNAL", fcm: "INTERNAL", message: "Internal error encountered.", delay: delay), "500")
+            case .unavailable?:
                 let retryAfter = faults.retryAfterAsDate ? Self.httpDate(now + Int64(faults.retryAfterSeconds)) : String(faults.retryAfterSeconds)
                 return answer(Self.error(503, status: "UNAVAILABLE", fcm: "UNAVAILABLE", message: "The service is currently unavailable.",
                                          extraHeaders: [("Retry-After", retryAfter)], delay: delay), "503")
-            }
-            threshold += faults.internalRate
-            if roll < threshold {
-                return answer(Self.error(500, status: "INTERNAL", fcm: "INTERNAL", message: "Internal error encountered.", delay: delay), "500")
+            case nil: break
             }
             if faults.quotaBurstEvery > 0, elapsed.truncatingRemainder(dividingBy: faults.quotaBurstEvery) < faults.quotaBurstLength {
-                return answer(Self.error(429, status: "RESOURCE_EXHAUSTED", fcm: "QUOTA_EXCEEDED", message: "Quota exceeded for quota metric 'Send requests'",
-                                         extraHeaders: faults.quotaRetryAfterSeconds.map { [("Retry-After", String($0))] } ?? [], delay: delay), "429")
+                return answer(quotaExceeded(), "429")
             }
             let accepted: FCMRequestRules.Accepted
             switch checked {
@@ -422,12 +356,6 @@ package final class FakeFCMServer: FakeHTTPService {
             if parts.count == 2 { fields[parts[0]] = parts[1] }
         }
         return fields
-    }
-
-    static func base64URL(_ text: Substring) -> [UInt8]? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64).map(Array.init)
     }
 
     /// FNV-1a: the same token is unregistered in every run.

@@ -1,11 +1,6 @@
 package import Crypto
 import DigestCore
 import Foundation
-import NIOCore
-import NIOHTTP1
-import NIOHTTP2
-import NIOPosix
-import NIOSSL
 import Synchronization
 
 /// A fake Web Push service (RFC 8030) on loopback over TLS: HTTP/2 or, when told (or when the client
@@ -28,19 +23,11 @@ import Synchronization
 package final class FakeWebPushServer: FakeHTTPService {
     /// Faults injected, decided per request after its own checks (a bad request is answered 400, 401
     /// or 403 whatever the faults).
-    package struct Faults: Sendable, Hashable, Codable {
-        /// Each answer waits a random time in this range, milliseconds.
-        package var minDelayMilliseconds = 0
-        package var maxDelayMilliseconds = 0
-        /// Share answered 429 with `Retry-After: 1`.
-        package var tooManyRequestsRate = 0.0
-        /// Share answered 500.
-        package var internalRate = 0.0
-        /// Share answered 503.
-        package var unavailableRate = 0.0
-        /// Share of requests dropped without an answer (HTTP/2: the stream reset; HTTP/1.1: the
-        /// connection closed).
-        package var dropRate = 0.0
+    @dynamicMemberLookup
+    package struct Faults: FakeFaults, Sendable, Hashable, Codable {
+        /// The delays, and the shares answered 429 (with `Retry-After: 1`), 500 or 503, or dropped without
+        /// an answer (HTTP/2: the stream reset; HTTP/1.1: the connection closed).
+        package var random = RandomFaults()
         /// Decrypt one request in this many (1: every one). Undecrypted requests are accepted unread.
         package var decryptEvery = 1
 
@@ -48,33 +35,7 @@ package final class FakeWebPushServer: FakeHTTPService {
     }
 
     /// What the server saw.
-    package struct Stats: Sendable, Hashable, Codable {
-        /// Push requests received.
-        package var requests = 0
-        /// Over HTTP/2 (the rest came over HTTP/1.1).
-        package var http2Requests = 0
-        /// Answers by status (`201`, `410`, …, `drop`).
-        package var answers: [String: Int] = [:]
-        /// Distinct subscriptions with at least one message accepted.
-        package var delivered = 0
-        /// Acceptances beyond the first per subscription.
-        package var repeats = 0
-        /// Requests decrypted (the rest were accepted unread).
-        package var decrypted = 0
-        /// Decrypted messages by their `message_id`, beyond the first acceptance: the same message
-        /// delivered twice.
-        package var duplicateMessages = 0
-        /// Distinct VAPID tokens seen.
-        package var vapidTokens = 0
-        /// Most requests waiting for their answer at once.
-        package var maxInFlight = 0
-        /// HTTP/2 connections opened.
-        package var http2Connections = 0
-        /// GOAWAY frames sent.
-        package var goAways = 0
-
-        package init() {}
-    }
+    package typealias Stats = FakeStats
 
     /// A browser's push subscription at this service.
     package struct Subscriber: Sendable {
@@ -127,9 +88,7 @@ package final class FakeWebPushServer: FakeHTTPService {
         /// `Authorization` values already read: their key and their token's `exp` (nil: it did not verify).
         var authorizations: [String: (key: String, expires: Int64?)] = [:]
         var stats = Stats()
-        var inFlight = 0
         var sequence = 0
-        var connections: [ObjectIdentifier: @Sendable () -> Void] = [:]
         var lookup: (@Sendable (String) -> Keys?)?
     }
 
@@ -137,16 +96,14 @@ package final class FakeWebPushServer: FakeHTTPService {
     package let certificatePath: String
     private let state: Mutex<State>
     private let clock: @Sendable () -> Int64
-    private let generatedDirectory: String?
-    private let channel: Mutex<(any Channel)?> = Mutex(nil)
-    private let boundPort = Atomic<Int>(0)
+    private let http: FakeHTTPServer
     /// The host in the endpoints and the VAPID `aud` (`127.0.0.1` unless started otherwise).
     private let host: String
 
-    private init(host: String, faults: Faults, certificatePath: String, generatedDirectory: String?, clock: @escaping @Sendable () -> Int64) {
+    private init(host: String, faults: Faults, http: FakeHTTPServer, clock: @escaping @Sendable () -> Int64) {
         self.host = host
-        self.certificatePath = certificatePath
-        self.generatedDirectory = generatedDirectory
+        self.certificatePath = http.tls?.certificatePath ?? ""
+        self.http = http
         self.clock = clock
         self.state = Mutex(State(faults: faults))
     }
@@ -159,46 +116,18 @@ package final class FakeWebPushServer: FakeHTTPService {
         host: String = "127.0.0.1", port: Int = 0, tls: FakeFCMServer.TLS? = nil, http1Only: Bool = false, faults: Faults = .init(),
         maxConcurrentStreams: Int = 1000, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) async throws -> FakeWebPushServer {
-        var generated: String?
-        var tls = try tls ?? {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fake-webpush-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            generated = directory.path
-            guard let made = try TestCertificate.make(in: directory) else {
-                try? FileManager.default.removeItem(at: directory)
-                throw StartError.noCertificate
-            }
-            return made
-        }()
-        if http1Only { tls.applicationProtocols = ["http/1.1"] }
-        let server = FakeWebPushServer(
-            host: host, faults: faults, certificatePath: tls.certificatePath, generatedDirectory: generated, clock: clock)
-        var configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)))
-        configuration.applicationProtocols = tls.applicationProtocols
-        let sslContext = try NIOSSLContext(configuration: configuration)
-        let channel = try await FakeHTTPBootstrap.bind(server, host: host, port: port, sslContext: sslContext, maxConcurrentStreams: maxConcurrentStreams)
-        server.channel.withLock { $0 = channel }
-        server.boundPort.store(channel.localAddress?.port ?? port, ordering: .releasing)
+        let http = try FakeHTTPServer(tls: tls, selfSignedName: "fake-webpush")
+        let server = FakeWebPushServer(host: host, faults: faults, http: http, clock: clock)
+        try await http.listen(for: server, host: host, port: port, connections: .init(http2: !http1Only, streams: .fixed(maxConcurrentStreams)))
         return server
     }
 
-    enum StartError: Error, CustomStringConvertible {
-        case noCertificate
-        var description: String { "no TLS certificate given and none could be made (is the openssl program installed?)" }
-    }
-
-    package var port: Int { boundPort.load(ordering: .acquiring) }
+    package var port: Int { http.port }
 
     /// The origin: `https://127.0.0.1:<port>`, the VAPID `aud` it expects.
     package var origin: String { "https://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 
-    package func shutdown() async throws {
-        let channel = self.channel.withLock { $0 }
-        try await channel?.close()
-        if let generatedDirectory { try? FileManager.default.removeItem(atPath: generatedDirectory) }
-    }
+    package func shutdown() async throws { try await http.shutdown() }
 
     // MARK: Subscriptions
 
@@ -241,34 +170,21 @@ package final class FakeWebPushServer: FakeHTTPService {
 
     package func setFaults(_ faults: Faults) { state.withLock { $0.faults = faults } }
 
-    package var stats: Stats { state.withLock { $0.stats } }
+    package var stats: Stats { http.report(state.withLock { $0.stats }) }
 
     /// What subscription `id` was accepted with, nil when never.
     package func deliveries(_ id: String) -> Delivery? { state.withLock { $0.deliveries[id] } }
 
     /// Sends GOAWAY on every open HTTP/2 connection.
-    package func goAway() {
-        for send in state.withLock({ Array($0.connections.values) }) { send() }
-    }
+    package func goAway() { http.goAway() }
 
     // MARK: FakeHTTPService
 
-    func counts(path: String) -> Bool { path.hasPrefix("/push/") }
+    /// Push requests count as in flight until answered.
+    func counts(_ request: FakeRequest) -> Bool { request.method == "POST" && request.path.hasPrefix("/push/") }
 
-    func answered() { state.withLock { $0.inFlight -= 1 } }
-
-    func connectionOpened(_ id: ObjectIdentifier, goAway: @escaping @Sendable () -> Void) {
-        state.withLock { state in
-            state.connections[id] = goAway
-            state.stats.http2Connections += 1
-        }
-    }
-
-    func connectionClosed(_ id: ObjectIdentifier) { _ = state.withLock { $0.connections.removeValue(forKey: id) } }
-
-    func countGoAway() { state.withLock { $0.stats.goAways += 1 } }
-
-    func reply(method: String, path: String, headers: [(String, String)], body: [UInt8], http2: Bool) -> FakeReply {
+    func reply(to request: FakeRequest, on _: inout Void) -> FakeReply {
+        let (method, path, headers, body, http2) = (request.method, request.path, request.headers, request.body, request.http2)
         if method == "GET" && path == "/stats" {
             let data = (try? JSONEncoder().encode(stats)) ?? Data()
             return .answer(status: 200, headers: [("content-type", "application/json")], body: String(decoding: data, as: UTF8.self), delay: 0)
@@ -303,11 +219,8 @@ package final class FakeWebPushServer: FakeHTTPService {
         let step = state.withLock { state -> Step in
             state.stats.requests += 1
             if http2 { state.stats.http2Requests += 1 }
-            state.inFlight += 1
-            state.stats.maxInFlight = max(state.stats.maxInFlight, state.inFlight)
             let faults = state.faults
-            let delay = faults.maxDelayMilliseconds > faults.minDelayMilliseconds
-                ? Int.random(in: faults.minDelayMilliseconds...faults.maxDelayMilliseconds, using: &random) : max(0, faults.minDelayMilliseconds)
+            let delay = faults.random.delay(using: &random)
             func answer(_ status: Int, _ text: String, headers: [(String, String)] = []) -> Step {
                 state.stats.answers["\(status)", default: 0] += 1
                 return .answer(.answer(status: status, headers: headers + [("content-type", "text/plain")], body: text, delay: delay))
@@ -332,17 +245,15 @@ package final class FakeWebPushServer: FakeHTTPService {
             if let madeWith, madeWith != vapidKey {
                 return answer(403, "the VAPID key does not match the subscription's applicationServerKey")
             }
-            var threshold = faults.dropRate
-            if roll < threshold {
+            switch faults.random.fault(at: roll) {
+            case .drop?:
                 state.stats.answers["drop", default: 0] += 1
                 return .answer(.drop(delay: delay))
+            case .tooManyRequests?: return answer(429, "slow down", headers: [("retry-after", "1")])
+            case .internalError?: return answer(500, "internal error")
+            case .unavailable?: return answer(503, "unavailable")
+            case nil: break
             }
-            threshold += faults.tooManyRequestsRate
-            if roll < threshold { return answer(429, "slow down", headers: [("retry-after", "1")]) }
-            threshold += faults.internalRate
-            if roll < threshold { return answer(500, "internal error") }
-            threshold += faults.unavailableRate
-            if roll < threshold { return answer(503, "unavailable") }
             state.sequence += 1
             let sequence = state.sequence
             return sequence % max(1, faults.decryptEvery) == 0

@@ -56,25 +56,13 @@ enum WebPushRequestRules {
     /// (base64url of an uncompressed P-256 point), `aud` is `audience` and `sub` a `mailto:` or
     /// `https:` URL; nil otherwise.
     static func verify(jwt: String, key: String, audience: String) -> Int64? {
-        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = FakeFCMServer.base64URL(parts[0]), let claimBytes = FakeFCMServer.base64URL(parts[1]),
-              let signature = FakeFCMServer.base64URL(parts[2]), signature.count == 64,
-              let keyBytes = FakeFCMServer.base64URL(Substring(key)), keyBytes.count == 65
-        else { return nil }
-        guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)), header.alg == "ES256", header.typ == "JWT",
-              let publicKey = try? P256.Signing.PublicKey(x963Representation: keyBytes),
-              let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-              publicKey.isValidSignature(ecdsa, for: Array("\(parts[0]).\(parts[1])".utf8))
-        else { return nil }
-        guard let claims = try? JSONDecoder().decode(Claims.self, from: Data(claimBytes)), claims.aud == audience,
+        guard let token = CompactJWT(jwt), token.header.typ == "JWT",
+              let keyBytes = CompactJWT.base64URL(Substring(key)), keyBytes.count == 65,
+              let publicKey = try? P256.Signing.PublicKey(x963Representation: keyBytes), token.isES256(signedBy: publicKey),
+              let claims = token.claims(as: Claims.self), claims.aud == audience,
               claims.sub.hasPrefix("mailto:") || claims.sub.hasPrefix("https:")
         else { return nil }
         return claims.exp
-    }
-
-    private struct Header: Decodable {
-        var typ: String
-        var alg: String
     }
 
     private struct Claims: Decodable {

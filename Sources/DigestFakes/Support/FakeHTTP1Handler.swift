@@ -3,36 +3,47 @@ import NIOHTTP1
 
 /// One HTTP/1.1 connection of a fake service (``FakeHTTPService``): collects a request, asks the
 /// service for the reply, writes it (after the injected delay) or drops the connection.
-final class FakeHTTP1Handler: ChannelInboundHandler {
+final class FakeHTTP1Handler<Service: FakeHTTPService>: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let server: any FakeHTTPService
+    private let service: Service
+    private let server: FakeHTTPServer
+    private var connection: Service.ConnectionState
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
+    private var bodyLength = 0
 
-    init(server: any FakeHTTPService) { self.server = server }
+    init(service: Service, server: FakeHTTPServer) {
+        self.service = service
+        self.server = server
+        self.connection = service.newConnection()
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
             self.head = head
             body.removeAll(keepingCapacity: true)
+            bodyLength = 0
         case .body(var buffer):
-            if body.count + buffer.readableBytes <= 1 << 20 { body += buffer.readBytes(length: buffer.readableBytes) ?? [] }
+            bodyLength += buffer.readableBytes
+            if body.count + buffer.readableBytes <= FakeRequest.maxKeptBody { body += buffer.readBytes(length: buffer.readableBytes) ?? [] }
         case .end:
             guard let head else { return }
             self.head = nil
-            let path = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
-            let isSend = server.counts(path: path)
-            let reply = server.reply(method: head.method.rawValue, path: path, headers: head.headers.map { ($0.name, $0.value) }, body: body,
-                                     http2: head.version.major == 2)
+            let request = FakeRequest(
+                method: head.method.rawValue, path: FakeRequest.path(head.uri), headers: head.headers.map { ($0.name, $0.value) }, body: body,
+                bodyLength: bodyLength, http2: head.version.major == 2)
+            let counted = service.counts(request)
+            if counted { server.began() }
+            let reply = service.reply(to: request, on: &connection)
             let keepAlive = head.isKeepAlive
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
             let server = self.server
             let respond: @Sendable () -> Void = {
                 let context = bound.value
-                if isSend { server.answered() }
+                if counted { server.answered() }
                 switch reply {
                 case .drop:
                     context.close(promise: nil)
