@@ -2,7 +2,7 @@ import DigestStore
 
 /// The sender's scheduling, without I/O: events in, actions out.
 ///
-/// ``FCMSender`` and ``APNsSender`` (their driver, ``SenderDriver``) carry the actions out against
+/// ``PushSender`` (its driver, ``SenderDriver``) carries the actions out against
 /// the store's outbox consumer and a ``PushTransport``, and report how each ended as one event. The machine has no
 /// clock (every event says when it happened, on a monotonic `Instant`; an answer also says the
 /// sender's Unix time, which retry times follow), does no I/O and never suspends, so every order in
