@@ -96,16 +96,12 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "Threads of the HTTP client (its event loops).")
     var eventLoops = HTTPClient.Configuration.pushSenderEventLoops
 
-    @Option(help: .hidden) var timeScale = 1.0
-    @Option(help: .hidden) var pollInterval = 1.0
-    @Option(help: .hidden) var owner: String?
-
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be positive") }
         guard rate >= 0 else { throw ValidationError("--rate must not be negative (0: unpaced)") }
         if let connections { guard (1...concurrency).contains(connections) else { throw ValidationError("--connections must be between 1 and --concurrency") } }
         // A lease must outlive a request (30 s timeout), or the sender's own lease could lapse mid-request.
-        guard leaseSeconds >= 45 || timeScale < 1 else { throw ValidationError("--lease-seconds must be at least 45") }
+        guard leaseSeconds >= 45 else { throw ValidationError("--lease-seconds must be at least 45") }
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be positive") }
         guard eventLoops >= 1 else { throw ValidationError("--event-loops must be positive") }
         guard apnsConcurrency >= 1 else { throw ValidationError("--apns-concurrency must be positive") }
@@ -120,7 +116,6 @@ struct SendCommand: AsyncParsableCommand {
         if let webpushConnections, !(1...webpushConcurrency).contains(webpushConnections) {
             throw ValidationError("--webpush-connections must be between 1 and --webpush-concurrency")
         }
-        guard timeScale > 0, pollInterval > 0 else { throw ValidationError("--time-scale and --poll-interval must be positive") }
     }
 
     func run() async throws {
@@ -173,7 +168,7 @@ struct SendCommand: AsyncParsableCommand {
                     clients.append(metadataClient!)
                 }
                 let (tokens, projectID) = try await providers.tokens(
-                    account: account, client: client, metadataClient: metadataClient, retryScale: timeScale, logger: logger)
+                    account: account, client: client, metadataClient: metadataClient, logger: logger)
                 runs.append(fcmRun(database: database, projectID: projectID, tokens: tokens, client: client, connections: more, logger: logger))
             }
             if let apnsKey {
@@ -262,8 +257,7 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     /// Every provider's sender settings from the same flags (`--drain`, `--lease-seconds`,
-    /// `--max-attempts`, `--ca-file`, the time scale, the poll interval, the owner), with the
-    /// provider's requests in flight and pace.
+    /// `--max-attempts`, `--ca-file`), with the provider's requests in flight and pace.
     func senderConfiguration<Database: DigestPipelineStore>(concurrency: Int, ratePerMinute: Int?) -> PushSender<Database>.Configuration {
         var configuration = PushSender<Database>.Configuration()
         configuration.concurrency = concurrency
@@ -271,10 +265,7 @@ struct SendCommand: AsyncParsableCommand {
         configuration.drain = drain
         configuration.leaseSeconds = Int64(leaseSeconds)
         configuration.maxAttempts = maxAttempts
-        configuration.retry.timeScale = timeScale
-        configuration.pollInterval = .seconds(pollInterval)
         configuration.caFile = providers.caFile
-        if let owner { configuration.owner = owner }
         return configuration
     }
 
