@@ -114,7 +114,7 @@ public struct PushSender<Database: DigestPipelineStore>: Service {
         try await transport.prepare()
         defer { transport.close() }
         let machine = SenderStateMachine<ContinuousClock.Instant>(machineConfiguration)
-        transport.metrics.ratePerSecond.record(machine.pacer.map(\.perSecond) ?? 0)
+        transport.metrics.ratePerSecond.record(machine.ratePerSecond)
         let (configuration, logger, control) = (configuration, logger, control)
         var summary = try await withTaskExecutorPreference(control) {
             try await database.withOutboxConsumer { consumer in
