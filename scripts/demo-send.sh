@@ -42,13 +42,14 @@ APNS_PORT="$(cat "$OUT/fake-apns.port")"
 echo
 echo "delivering to the fake FCM server on 127.0.0.1:$PORT, the fake APNs server on 127.0.0.1:$APNS_PORT"
 echo "and the fake Web Push service on 127.0.0.1:$WEBPUSH_PORT (each: 5% 503 answers; FCM and APNs: 1% unregistered tokens)"
-# --time-scale shrinks retry waits (Retry-After, backoff) so the demo does not wait minutes.
+# The fakes' 503s are retried after their Retry-After (FCM's: 1 s) or the first backoff (0.5 to 1 s):
+# the demo waits seconds, not minutes.
 "$BIN/digest" send --db "$OUT/digest.sqlite" --credentials "$OUT/service-account.json" \
     --endpoint "http://127.0.0.1:$PORT" \
     --apns-key-file "$OUT/AuthKey_DEMO123456.p8" --apns-key-id DEMO123456 --apns-team-id TEAM123456 \
     --apns-topic com.example.digest --apns-endpoint "https://127.0.0.1:$APNS_PORT" --ca-file "$OUT/fake-ca.pem" \
     --vapid-key-file "$OUT/vapid.pem" --vapid-subject mailto:demo@example.com --allow-push-hosts 127.0.0.1 \
-    --drain --time-scale 0.01 --poll-interval 0.2
+    --drain
 echo
 "$BIN/digest" queue stats --db "$OUT/digest.sqlite"
 kill -TERM "$FAKE" "$FAKE_APNS" "$FAKE_WEBPUSH"

@@ -30,12 +30,12 @@ struct FCMLoadCommand: AsyncParsableCommand {
     @Option(help: "The bearer token (the fake server's --static-token).") var token = "bench-token"
     @Option(help: "Requests in flight at once.") var concurrency = 64
     @Option(help: "Seconds to post for.") var seconds = 10.0
-    @Option(help: "Event loops of the client (default: digest send's).") var eventLoops = HTTPClient.Configuration.fcmSenderEventLoops
+    @Option(help: "Event loops of the client (default: digest send's).") var eventLoops = HTTPClient.Configuration.pushSenderEventLoops
     @Option(help: "Which API path to measure: \(Mode.allCases.map(\.rawValue).joined(separator: ", ")).") var mode = Mode.exchange
 
     func run() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops)
-        let client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: .fcmSender(concurrency: concurrency))
+        let client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: .pushSender(concurrency: concurrency))
         let url = "\(endpoint)/v1/projects/\(project)/messages:send"
         let bodies = Self.bodies()
         let result: Result<(Int, Int), any Error>

@@ -117,12 +117,10 @@ struct ProviderOptions: ParsableArguments {
 
     /// The token source `--credentials` asked for, and the project: `--project`, else the key's or
     /// the metadata server's.
-    /// `retryScale` shortens the pauses between tries (`send`'s hidden `--time-scale`).
     func tokens(
-        account: ServiceAccount?, client: HTTPClient, metadataClient: HTTPClient?, retryScale: Double = 1, logger: Logger
+        account: ServiceAccount?, client: HTTPClient, metadataClient: HTTPClient?, logger: Logger
     ) async throws -> (AccessTokenProvider, String) {
-        var configuration = AccessTokenProvider.Configuration()
-        configuration.retryPause = configuration.retryPause * retryScale
+        let configuration = AccessTokenProvider.Configuration()
         if let account {
             return (try AccessTokenProvider(account: account, client: client, configuration: configuration, logger: logger), project ?? account.projectID)
         }

@@ -94,18 +94,14 @@ struct SendCommand: AsyncParsableCommand, ShutsDownOnSignals {
     var apnsConnectionCount: Int { apnsConnections ?? (apnsConcurrency + 99) / 100 }
 
     @Option(help: "Threads of the HTTP client (its event loops).")
-    var eventLoops = HTTPClient.Configuration.fcmSenderEventLoops
-
-    @Option(help: .hidden) var timeScale = 1.0
-    @Option(help: .hidden) var pollInterval = 1.0
-    @Option(help: .hidden) var owner: String?
+    var eventLoops = HTTPClient.Configuration.pushSenderEventLoops
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be positive") }
         guard rate >= 0 else { throw ValidationError("--rate must not be negative (0: unpaced)") }
         if let connections { guard (1...concurrency).contains(connections) else { throw ValidationError("--connections must be between 1 and --concurrency") } }
         // A lease must outlive a request (30 s timeout), or the sender's own lease could lapse mid-request.
-        guard leaseSeconds >= 45 || timeScale < 1 else { throw ValidationError("--lease-seconds must be at least 45") }
+        guard leaseSeconds >= 45 else { throw ValidationError("--lease-seconds must be at least 45") }
         guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be positive") }
         guard eventLoops >= 1 else { throw ValidationError("--event-loops must be positive") }
         guard apnsConcurrency >= 1 else { throw ValidationError("--apns-concurrency must be positive") }
@@ -120,7 +116,6 @@ struct SendCommand: AsyncParsableCommand, ShutsDownOnSignals {
         if let webpushConnections, !(1...webpushConcurrency).contains(webpushConnections) {
             throw ValidationError("--webpush-connections must be between 1 and --webpush-concurrency")
         }
-        guard timeScale > 0, pollInterval > 0 else { throw ValidationError("--time-scale and --poll-interval must be positive") }
     }
 
     func run() async throws {
@@ -160,7 +155,7 @@ struct SendCommand: AsyncParsableCommand, ShutsDownOnSignals {
                 var runs: [ProviderRun] = []
                 if let fcmChoice {
                     // Each client's share of the requests (over HTTP/1.1 the sender uses one of its connections at a time).
-                    let configuration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + connectionCount - 1) / connectionCount, caFile: providers.caFile)
+                    let configuration = HTTPClient.Configuration.pushSender(concurrency: (concurrency + connectionCount - 1) / connectionCount, caFile: providers.caFile)
                     // One client a connection (a lane): over https the sender opens its own HTTP/2 connection for
                     // each; the client carries what that cannot (plain http, a server without h2) and keeps one
                     // HTTP/2 connection to a host per event loop.
@@ -173,13 +168,13 @@ struct SendCommand: AsyncParsableCommand, ShutsDownOnSignals {
                         clients.append(metadataClient!)
                     }
                     let (tokens, projectID) = try await providers.tokens(
-                        account: account, client: client, metadataClient: metadataClient, retryScale: timeScale, logger: logger)
+                        account: account, client: client, metadataClient: metadataClient, logger: logger)
                     runs.append(fcmRun(database: database, projectID: projectID, tokens: tokens, client: client, connections: more, logger: logger))
                 }
                 if let apnsKey {
                     // APNs' requests go over the sender's own HTTP/2 connections; the client lends its event loops.
                     let client = HTTPClient(
-                        eventLoopGroupProvider: .shared(loops), configuration: .fcmSender(concurrency: 1, caFile: providers.caFile))
+                        eventLoopGroupProvider: .shared(loops), configuration: .pushSender(concurrency: 1, caFile: providers.caFile))
                     clients.append(client)
                     runs.append(try apnsRun(database: database, key: apnsKey, client: client, logger: logger))
                 }
@@ -188,7 +183,7 @@ struct SendCommand: AsyncParsableCommand, ShutsDownOnSignals {
                     // the others' HTTP/1.1 requests (8 connections for each of a service's --webpush-connections).
                     let client = HTTPClient(
                         eventLoopGroupProvider: .shared(webLoops ?? loops),
-                        configuration: .fcmSender(concurrency: 8 * webpushConnectionCount, caFile: providers.caFile))
+                        configuration: .pushSender(concurrency: 8 * webpushConnectionCount, caFile: providers.caFile))
                     clients.append(client)
                     runs.append(try webPushRun(database: database, key: vapidKey, client: client, logger: logger))
                 }
@@ -209,18 +204,15 @@ struct SendCommand: AsyncParsableCommand, ShutsDownOnSignals {
     private func fcmRun<Database: DigestDatabase>(
         database: Database, projectID: String, tokens: AccessTokenProvider, client: HTTPClient, connections: [HTTPClient], logger: Logger
     ) -> ProviderRun {
-        var configuration = FCMSender<Database>.Configuration()
-        configuration.endpoint = providers.fcmBaseURL
-        configuration.concurrency = concurrency
-        configuration.ratePerMinute = rate == 0 ? nil : rate
-        configuration.validateOnly = validateOnly
-        applyCommonSettings(to: &configuration)
-
-        let sender = FCMSender(
-            database: database, projectID: projectID, client: client, connections: connections, tokens: tokens,
+        var fcm = FCMTransport.Configuration()
+        fcm.endpoint = providers.fcmBaseURL
+        fcm.validateOnly = validateOnly
+        let configuration: PushSender<Database>.Configuration = senderConfiguration(concurrency: concurrency, ratePerMinute: rate == 0 ? nil : rate)
+        let sender = PushSender(
+            database: database, fcm: fcm, projectID: projectID, tokens: tokens, client: client, connections: connections,
             configuration: configuration, logger: logger)
-        Self.say("sending to \(configuration.endpoint) for project \(projectID) as \(configuration.owner) with \(tokens.principal), \(concurrency) at once over \(connectionCount) connection\(connectionCount == 1 ? "" : "s"), \(rate == 0 ? "unpaced" : "at most \(rate)/min")\(validateOnly ? " (dry run)" : "")")
-        let fcm = ProviderRun(provider: .fcm, send: { try await sender.send() }) {
+        Self.say("sending to \(fcm.endpoint) for project \(projectID) as \(configuration.owner) with \(tokens.principal), \(concurrency) at once over \(connectionCount) connection\(connectionCount == 1 ? "" : "s"), \(rate == 0 ? "unpaced" : "at most \(rate)/min")\(validateOnly ? " (dry run)" : "")")
+        return ProviderRun(sender) {
             let status = tokens.status()
             var credentials: String
             if let left = status.secondsLeft {
@@ -231,7 +223,6 @@ struct SendCommand: AsyncParsableCommand, ShutsDownOnSignals {
             if let failure = status.lastFailure { credentials += "; last refresh failed: \(failure)" }
             return (status.isUsable, "\(credentials) (\(tokens.principal))")
         }
-        return fcm
     }
 
     /// APNs' sender, with the command's settings: no pacing (Apple publishes no quota); the requests
@@ -239,16 +230,15 @@ struct SendCommand: AsyncParsableCommand, ShutsDownOnSignals {
     private func apnsRun<Database: DigestDatabase>(
         database: Database, key: APNsSigningKey, client: HTTPClient, logger: Logger
     ) throws -> ProviderRun {
-        var configuration = APNsSender<Database>.Configuration()
-        configuration.endpoint = providers.apnsBaseURL
-        configuration.topic = providers.apnsTopic
-        configuration.concurrency = apnsConcurrency
-        configuration.connections = apnsConnectionCount
-        applyCommonSettings(to: &configuration)
-        let sender = try APNsSender(database: database, client: client, key: key, configuration: configuration, logger: logger)
-        Self.say("sending to \(configuration.endpoint) with key \(key.keyID) of team \(key.teamID) as \(configuration.owner), topic \(providers.apnsTopic ?? "from each device"), \(apnsConcurrency) at once over \(apnsConnectionCount) connection\(apnsConnectionCount == 1 ? "" : "s"), unpaced")
+        var apns = APNsTransport.Configuration()
+        apns.endpoint = providers.apnsBaseURL
+        apns.topic = providers.apnsTopic
+        apns.connections = apnsConnectionCount
+        let configuration: PushSender<Database>.Configuration = senderConfiguration(concurrency: apnsConcurrency, ratePerMinute: nil)
+        let sender = try PushSender(database: database, apns: apns, key: key, client: client, configuration: configuration, logger: logger)
+        Self.say("sending to \(apns.endpoint) with key \(key.keyID) of team \(key.teamID) as \(configuration.owner), topic \(providers.apnsTopic ?? "from each device"), \(apnsConcurrency) at once over \(apnsConnectionCount) connection\(apnsConnectionCount == 1 ? "" : "s"), unpaced")
         let line = "key \(key.keyID) of team \(key.teamID) (provider tokens signed here)"
-        return ProviderRun(provider: .apns, send: { try await sender.send() }) { (true, line) }
+        return ProviderRun(sender) { (true, line) }
     }
 
     /// The Web Push sender, with the command's settings: unpaced (push services publish no quota;
@@ -256,28 +246,28 @@ struct SendCommand: AsyncParsableCommand, ShutsDownOnSignals {
     private func webPushRun<Database: DigestDatabase>(
         database: Database, key: VAPIDKey, client: HTTPClient, logger: Logger
     ) throws -> ProviderRun {
-        var configuration = WebPushSender<Database>.Configuration(subject: providers.vapidSubject ?? "")
-        configuration.allowedHosts = providers.allowedPushHosts
-        configuration.concurrency = webpushConcurrency
-        configuration.connectionsPerOrigin = webpushConnectionCount
-        applyCommonSettings(to: &configuration)
-        let sender = try WebPushSender(database: database, client: client, key: key, configuration: configuration, logger: logger)
-        let extra = configuration.allowedHosts.isEmpty ? "" : " and \(configuration.allowedHosts.joined(separator: ", "))"
-        Self.say("sending Web Push as \(configuration.owner) with VAPID key \(key.publicKey.prefix(12))… for \(configuration.subject), to the browsers' push services\(extra), \(webpushConcurrency) at once, \(webpushConnectionCount) connection\(webpushConnectionCount == 1 ? "" : "s") a service, unpaced")
+        var webPush = WebPushTransport.Configuration(subject: providers.vapidSubject ?? "")
+        webPush.allowedHosts = providers.allowedPushHosts
+        webPush.connectionsPerOrigin = webpushConnectionCount
+        let configuration: PushSender<Database>.Configuration = senderConfiguration(concurrency: webpushConcurrency, ratePerMinute: nil)
+        let sender = try PushSender(database: database, webPush: webPush, key: key, client: client, configuration: configuration, logger: logger)
+        let extra = webPush.allowedHosts.isEmpty ? "" : " and \(webPush.allowedHosts.joined(separator: ", "))"
+        Self.say("sending Web Push as \(configuration.owner) with VAPID key \(key.publicKey.prefix(12))… for \(webPush.subject), to the browsers' push services\(extra), \(webpushConcurrency) at once, \(webpushConnectionCount) connection\(webpushConnectionCount == 1 ? "" : "s") a service, unpaced")
         let line = "VAPID key \(key.publicKey.prefix(12))… (tokens signed here)"
-        return ProviderRun(provider: .webpush, send: { try await sender.send() }) { (true, line) }
+        return ProviderRun(sender) { (true, line) }
     }
 
-    /// The settings every provider's sender takes from the same flags: `--drain`, `--lease-seconds`,
-    /// `--max-attempts`, the time scale, the poll interval, `--ca-file`, the owner.
-    func applyCommonSettings(to configuration: inout some SenderSettings) {
+    /// Every provider's sender settings from the same flags (`--drain`, `--lease-seconds`,
+    /// `--max-attempts`, `--ca-file`), with the provider's requests in flight and pace.
+    func senderConfiguration<Database: DigestPipelineStore>(concurrency: Int, ratePerMinute: Int?) -> PushSender<Database>.Configuration {
+        var configuration = PushSender<Database>.Configuration()
+        configuration.concurrency = concurrency
+        configuration.ratePerMinute = ratePerMinute
         configuration.drain = drain
         configuration.leaseSeconds = Int64(leaseSeconds)
         configuration.maxAttempts = maxAttempts
-        configuration.retry.timeScale = timeScale
-        configuration.pollInterval = .seconds(pollInterval)
         configuration.caFile = providers.caFile
-        if let owner { configuration.owner = owner }
+        return configuration
     }
 
     /// Runs each provider's sender in one service group (with `/metrics` and `/healthz` when asked)
@@ -395,10 +385,9 @@ private final class ProviderRun: Service, Sendable {
     private let outcome = Mutex<(SendSummary?, (any Error)?)>((nil, nil))
     private let phase = Mutex(Phase.starting)
 
-    init(provider: Provider, send: @escaping @Sendable () async throws -> SendSummary,
-         credentials: @escaping @Sendable () -> (usable: Bool, line: String)) {
-        self.provider = provider
-        self.send = send
+    init<Database>(_ sender: PushSender<Database>, credentials: @escaping @Sendable () -> (usable: Bool, line: String)) {
+        self.provider = sender.provider
+        self.send = { try await sender.send() }
         self.credentials = credentials
     }
 
@@ -454,18 +443,3 @@ private struct Senders: Service {
         }
     }
 }
-
-/// What every provider's sender configuration has, set from the command's shared flags.
-protocol SenderSettings {
-    var drain: Bool { get set }
-    var leaseSeconds: Int64 { get set }
-    var maxAttempts: Int { get set }
-    var retry: RetryPolicy { get set }
-    var pollInterval: Duration { get set }
-    var caFile: String? { get set }
-    var owner: String { get set }
-}
-
-extension FCMSender.Configuration: SenderSettings {}
-extension APNsSender.Configuration: SenderSettings {}
-extension WebPushSender.Configuration: SenderSettings {}

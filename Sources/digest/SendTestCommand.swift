@@ -192,7 +192,7 @@ extension ProviderOptions {
     /// throws when there are none, or when they are refused.
     private func deliverOnce<Database: DigestDatabase>(_ message: LeasedMessage, database: Database) async throws -> SingleDelivery {
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .fcmSender(concurrency: 8, caFile: caFile))
+        let client = HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .pushSender(concurrency: 8, caFile: caFile))
         let metadata = credentialsChoice == .metadata && message.provider == .fcm
             ? HTTPClient(eventLoopGroupProvider: .shared(loops), configuration: .metadataServer()) : nil
         let result: Result<SingleDelivery, any Error>
@@ -220,28 +220,34 @@ extension ProviderOptions {
             var account: ServiceAccount?
             if case .file(let path) = choice { account = try ServiceAccount(contentsOf: path) }
             let (tokens, projectID) = try await self.tokens(account: account, client: client, metadataClient: metadata, logger: logger)
-            var configuration = FCMSender<Database>.Configuration()
-            configuration.endpoint = fcmBaseURL
+            var configuration = PushSender<Database>.Configuration()
             configuration.caFile = caFile
-            let sender = FCMSender(database: database, projectID: projectID, client: client, tokens: tokens, configuration: configuration, logger: logger)
+            var fcm = FCMTransport.Configuration()
+            fcm.endpoint = fcmBaseURL
+            let sender = PushSender(
+                database: database, fcm: fcm, projectID: projectID, tokens: tokens, client: client, configuration: configuration, logger: logger)
             return try await sender.deliverOnce(message)
         case .apns:
             guard let key = try apnsSigningKey() else { throw missing() }
-            var configuration = APNsSender<Database>.Configuration()
-            configuration.endpoint = apnsBaseURL
-            configuration.topic = apnsTopic
+            var apns = APNsTransport.Configuration()
+            apns.endpoint = apnsBaseURL
+            apns.topic = apnsTopic
+            apns.connections = 1
+            var configuration = PushSender<Database>.Configuration()
             configuration.concurrency = 1
-            configuration.connections = 1
             configuration.caFile = caFile
-            return try await APNsSender(database: database, client: client, key: key, configuration: configuration, logger: logger).deliverOnce(message)
+            return try await PushSender(database: database, apns: apns, key: key, client: client, configuration: configuration, logger: logger)
+                .deliverOnce(message)
         case .webpush:
             guard let path = vapidKeyFile else { throw missing() }
-            var configuration = WebPushSender<Database>.Configuration(subject: vapidSubject ?? "")
-            configuration.allowedHosts = allowedPushHosts
+            var webPush = WebPushTransport.Configuration(subject: vapidSubject ?? "")
+            webPush.allowedHosts = allowedPushHosts
+            webPush.connectionsPerOrigin = 1
+            var configuration = PushSender<Database>.Configuration()
             configuration.concurrency = 1
-            configuration.connectionsPerOrigin = 1
             configuration.caFile = caFile
-            let sender = try WebPushSender(database: database, client: client, key: try VAPIDKey(contentsOf: path), configuration: configuration, logger: logger)
+            let sender = try PushSender(
+                database: database, webPush: webPush, key: try VAPIDKey(contentsOf: path), client: client, configuration: configuration, logger: logger)
             return try await sender.deliverOnce(message)
         }
     }

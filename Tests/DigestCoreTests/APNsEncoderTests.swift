@@ -53,7 +53,7 @@ struct APNsEncoderTests {
         ])
         #expect(try APNsHeaders(json: Array(message.headers.json.utf8)) == message.headers)
         // What the iOS budget counts is this payload, to the byte.
-        #expect(FCMEncoder().budgetBytes(for: Self.plan(name), platform: .ios) == message.payload.count)
+        #expect(NotificationEncoder().budgetBytes(for: Self.plan(name), platform: .ios) == message.payload.count)
     }
 
     /// The direct payload is the FCM `apns.payload` (the same bytes, `aps` and `imageUrl`) with the
@@ -62,7 +62,7 @@ struct APNsEncoderTests {
     @Test(arguments: ["BigText", "Image", "Default", "Default-pl", "BigText-ru"])
     func theSameAPSAndKeysAsTheFCMSection(name: String) throws {
         let plan = Self.plan(name)
-        let fcm = String(decoding: FCMEncoder().message(for: plan, device: Self.device), as: UTF8.self)
+        let fcm = String(decoding: NotificationEncoder().message(for: plan, device: Self.device), as: UTF8.self)
         let direct = String(decoding: Self.encoder.message(for: plan, device: Self.device).payload, as: UTF8.self)
         // In the FCM body: `"data":{…},"apns":{"headers":{…},"payload":{…}` then `,"fcm_options"` or `}`.
         let data = try #require(fcm.range(of: #""data":"#)?.upperBound)
@@ -89,9 +89,9 @@ struct APNsEncoderTests {
         let limit = VariantPlanner.Configuration.ceiling(for: .ios)
         #expect(limit == 4096)
         func plan(linkPadding: Int) throws -> (plan: NotificationPlan, message: APNsMessage) {
-            var links = FCMEncoder.Configuration()
+            var links = NotificationEncoder.Configuration()
             links.linkBase = "https://digest.example/" + String(repeating: "w", count: linkPadding)
-            let encoder = FCMEncoder(configuration: links)
+            let encoder = NotificationEncoder(configuration: links)
             var configuration = VariantPlanner.Configuration()
             configuration.byteBudget = limit
             let encoded = try VariantPlanner(configuration: configuration, encoder: encoder).planAndEncode(
@@ -121,10 +121,10 @@ struct APNsEncoderTests {
             Device(token: "aa01", platform: .ios), Device(token: "bb02", platform: .ios, topic: "com.example.other"),
         ]
         let ids = ["0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"]
-        let encoded = FCMEncoder().encode(plan, platforms: [.android])  // the iOS parts are encoded on demand
+        let encoded = NotificationEncoder().encode(plan, platforms: [.android])  // the iOS parts are encoded on demand
         let messages = Self.encoder.messages(for: encoded, devices: devices, messageIDs: ids)
         let again = APNsEncoder(configuration: .init(topic: "com.example.reader"))
-            .messages(for: FCMEncoder().encode(plan, platforms: [.ios]), devices: devices, messageIDs: ids)
+            .messages(for: NotificationEncoder().encode(plan, platforms: [.ios]), devices: devices, messageIDs: ids)
         #expect(messages == again)
         for (message, id) in zip(messages, ids) {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])

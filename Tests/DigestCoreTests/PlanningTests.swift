@@ -175,7 +175,7 @@ struct BudgetTests {
     static let order = ["budget.bullets", "budget.bullet_title", "budget.body", "budget.fallback", "budget.title"]
 
     static func checkFits(_ plan: NotificationPlan, budget: Int) throws {
-        let encoder = FCMEncoder()
+        let encoder = NotificationEncoder()
         for platform in Platform.allCases {
             let bytes = try #require(plan.bytes[platform])
             #expect(bytes <= min(budget, VariantPlanner.Configuration.ceiling(for: platform)), "\(platform)")
@@ -241,7 +241,7 @@ struct BudgetTests {
         #expect(atLimit.variant == .image)
         #expect(atLimit.bytes == [.android: limit])
         #expect(atLimit.rules.isEmpty, "\(atLimit.rules)")
-        let body = FCMEncoder().message(for: atLimit, device: Device(token: "t", platform: .android))
+        let body = NotificationEncoder().message(for: atLimit, device: Device(token: "t", platform: .android))
         let message = try #require((try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?["message"] as? [String: Any])
         #expect(message["data"] == nil)
         let androidData = try #require((message["android"] as? [String: Any])?["data"] as? [String: String])
@@ -295,7 +295,7 @@ struct GoldenMessageTests {
 
     static func message(_ variant: Variant, _ platform: Platform) -> String {
         let device = Device(token: "tok-\(platform.rawValue)", platform: platform)
-        return String(decoding: FCMEncoder().message(for: plan(variant), device: device), as: UTF8.self)
+        return String(decoding: NotificationEncoder().message(for: plan(variant), device: device), as: UTF8.self)
     }
 
     static func object(_ variant: Variant, _ platform: Platform) throws -> [String: Any] {
@@ -314,7 +314,7 @@ struct GoldenMessageTests {
     /// section, Android its section alone (no top-level data; `android.data` holds every key once).
     @Test(arguments: Variant.allCases)
     func budgetsCountWhatIsSent(variant: Variant) throws {
-        let encoder = FCMEncoder()
+        let encoder = NotificationEncoder()
         let plan = Self.plan(variant)
         func part(_ platform: Platform, _ key: String) throws -> Int {
             let body = Self.message(variant, platform)
@@ -407,7 +407,7 @@ struct GoldenMessageTests {
         for platform in Platform.allCases {
             let object = try Self.object(variant, platform)
             let sections = Set(object.keys).subtracting(["token", "data", "fcm_options"])
-            #expect(sections == [FCMEncoder.sectionKey(platform)])
+            #expect(sections == [NotificationEncoder.sectionKey(platform)])
             #expect((object["fcm_options"] as? [String: String]) == ["analytics_label": "digest-2026-W47-\(variant.rawValue)"])
         }
     }

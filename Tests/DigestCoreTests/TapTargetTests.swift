@@ -11,7 +11,7 @@ struct TapTargetTests {
 
     /// The `deep_link` of the top-level data and the web `fcm_options.link` of `plan`'s messages.
     static func links(_ plan: NotificationPlan) throws -> (data: String, web: String) {
-        let body = FCMEncoder().message(for: plan, device: Device(token: "t", platform: .web))
+        let body = NotificationEncoder().message(for: plan, device: Device(token: "t", platform: .web))
         let message = try #require(
             (try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?["message"] as? [String: Any])
         let data = try #require(message["data"] as? [String: String])
@@ -54,7 +54,7 @@ struct TapTargetTests {
         "https://[::1/a1",
     ])
     func aTopPickURLThatIsNotHTTPSOpensTheWeeklyPage(url: String) throws {
-        #expect(!FCMEncoder.isOpenableLink(url))
+        #expect(!NotificationEncoder.isOpenableLink(url))
         let plan = try PlanFixture.plan(Self.digest(picks: 3, topPickURL: url), image: .ready(PlanFixture.renditions))
         #expect(plan.variant == .image)
         let links = try Self.links(plan)
@@ -67,7 +67,7 @@ struct TapTargetTests {
         "https://user@news.example:8443/a1", "https://xn--bcher-kva.example/a1",
     ])
     func anHTTPSTopPickURLIsOpenedAsItIs(url: String) throws {
-        #expect(FCMEncoder.isOpenableLink(url))
+        #expect(NotificationEncoder.isOpenableLink(url))
         let plan = try PlanFixture.plan(Self.digest(picks: 1, topPickURL: url), image: .ready(PlanFixture.renditions))
         let links = try Self.links(plan)
         #expect(links.data == url)

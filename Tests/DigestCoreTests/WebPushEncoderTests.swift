@@ -43,7 +43,7 @@ struct WebPushEncoderTests {
     @Test(arguments: ["BigText", "Image", "Default", "Default-pl", "BigText-ru"])
     func theSameNotificationAndKeysAsTheFCMWebMessage(name: String) throws {
         let plan = APNsEncoderTests.plan(name)
-        let fcm = String(decoding: FCMEncoder().message(for: plan, device: Self.device), as: UTF8.self)
+        let fcm = String(decoding: NotificationEncoder().message(for: plan, device: Self.device), as: UTF8.self)
         let plaintext = String(decoding: try #require(Self.encoder.message(for: plan, device: Self.device)).plaintext, as: UTF8.self)
         // In the FCM body: `"data":{…},"webpush":{"headers":{…},"notification":{…},"fcm_options":{"link":…}}`.
         let data = try #require(fcm.range(of: #""data":"#)?.upperBound)
@@ -64,9 +64,9 @@ struct WebPushEncoderTests {
         let plan = APNsEncoderTests.plan("Image")
         let keys = [Self.keys, Device.SubscriptionKeys(p256dh: Self.keys.p256dh, auth: "AAAAAAAAAAAAAAAAAAAAAA")]
         let ids = ["0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"]
-        let encoded = FCMEncoder().encode(plan, platforms: [.android])  // the web parts are encoded on demand
+        let encoded = NotificationEncoder().encode(plan, platforms: [.android])  // the web parts are encoded on demand
         let messages = Self.encoder.messages(for: encoded, keys: keys, messageIDs: ids)
-        #expect(messages == WebPushEncoder().messages(for: FCMEncoder().encode(plan, platforms: [.web]), keys: keys, messageIDs: ids))
+        #expect(messages == WebPushEncoder().messages(for: NotificationEncoder().encode(plan, platforms: [.web]), keys: keys, messageIDs: ids))
         for (message, id) in zip(messages, ids) {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(message.plaintext)) as? [String: Any])
             #expect(object["message_id"] as? String == id)
@@ -103,10 +103,10 @@ struct WebPushEncoderTests {
         /// `linkPadding` bytes longer (counted twice by FCM, once by the plaintext) and a badge URL of
         /// `badge` bytes (once in each).
         func plan(linkPadding: Int, badge: Int = 1) throws -> (plan: NotificationPlan, fcm: Int, plaintext: [UInt8]) {
-            var links = FCMEncoder.Configuration()
+            var links = NotificationEncoder.Configuration()
             links.linkBase = "https://digest.example/" + String(repeating: "w", count: linkPadding)
             links.webBadge = String(repeating: "b", count: badge)
-            let encoder = FCMEncoder(configuration: links)
+            let encoder = NotificationEncoder(configuration: links)
             var configuration = VariantPlanner.Configuration()
             configuration.byteBudget = 4_096
             let encoded = try VariantPlanner(configuration: configuration, encoder: encoder).planAndEncode(

@@ -20,7 +20,7 @@ import Testing
     func aDirectAPNsMessageRendersAsTheFCMSection(image: Bool) async throws {
         let plan = Self.plan(image: image)
         let device = Device(token: "tok-ios", platform: .ios)
-        let fcm = FCMEncoder().message(for: plan, device: device)
+        let fcm = NotificationEncoder().message(for: plan, device: device)
         let apns = APNsEncoder(configuration: .init(topic: "com.example.reader")).message(for: plan, device: device)
         let request = Array(#"{"headers":\#(apns.headers.json),"payload":"#.utf8) + apns.payload + Array("}".utf8)
 

@@ -14,7 +14,7 @@ import Testing
     func aWebPushPlaintextRendersAsTheFCMSection(image: Bool) async throws {
         var plan = APNsPreviewTests.plan(image: image)
         plan.actions = [.init(id: "open", title: "Czytaj"), .init(id: "later", title: "Później")]
-        let fcm = FCMEncoder().message(for: plan, device: Device(token: "tok-web", platform: .web))
+        let fcm = NotificationEncoder().message(for: plan, device: Device(token: "tok-web", platform: .web))
         let plaintext = try #require(WebPushEncoder().message(for: plan, device: Self.device)).plaintext
 
         let fcmMessage = try PreviewMessage(json: fcm)
@@ -31,7 +31,7 @@ import Testing
         try await PreviewFixtures.expectSamePreviews(message, as: expected, of: "Web Push plaintext")
         // The web bytes of a plaintext are the plaintext's; of the FCM body, its data and section.
         #expect(MessageBudget.bytes(ofMessage: plaintext) == [.web: plaintext.count])
-        #expect(MessageBudget.bytes(ofMessage: fcm) == [.web: FCMEncoder().budgetBytes(for: plan, platform: .web)])
+        #expect(MessageBudget.bytes(ofMessage: fcm) == [.web: NotificationEncoder().budgetBytes(for: plan, platform: .web)])
     }
 
     /// A plaintext is told apart from an FCM message and an APNs payload by its keys.

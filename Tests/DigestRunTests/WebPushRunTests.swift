@@ -36,7 +36,7 @@ import Testing
         // expiring with the row.
         let expected = try #require(
             WebPushEncoder().messages(
-                for: FCMEncoder().encode(plan, platforms: [.web]), keys: [Self.keys], messageIDs: [try #require(webPush.messageID)]
+                for: NotificationEncoder().encode(plan, platforms: [.web]), keys: [Self.keys], messageIDs: [try #require(webPush.messageID)]
             ).first)
         #expect(webPush.message == expected.plaintext)
         #expect(webPush.headers == expected.headers.json)

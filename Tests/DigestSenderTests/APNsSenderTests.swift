@@ -87,20 +87,21 @@ import Testing
 
     /// An APNs sender against `server` on `database`, time shrunk so retries take milliseconds.
     static func withSender<Database: DigestPipelineStore, T>(
-        _ database: Database, server: FakeAPNsServer, key: APNsSigningKey? = nil,
-        configure: (inout APNsSender<Database>.Configuration) -> Void = { _ in },
-        _ body: (APNsSender<Database>) async throws -> T
+        _ database: Database, server: FakeAPNsServer, key: APNsSigningKey? = nil, topic: String = topic,
+        configure: (inout PushSender<Database>.Configuration) -> Void = { _ in },
+        _ body: (PushSender<Database>) async throws -> T
     ) async throws -> T {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.additionalTrustRoots = [.file(server.certificatePath)]
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.tlsConfiguration = tls
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-        var configuration = APNsSender<Database>.Configuration()
-        configuration.endpoint = server.url
-        configuration.topic = topic
+        var apns = APNsTransport.Configuration()
+        apns.endpoint = server.url
+        apns.topic = topic
+        apns.connections = 2
+        var configuration = PushSender<Database>.Configuration()
         configuration.concurrency = 16
-        configuration.connections = 2
         configuration.drain = true
         configuration.retry.timeScale = 0.001
         configuration.pollInterval = .milliseconds(50)
@@ -114,7 +115,7 @@ import Testing
         logger.logLevel = .warning
         do {
             let key = try key ?? APNsSigningKey(pem: server.keyPEM, keyID: server.keyID, teamID: server.teamID)
-            let sender = try APNsSender(database: database, client: client, key: key, configuration: configuration, logger: logger)
+            let sender = try PushSender(database: database, apns: apns, key: key, client: client, configuration: configuration, logger: logger)
             let result = try await body(sender)
             try? await client.shutdown()
             return result
@@ -124,13 +125,13 @@ import Testing
         }
     }
 
-    static func send(_ outbox: Outbox, _ server: FakeAPNsServer, key: APNsSigningKey? = nil,
-                     configure: @escaping (inout APNsSender<SQLiteDatabase>.Configuration) -> Void = { _ in },
-                     postgres: @escaping (inout APNsSender<PostgresDatabase>.Configuration) -> Void = { _ in }) async throws -> SendSummary {
+    static func send(_ outbox: Outbox, _ server: FakeAPNsServer, key: APNsSigningKey? = nil, topic: String = topic,
+                     configure: @escaping (inout PushSender<SQLiteDatabase>.Configuration) -> Void = { _ in },
+                     postgres: @escaping (inout PushSender<PostgresDatabase>.Configuration) -> Void = { _ in }) async throws -> SendSummary {
         try await outbox.run { database in
-            try await withSender(database, server: server, key: key, configure: configure) { try await $0.send() }
+            try await withSender(database, server: server, key: key, topic: topic, configure: configure) { try await $0.send() }
         } _: { database in
-            try await withSender(database, server: server, key: key, configure: postgres) { try await $0.send() }
+            try await withSender(database, server: server, key: key, topic: topic, configure: postgres) { try await $0.send() }
         }
     }
 
@@ -291,7 +292,7 @@ import Testing
         case .topicDisallowed: topic = "com.example.unknown"
         }
         await #expect {
-            _ = try await Self.send(outbox, server, key: key) { $0.topic = topic } postgres: { $0.topic = topic }
+            _ = try await Self.send(outbox, server, key: key, topic: topic)
         } throws: { error in
             let code = (error as? SenderError)?.code
             return (code == .authentication || code == .configuration) && "\(error)".contains(refusal.rawValue)

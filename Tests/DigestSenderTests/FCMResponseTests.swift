@@ -121,17 +121,27 @@ import Testing
         #expect(pacer.perSecond >= Double(perMinute - burst) / 60 * 0.999)
     }
 
-    /// A 429's Retry-After holds every connection until the latest deadline any answer asked for.
+    /// A 429's Retry-After holds every connection until the latest deadline any answer asked for:
+    /// seen in the sends (messages wait to be sent throughout) and the hold reports.
     @Test func theQuotaHoldKeepsTheLatestDeadline() {
         var hold = SenderStateMachineTests.Run(concurrency: 4)
-        #expect(hold.machine.holdUntil == nil)
+        func holds() -> Int { hold.reported.filter { $0 == .held }.count }
+        #expect(hold.sends.count == 4 && holds() == 0)
         hold.answer(.retry(after: nil, .init(code: "QUOTA_EXCEEDED", detail: "m"), pauseEverything: .seconds(30)))
-        let first = hold.machine.holdUntil
-        #expect(first == .at(.seconds(30)) && hold.reported.contains(.held))
+        #expect(holds() == 1)
+        hold.lease(4)  // four more wait; a request and room are free
         hold.answer(.retry(after: nil, .init(code: "QUOTA_EXCEEDED", detail: "m"), pauseEverything: .seconds(5)))
-        #expect(hold.machine.holdUntil == first)  // a shorter Retry-After does not shorten the hold
+        #expect(holds() == 1)  // a shorter Retry-After does not shorten the hold
+        hold.wait(.seconds(29))
+        #expect(hold.sends.count == 4)
         hold.answer(.retry(after: nil, .init(code: "QUOTA_EXCEEDED", detail: "m"), pauseEverything: .seconds(60)))
-        #expect(hold.machine.holdUntil! > first!)
+        #expect(holds() == 2)
+        hold.wait(.seconds(2))
+        #expect(hold.sends.count == 4)  // past the first hold's end: the longer one holds
+        hold.wait(.seconds(57))
+        #expect(hold.sends.count == 4)
+        hold.wait(.seconds(1))  // 29 s + 60 s
+        #expect(hold.sends.count > 4)
     }
 
     @Test func aDryRunAddsValidateOnly() {

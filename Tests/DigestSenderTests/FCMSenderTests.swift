@@ -169,7 +169,7 @@ import Testing
         let db = dir.path("outbox.sqlite")
         try OutboxFixture.fill(path: db, count: 90) { $0 == 7 }
         let server = try await FakeFCMServer.start()
-        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir) { $0.validateOnly = true } _: { sender, _ in
+        let summary = try await SenderHarness.withSender(db: db, server: server, dir: dir, validateOnly: true) { sender, _ in
             try await sender.send()
         }
         #expect(summary.validated == 89 && summary.dead == ["INVALID_ARGUMENT": 1] && summary.sent == 0)

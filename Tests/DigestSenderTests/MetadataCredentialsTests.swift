@@ -133,14 +133,16 @@ import Testing
             // The first token comes; every later one fails.
             _ = try await tokens.token()
             metadata.scriptTokenAnswers([], then: answer)
-            var configuration = FCMSender<SQLiteDatabase>.Configuration()
-            configuration.endpoint = fcm.url
+            var endpoint = FCMTransport.Configuration()
+            endpoint.endpoint = fcm.url
+            var configuration = PushSender<SQLiteDatabase>.Configuration()
             configuration.concurrency = 16
+            configuration.ratePerMinute = 600_000
             configuration.drain = true
             configuration.retry.timeScale = 0.001
             configuration.pollInterval = .milliseconds(50)
-            let sender = FCMSender(
-                database: SQLiteDatabase.sqlite(path: db), projectID: fcm.projectID, client: client, tokens: tokens,
+            let sender = PushSender(
+                database: SQLiteDatabase.sqlite(path: db), fcm: endpoint, projectID: fcm.projectID, tokens: tokens, client: client,
                 configuration: configuration, logger: Logger(label: "test"))
             await #expect {
                 _ = try await sender.send()

@@ -18,7 +18,7 @@ import Testing
     static func send(_ db: String, _ fcm: FakeFCMServer, metadataHost: String, _ extra: [String] = [], credentials: [String] = ["--credentials", "metadata"],
                      environment: [String: String?] = [:]) async throws -> DigestBinary.Output {
         try await DigestBinary.run(
-            ["send", "--db", db, "--endpoint", fcm.url, "--drain", "--time-scale", "0.01", "--poll-interval", "0.05"] + credentials + extra,
+            ["send", "--db", db, "--endpoint", fcm.url, "--drain"] + credentials + extra,
             environment: ["GCE_METADATA_HOST": metadataHost, "DIGEST_CREDENTIALS": nil, "GOOGLE_APPLICATION_CREDENTIALS": nil].merging(environment) { $1 })
     }
 

@@ -18,7 +18,7 @@ import Testing
         let count = 16
         let server = try await FakeFCMServer.start(faults: SendBinaryTests.delayed(200...200))
         server.registerAccessToken("test-token")
-        var configuration = HTTPClient.Configuration.fcmSender(concurrency: 1)
+        var configuration = HTTPClient.Configuration.pushSender(concurrency: 1)
         configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 1)
         configuration.timeout = .init(connect: .seconds(60))  // the pool's wait for a connection: not what this is about
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
@@ -47,7 +47,7 @@ import Testing
     @Test func throughTheClientALateAnswerFailsAtItsDeadline() async throws {
         let server = try await FakeFCMServer.start(faults: SendBinaryTests.delayed(2_000...2_000))
         server.registerAccessToken("test-token")
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .fcmSender(concurrency: 1))
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .pushSender(concurrency: 1))
         let exchange = HTTP2Exchange(client: client, url: Self.url(server))
         await #expect(throws: HTTPClientError.deadlineExceeded) {
             _ = try await exchange.post(ByteBuffer(string: OutboxFixture.message(1)), token: "test-token", on: client.eventLoopGroup.next(), timeout: .milliseconds(100))

@@ -25,18 +25,18 @@ import Testing
         let server = try await FakeFCMServer.start(faults: SendBinaryTests.chaosFaults())
         let credentials = dir.path("sa.json")
         try server.writeServiceAccount(to: credentials)
-        let options = ["--drain", "--concurrency", String(concurrency), "--connections", String(concurrency), "--lease-seconds", "3", "--max-attempts", "40"]
+        let options = ["--drain", "--concurrency", String(concurrency), "--connections", String(concurrency), "--lease-seconds", "45", "--max-attempts", "40"]
 
         let first = try SendBinaryTests.SendProcess(
-            db: url, credentials: credentials, endpoint: server.url, owner: "first", dir: dir, extra: options)
+            db: url, credentials: credentials, endpoint: server.url, name: "first", dir: dir, extra: options)
         let killed = first.signal(SIGKILL) { server.stats.delivered >= count / 3 }
         try await SendBinaryTests.until(.seconds(240)) { killed.fired || !first.process.isRunning }
         #expect(killed.fired, "the first sender ended before the kill: \(first.output)")
         _ = try await first.wait(timeout: .seconds(10))
-        let leasedAtKill = Int(try cluster.sql("SELECT count(*) FROM digest_outbox WHERE lease_owner = 'first'", url: url)) ?? 0
+        let leasedAtKill = Int(try cluster.sql("SELECT count(*) FROM digest_outbox WHERE lease_owner = '\(first.owner)'", url: url)) ?? 0
 
         let second = try SendBinaryTests.SendProcess(
-            db: url, credentials: credentials, endpoint: server.url, owner: "second", dir: dir, extra: options)
+            db: url, credentials: credentials, endpoint: server.url, name: "second", dir: dir, extra: options)
         #expect(try await second.wait(timeout: .seconds(600)) == 0, "\(second.output)")
 
         let states = try states(cluster, url)

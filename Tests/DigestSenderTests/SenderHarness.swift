@@ -31,23 +31,24 @@ enum SenderHarness {
         case test
         /// As `digest send` makes them with its defaults: `connections` clients (one per 100 of the
         /// default concurrency) on one event loop, each with its share of the concurrency.
-        case digestSend(connections: Int = (FCMSender<SQLiteDatabase>.Configuration().concurrency + 99) / 100)
+        case digestSend(connections: Int = (PushSender<SQLiteDatabase>.Configuration().concurrency + 99) / 100)
     }
 
     static func withSender<T>(
         db: String, server: FakeFCMServer, dir: TemporaryDirectory, trusting caFile: String? = nil, transport: Transport = .test,
-        configure: (inout FCMSender<SQLiteDatabase>.Configuration) -> Void = { _ in },
-        _ body: (FCMSender<SQLiteDatabase>, AccessTokenProvider) async throws -> T
+        validateOnly: Bool = false, configure: (inout PushSender<SQLiteDatabase>.Configuration) -> Void = { _ in },
+        _ body: (PushSender<SQLiteDatabase>, AccessTokenProvider) async throws -> T
     ) async throws -> T {
         try await withSender(
-            database: SQLiteDatabase.sqlite(path: db), server: server, dir: dir, trusting: caFile, transport: transport, configure: configure, body)
+            database: SQLiteDatabase.sqlite(path: db), server: server, dir: dir, trusting: caFile, transport: transport, validateOnly: validateOnly,
+            configure: configure, body)
     }
 
     /// As above, on any store.
     static func withSender<Database: DigestDatabase, T>(
         database: Database, server: FakeFCMServer, dir: TemporaryDirectory, trusting caFile: String? = nil, transport: Transport = .test,
-        configure: (inout FCMSender<Database>.Configuration) -> Void = { _ in },
-        _ body: (FCMSender<Database>, AccessTokenProvider) async throws -> T
+        validateOnly: Bool = false, configure: (inout PushSender<Database>.Configuration) -> Void = { _ in },
+        _ body: (PushSender<Database>, AccessTokenProvider) async throws -> T
     ) async throws -> T {
         let account = try account(server, in: dir)
         let client: HTTPClient
@@ -64,9 +65,9 @@ enum SenderHarness {
             }
             client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         case .digestSend(let count):
-            let concurrency = FCMSender<Database>.Configuration().concurrency
-            let clientConfiguration = HTTPClient.Configuration.fcmSender(concurrency: (concurrency + count - 1) / count, caFile: caFile)
-            let group = MultiThreadedEventLoopGroup(numberOfThreads: HTTPClient.Configuration.fcmSenderEventLoops)
+            let concurrency = PushSender<Database>.Configuration().concurrency
+            let clientConfiguration = HTTPClient.Configuration.pushSender(concurrency: (concurrency + count - 1) / count, caFile: caFile)
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: HTTPClient.Configuration.pushSenderEventLoops)
             loops = group
             client = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: clientConfiguration)
             connections = (1..<count).map { _ in HTTPClient(eventLoopGroupProvider: .shared(group), configuration: clientConfiguration) }
@@ -76,22 +77,26 @@ enum SenderHarness {
             for connection in connections { try? await connection.shutdown() }
             try? await loops?.shutdownGracefully()
         }
-        var configuration = FCMSender<Database>.Configuration()
-        configuration.endpoint = server.url
+        var fcm = FCMTransport.Configuration()
+        fcm.endpoint = server.url
+        fcm.validateOnly = validateOnly
+        var configuration = PushSender<Database>.Configuration()
         configuration.concurrency = 16
+        configuration.ratePerMinute = 600_000  // FCM's default quota, as digest send paces
         configuration.drain = true
         configuration.retry.timeScale = 0.001
         configuration.pollInterval = .milliseconds(50)
         configuration.owner = "test-\(UUID().uuidString.prefix(8))"
         configuration.caFile = caFile
-        if case .digestSend = transport { configuration.concurrency = FCMSender<Database>.Configuration().concurrency }
+        if case .digestSend = transport { configuration.concurrency = PushSender<Database>.Configuration().concurrency }
         configure(&configuration)
         var logger = Logger(label: "test.sender")
         logger.logLevel = .warning
         do {
             let tokens = try AccessTokenProvider(account: account, client: client, logger: logger)
-            let sender = FCMSender(database: database, account: account, client: client, connections: connections, tokens: tokens,
-                                   configuration: configuration, logger: logger)
+            let sender = PushSender(
+                database: database, fcm: fcm, projectID: account.projectID, tokens: tokens, client: client, connections: connections,
+                configuration: configuration, logger: logger)
             let result = try await body(sender, tokens)
             await shutDown()
             return result

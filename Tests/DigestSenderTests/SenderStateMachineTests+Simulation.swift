@@ -18,6 +18,8 @@ extension SenderStateMachineTests {
         var run = Run(configuration)
         var leased: Set<Int64> = []
         var lost: Set<Int64> = []
+        /// Answered and not yet written, with the lane whose room each holds.
+        var unwritten: [Int64: Int] = [:]
         var sendsAtStop: Int?
         var steps = 0
         while run.ended == nil {
@@ -28,6 +30,7 @@ extension SenderStateMachineTests {
             case 0...2 where !run.inFlight.isEmpty:
                 let index = Int(random.next() % UInt64(run.inFlight.count))
                 let id = run.inFlight[index].message.id
+                unwritten[id] = run.inFlight[index].lane
                 let outcomes: [PushOutcome] = [
                     .sent(receipt: "n\(id)"), .retry(after: .seconds(Int64(random.next() % 5)), Self.failure),
                     .deviceDead(.init(code: "UNREGISTERED", detail: "d")), .messageDead(.init(code: "INVALID_ARGUMENT", detail: "m")),
@@ -44,7 +47,8 @@ extension SenderStateMachineTests {
                     if random.next() % 4 == 0, let again = run.inFlight.first?.message { batch.append(again) }
                     leased.formUnion(batch.map(\.id))
                     run.lease(messages: batch)
-                case .settle?:
+                case .settle(let batch)?:
+                    for settlement in batch { unwritten[settlement.id] = nil }
                     run.settle()
                 case .extend(let ids)?:
                     let gone = Set(ids.filter { _ in random.next() % 10 == 0 })
@@ -70,9 +74,12 @@ extension SenderStateMachineTests {
                     }
                 }
             }
-            for lane in run.machine.lanes {
-                #expect(lane.sending <= lane.capacity && lane.sending + lane.unsettled <= 2 * lane.capacity)
+            for (lane, capacity) in [3, 2, 1].enumerated() {
+                let sending = run.inFlight.filter { $0.lane == lane }.count
+                let unsettled = unwritten.values.filter { $0 == lane }.count
+                #expect(sending <= capacity && sending + unsettled <= 2 * capacity, "lane \(lane) (seed \(seed))")
             }
+            #expect(run.machine.inFlight == run.inFlight.count + unwritten.count)
             if let sendsAtStop { #expect(run.sends.count == sendsAtStop, "a send after the stop (seed \(seed))") }
         }
         #expect(run.failure == nil, "\(String(describing: run.failure))")
@@ -83,7 +90,7 @@ extension SenderStateMachineTests {
         let unsettled = leased.subtracting(settledIDs)
         #expect(unsettled.isSubset(of: lost), "never settled, lease not lost: \(unsettled.subtracting(lost).sorted()) (seed \(seed))")
         #expect(Set(sent).subtracting(settledIDs).isSubset(of: lost))
-        #expect(run.machine.inFlight == 0 && run.machine.held.isEmpty)
+        #expect(run.machine.inFlight == 0 && run.machine.leasesHeld == 0)
     }
 
     /// A sender kept busy for five simulated minutes at 120 a minute, with pauses: no minute holds more
@@ -103,7 +110,7 @@ extension SenderStateMachineTests {
             }
             while sendTimes.count < run.sends.count { sendTimes.append(run.now) }
             // To the next wake-up asked for, or a pause now and then.
-            let next = run.machine.wakes.filter { $0 > run.now }.min() ?? run.now.advanced(by: .seconds(1))
+            let next = run.wakes.filter { $0 > run.now }.min() ?? run.now.advanced(by: .seconds(1))
             let pause: Duration = random.next() % 200 == 0 ? .seconds(Int64(random.next() % 30)) : .zero
             run.wait(run.now.duration(to: next) + pause)
         }

@@ -13,9 +13,10 @@ import Testing
         run.lease(5)
         #expect(run.sends == [1, 2, 3] && run.inFlight.map(\.lane) == [0, 0, 1])
         guard case .lease? = run.store else { Issue.record("fewer than the requests wait: lease more"); return }
-        // An answer frees a request; the answered message still holds room on its lane until written.
+        // An answer frees a request; the answered message still holds room on its lane until written:
+        // four in flight, three of them requests.
         run.answer(.sent(receipt: "n1"))
-        #expect(run.sends == [1, 2, 3, 4] && run.machine.lanes[0].unsettled == 1)
+        #expect(run.sends == [1, 2, 3, 4] && run.inFlight.map(\.lane) == [0, 1, 0])
         #expect(run.machine.inFlight == 4)
     }
 
@@ -218,6 +219,24 @@ import Testing
         run.take(run.machine.answered(42, .sent(receipt: "n"), at: run.now, unixTime: run.unixTime))
         #expect("\(run.failure.map { "\($0)" } ?? "")".contains("not in flight"))
         #expect(run.machine.settled(applied: 0, at: run.now).isEmpty)  // over: nothing more
+    }
+
+    /// A store result with no such operation running (a lease runs, or nothing), or a second start,
+    /// fails the run; after it the machine answers nothing.
+    @Test(arguments: ["settled", "extended", "backlog", "leased twice", "start twice"])
+    func aResultWithoutItsOperationFailsTheRun(event: String) {
+        var run = Run(Self.configuration(lanes: [1]))  // a lease is in flight
+        switch event {
+        case "settled": run.take(run.machine.settled(applied: 0, at: run.now))
+        case "extended": run.take(run.machine.extended(kept: [], at: run.now))
+        case "backlog": run.take(run.machine.backlog(OutboxBacklog(due: 0, retrying: 0, leased: 0, waiting: 0, nextDue: nil), at: run.now))
+        case "leased twice":
+            run.lease(0)
+            run.take(run.machine.leased([], at: run.now))
+        default: run.take(run.machine.start(at: run.now))
+        }
+        #expect(run.failure is UnexpectedSenderEvent, "\(event): \(String(describing: run.failure))")
+        #expect(run.machine.timerFired(at: run.now).isEmpty && run.machine.stopRequested(at: run.now).isEmpty)
     }
 
     @Test func aStoreFailureEndsAtOnce() {

@@ -55,18 +55,19 @@ import Testing
     /// A Web Push sender against `server` on `database`, time shrunk so retries take milliseconds.
     static func withSender<Database: DigestPipelineStore, T>(
         _ database: Database, server: FakeWebPushServer, key: VAPIDKey, allowing: [String] = ["127.0.0.1"],
-        configure: (inout WebPushSender<Database>.Configuration) -> Void = { _ in },
-        _ body: (WebPushSender<Database>) async throws -> T
+        configure: (inout PushSender<Database>.Configuration) -> Void = { _ in },
+        _ body: (PushSender<Database>) async throws -> T
     ) async throws -> T {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.additionalTrustRoots = [.file(server.certificatePath)]
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.tlsConfiguration = tls
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-        var configuration = WebPushSender<Database>.Configuration(subject: "mailto:push@example.com")
-        configuration.allowedHosts = allowing
+        var webPush = WebPushTransport.Configuration(subject: "mailto:push@example.com")
+        webPush.allowedHosts = allowing
+        webPush.connectionsPerOrigin = 2
+        var configuration = PushSender<Database>.Configuration()
         configuration.concurrency = 16
-        configuration.connectionsPerOrigin = 2
         configuration.drain = true
         configuration.retry.timeScale = 0.001
         configuration.pollInterval = .milliseconds(50)
@@ -79,7 +80,7 @@ import Testing
         var logger = Logger(label: "test.webpush")
         logger.logLevel = .critical
         do {
-            let sender = try WebPushSender(database: database, client: client, key: key, configuration: configuration, logger: logger)
+            let sender = try PushSender(database: database, webPush: webPush, key: key, client: client, configuration: configuration, logger: logger)
             let result = try await body(sender)
             try? await client.shutdown()
             return result
@@ -91,8 +92,8 @@ import Testing
 
     static func send(
         _ outbox: Outbox, _ server: FakeWebPushServer, key: VAPIDKey, allowing: [String] = ["127.0.0.1"],
-        configure: @escaping (inout WebPushSender<SQLiteDatabase>.Configuration) -> Void = { _ in },
-        postgres: @escaping (inout WebPushSender<PostgresDatabase>.Configuration) -> Void = { _ in }
+        configure: @escaping (inout PushSender<SQLiteDatabase>.Configuration) -> Void = { _ in },
+        postgres: @escaping (inout PushSender<PostgresDatabase>.Configuration) -> Void = { _ in }
     ) async throws -> SendSummary {
         try await outbox.run { database in
             try await withSender(database, server: server, key: key, allowing: allowing, configure: configure) { try await $0.send() }

@@ -37,17 +37,18 @@ import Testing
             var clientConfiguration = HTTPClient.Configuration()
             clientConfiguration.tlsConfiguration = tls
             client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-            var configuration = WebPushSender<SQLiteDatabase>.Configuration(subject: WebPushTransportTests.subject)
+            var webPush = WebPushTransport.Configuration(subject: WebPushTransportTests.subject)
+            webPush.connectionsPerOrigin = connections
+            var configuration = PushSender<SQLiteDatabase>.Configuration()
             configuration.caFile = server.certificatePath
             configuration.connectTimeout = .seconds(60)  // a loaded full suite: see WebPushSenderTests
             configuration.concurrency = 8
-            configuration.connectionsPerOrigin = connections
             configuration.clock = { WebPushTransportTests.now }
             var logger = Logger(label: "test.webpush")
             logger.logLevel = .critical
             transport = WebPushTransport(
-                client: client, vapid: try VAPIDToken(key: key, subject: WebPushTransportTests.subject), policy: try PushHostPolicy(allowing: allowing),
-                configuration: configuration, metrics: SenderMetrics(provider: .webpush), logger: logger)
+                webPush, client: client, vapid: try VAPIDToken(key: key, subject: WebPushTransportTests.subject),
+                policy: try PushHostPolicy(allowing: allowing), sender: configuration, logger: logger)
         }
 
         deinit {

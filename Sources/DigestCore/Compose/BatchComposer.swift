@@ -27,7 +27,7 @@ public struct BatchComposer: Sendable {
         package var habit: HabitDelivery?
         public var digest = DigestBuilder.Configuration()
         public var planner = VariantPlanner.Configuration()
-        public var encoder = FCMEncoder.Configuration()
+        public var encoder = NotificationEncoder.Configuration()
 
         public init(week: ISOWeek) {
             self.week = week
@@ -61,7 +61,7 @@ public struct BatchComposer: Sendable {
         builder = DigestBuilder(pool: CandidatePool(articles: articles), configuration: configuration.digest)
         candidateIDs = builder.pool.ids
         self.templates = templates
-        planner = VariantPlanner(configuration: configuration.planner, encoder: FCMEncoder(configuration: configuration.encoder))
+        planner = VariantPlanner(configuration: configuration.planner, encoder: NotificationEncoder(configuration: configuration.encoder))
         self.attachments = attachments
         sendNow = configuration.sendAt == .now ? now : nil
         habit = configuration.habit

@@ -1,6 +1,6 @@
 /// Encodes direct APNs requests, one per iOS device: the payload JSON exactly as sent (the request's
 /// body) and its headers. The texts, link, TTL, priority, category and thread id are the
-/// ``FCMEncoder``'s, and so are the bytes: the payload is the FCM `apns.payload` (`aps`, and
+/// ``NotificationEncoder``'s, and so are the bytes: the payload is the FCM `apns.payload` (`aps`, and
 /// `imageUrl` on Image messages) with the keys FCM would add from the message's `data` after it —
 /// `message_id`, `digest_id`, `deep_link` — and that payload is what the planner's iOS budget counts.
 ///
@@ -10,7 +10,7 @@
 /// // POST /3/device/<token> with message.headers.fields, body message.payload
 /// ```
 public struct APNsEncoder: Sendable {
-    /// Settings of direct APNs requests beyond the ``FCMEncoder/Configuration`` they share.
+    /// Settings of direct APNs requests beyond the ``NotificationEncoder/Configuration`` they share.
     public struct Configuration: Sendable, Hashable {
         /// `apns-topic` of a device without its own ``Device/topic``: the app's bundle id (nil: none
         /// written; the sender adds its `--apns-topic` when it sends, as the run does not know it).
@@ -27,9 +27,9 @@ public struct APNsEncoder: Sendable {
 
     public let configuration: Configuration
     /// Writes the payload and the headers the FCM `apns` section shares; its configuration applies.
-    public let encoder: FCMEncoder
+    public let encoder: NotificationEncoder
 
-    public init(configuration: Configuration, encoder: FCMEncoder = .init()) {
+    public init(configuration: Configuration, encoder: NotificationEncoder = .init()) {
         self.configuration = configuration
         self.encoder = encoder
     }
@@ -59,7 +59,7 @@ public struct APNsEncoder: Sendable {
             var headers = shared
             headers.id = configuration.sendsID ? APNsHeaders.id(messageID: messageID) : nil
             headers.topic = device.topic ?? configuration.topic
-            return APNsMessage(headers: headers, payload: FCMEncoder.filling(payload, at: idOffset, with: Array(messageID.utf8)))
+            return APNsMessage(headers: headers, payload: NotificationEncoder.filling(payload, at: idOffset, with: Array(messageID.utf8)))
         }
     }
 }

@@ -62,7 +62,7 @@ extension OutboxMessage {
     /// The earlier message id, before ids were ordered: the first 16 bytes of the SHA-256 of the
     /// dedupe key, lowercase hex. Rows enqueued before keep theirs (the same 32 hex digits, found by
     /// the collector alike); messages built without a run (fixtures, the encoder's
-    /// ``FCMEncoder/messages(for:devices:)``) still get it.
+    /// ``NotificationEncoder/messages(for:devices:)``) still get it.
     public static func messageID(dedupeKey: String) -> String {
         hex(SHA256.hash(data: Array(dedupeKey.utf8)).prefix(messageIDLength / 2))
     }

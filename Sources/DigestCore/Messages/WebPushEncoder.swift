@@ -17,9 +17,9 @@
 /// ```
 package struct WebPushEncoder: Sendable {
     /// Writes the notification and data the plaintext is made of; its configuration applies.
-    package let encoder: FCMEncoder
+    package let encoder: NotificationEncoder
 
-    package init(encoder: FCMEncoder = .init()) {
+    package init(encoder: NotificationEncoder = .init()) {
         self.encoder = encoder
     }
 
@@ -41,7 +41,7 @@ package struct WebPushEncoder: Sendable {
         let expiresAt = encoder.expiresAt(plan)
         return zip(keys, messageIDs).map { keys, messageID in
             WebPushMessage(
-                plaintext: FCMEncoder.filling(plaintext, at: idOffset, with: Array(messageID.utf8)),
+                plaintext: NotificationEncoder.filling(plaintext, at: idOffset, with: Array(messageID.utf8)),
                 headers: WebPushHeaders(
                     urgency: .normal, topic: WebPushHeaders.isValidTopic(topic) ? topic : nil, expiresAt: expiresAt,
                     p256dh: keys.p256dh, auth: keys.auth))

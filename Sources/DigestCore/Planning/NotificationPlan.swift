@@ -1,5 +1,5 @@
 /// A user's planned notification: the texts, variant and image every one of their devices gets, with
-/// the rules that shaped it. ``FCMEncoder`` turns it into one message per device.
+/// the rules that shaped it. ``NotificationEncoder`` turns it into one message per device.
 public struct NotificationPlan: Sendable, Hashable {
     public var digestID: String
     public var week: ISOWeek
@@ -21,7 +21,7 @@ public struct NotificationPlan: Sendable, Hashable {
     /// When the message becomes due (Unix seconds).
     public var deliverAt: Int64
     /// The top pick's own page (the first pick's `Article.url`), as the catalogue has it: an Image
-    /// message ("Top pick: …") opens it when it is an https URL (``FCMEncoder/link(_:)``).
+    /// message ("Top pick: …") opens it when it is an https URL (``NotificationEncoder/link(_:)``).
     public var topPickURL: String?
     /// `--deliver-at habit`: why the message is due when it is (``DeliveryChoice/reason``), kept in the
     /// report as `due_reason` so that previews of the outbox's rows can say it.

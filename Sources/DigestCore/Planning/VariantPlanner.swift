@@ -33,11 +33,11 @@ public struct VariantPlanner: Sendable {
     }
 
     public let configuration: Configuration
-    public let encoder: FCMEncoder
+    public let encoder: NotificationEncoder
     /// The same article shows as the same bullet for every user of a locale: render it once.
     private let bulletCache = BulletCache()
 
-    public init(configuration: Configuration = .init(), encoder: FCMEncoder = .init()) {
+    public init(configuration: Configuration = .init(), encoder: NotificationEncoder = .init()) {
         self.configuration = configuration
         self.encoder = encoder
     }
@@ -70,7 +70,7 @@ public struct VariantPlanner: Sendable {
     }
 
     /// ``plan(_:templates:image:platforms:)`` with the message parts its last budget check encoded,
-    /// for ``FCMEncoder/messages(for:devices:)-(EncodedPlan,_)``. `deliverAt` replaces the digest's
+    /// for ``NotificationEncoder/messages(for:devices:)-(EncodedPlan,_)``. `deliverAt` replaces the digest's
     /// delivery time (the run's `--send-at now`).
     public func planAndEncode(
         _ digest: WeeklyDigest, templates: LocalizedTemplates, image: ImageOutcome?, platforms: Set<Platform>,

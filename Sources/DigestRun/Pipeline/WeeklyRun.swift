@@ -296,7 +296,7 @@ public struct WeeklyRunConfiguration: Sendable {
         get { compose.planner }
         set { compose.planner = newValue }
     }
-    public var encoder: FCMEncoder.Configuration {
+    public var encoder: NotificationEncoder.Configuration {
         get { compose.encoder }
         set { compose.encoder = newValue }
     }

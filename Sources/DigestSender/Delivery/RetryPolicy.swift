@@ -6,8 +6,9 @@ public struct RetryPolicy: Sendable, Hashable {
     public var cap: Duration = .seconds(900)
     /// `QUOTA_EXCEEDED` (429) waits at least this long: FCM asks for back-off starting at a minute.
     public var quotaMinimum: Duration = .seconds(60)
-    /// Multiplies every delay, `Retry-After` included. 1 in production; tests shrink time with it.
-    public var timeScale: Double = 1
+    /// Multiplies every delay, `Retry-After` included: 1 (in-process tests shrink time with it; no
+    /// command-line option sets it).
+    package var timeScale: Double = 1
 
     public init() {}
 

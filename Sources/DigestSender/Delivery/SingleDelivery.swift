@@ -1,4 +1,4 @@
-public import DigestStore
+import DigestStore
 
 /// What one try of one message outside the outbox came to (`digest send-test`): nothing is leased,
 /// settled or retried; the provider's answer is the result.
@@ -25,20 +25,4 @@ extension PushTransport {
             throw error
         }
     }
-}
-
-extension FCMSender {
-    /// Sends `message` (its `message` an FCM v1 body) once, outside the outbox: no lease, no retry.
-    public func deliverOnce(_ message: LeasedMessage) async throws -> SingleDelivery { try await transport.deliverOnce(message) }
-}
-
-extension APNsSender {
-    /// Sends `message` (an APNs payload with its headers) once, outside the outbox: no lease, no retry.
-    public func deliverOnce(_ message: LeasedMessage) async throws -> SingleDelivery { try await transport.deliverOnce(message) }
-}
-
-extension WebPushSender {
-    /// Sends `message` (a Web Push plaintext with its headers) once, outside the outbox: no lease, no
-    /// retry.
-    public func deliverOnce(_ message: LeasedMessage) async throws -> SingleDelivery { try await transport.deliverOnce(message) }
 }

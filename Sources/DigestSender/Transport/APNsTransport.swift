@@ -1,46 +1,60 @@
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import CoreMetrics
 import DigestCore
 import DigestNIO
 import DigestStore
 import Foundation
+public import Logging
 import NIOCore
 
 /// APNs as a ``PushTransport``: a row's `message` is the body of `POST {endpoint}/3/device/{target}`
 /// with the row's headers (`apns-push-type`, `apns-priority`, `apns-expiration`, `apns-collapse-id`,
-/// `apns-id`, `apns-topic`: the sender's topic when the row has none) and the provider token
-/// (``APNsProviderToken``), and APNs' answer is read by its table (``APNsResponse``,
-/// docs/007-rules-and-limits.md) into an outcome.
+/// `apns-id`, `apns-topic`: the sender's topic when the row has none) and a provider token signed with
+/// the team's key (``APNsProviderToken``: ES256, renewed every 50 minutes, never sooner than 20), and
+/// APNs' answer is read by its table (``APNsResponse``, docs/007-rules-and-limits.md, "APNs answers
+/// and what the sender does") into an outcome.
 ///
 /// Requests go over lanes (``RequestLanes``), each its own HTTP/2 connection driven at the frame
 /// level (``HTTP2Exchange``), kept open; a new connection carries one stream until a request on it
-/// was answered 200, then as many as APNs allows (Apple's rule).
-struct APNsTransport: PushTransport {
+/// was answered 200, then as many as APNs allows (Apple's rule). When the run's first 20 answers are
+/// all `BadDeviceToken`, the tokens are of the other environment (sandbox or production): the run
+/// stops with a ``SenderError`` and marks no device dead. A refusal of the key, team or topic stops
+/// it too, with the leases released. APNs has no dry run.
+public struct APNsTransport: PushTransport {
+    /// What only APNs' sender has.
+    public struct Configuration: Sendable {
+        /// APNs' base URL: production; the sandbox is `https://api.sandbox.push.apple.com`.
+        public var endpoint = "https://api.push.apple.com"
+        /// `apns-topic` (the app's bundle id) of a message whose row names none.
+        public var topic: String?
+        /// HTTP/2 connections to APNs (Apple allows several; rapid reconnects it takes for an attack).
+        public var connections = 12
+        /// The provider token is renewed once it is this old: at least 20 minutes, under 60.
+        public var tokenRenewal: Duration = .seconds(50 * 60)
+
+        public init() {}
+    }
+
     let endpoint: String
     let topic: String?
     let lanes: [RequestLanes.Lane]
     let exchanges: [HTTP2Exchange]
     let tokens: APNsProviderToken
-    let requestTimeout: TimeAmount
-    let retry: RetryPolicy
-    let clock: @Sendable () -> Int64
-    let metrics: SenderMetrics
+    let timing: TransportTiming
+    let metrics = SenderMetrics(provider: .apns)
 
-    init<Database>(client: HTTPClient, tokens: APNsProviderToken, configuration: APNsSender<Database>.Configuration, metrics: SenderMetrics) {
-        self.endpoint = configuration.endpoint
-        self.topic = configuration.topic
+    init<Database>(_ apns: Configuration, client: HTTPClient, tokens: APNsProviderToken, sender configuration: PushSender<Database>.Configuration) {
+        self.endpoint = apns.endpoint
+        self.topic = apns.topic
         self.tokens = tokens
-        self.requestTimeout = configuration.requestTimeout
-        self.retry = configuration.retry
-        self.clock = configuration.clock
-        self.metrics = metrics
+        self.timing = TransportTiming(configuration)
         let connector = HTTP2Connector(
-            url: configuration.endpoint, caFile: configuration.caFile, connectTimeout: configuration.connectTimeout, contentType: "application/json",
+            url: apns.endpoint, caFile: configuration.caFile, connectTimeout: configuration.connectTimeout, contentType: "application/json",
             oneStreamUntilSuccess: true)
-        let count = max(1, min(configuration.connections, configuration.concurrency))
+        let count = max(1, min(apns.connections, configuration.concurrency))
         exchanges = (0..<count).map { _ in
-            connector.map { HTTP2Exchange(client: client, url: configuration.endpoint, connector: $0) }
-                ?? HTTP2Exchange(client: client, url: configuration.endpoint)
+            connector.map { HTTP2Exchange(client: client, url: apns.endpoint, connector: $0) }
+                ?? HTTP2Exchange(client: client, url: apns.endpoint)
         }
         let eventLoops = Array(client.eventLoopGroup.makeIterator())
         lanes = RequestLanes.make(exchanges: exchanges, eventLoops: eventLoops, concurrency: configuration.concurrency)
@@ -48,12 +62,17 @@ struct APNsTransport: PushTransport {
 
     var provider: Provider { .apns }
 
+    var validateOnly: Bool { false }
+
+    /// The first 20 answers all `BadDeviceToken`: the wrong environment.
+    var environmentCheck: SenderStateMachine<ContinuousClock.Instant>.EnvironmentCheck? { .init(answers: 20, error: wrongEnvironment) }
+
     var laneCapacities: [Int] { lanes.map(\.requests) }
 
     func executor(ofLane lane: Int) -> EventLoopExecutor { lanes[lane].executor }
 
     func prepare() async throws {
-        _ = tokens.token(now: clock())  // signed here: the key was checked when it was loaded
+        _ = tokens.token(now: timing.clock())  // signed here: the key was checked when it was loaded
     }
 
     func close() {
@@ -83,20 +102,20 @@ struct APNsTransport: PushTransport {
         case .success(let made): request = made
         case .failure(let outcome): return outcome.outcome
         }
-        var token = tokens.token(now: clock())
+        var token = tokens.token(now: timing.clock())
         var renewed = false
         var refusals = 0
         while true {
             let answer: HTTP2Exchange.Answer
             let outgoing = HTTP2Exchange.Outgoing(body: ByteBuffer(string: message.message), token: token, path: request.path, headers: request.headers)
-            switch await exchange.post(outgoing, on: eventLoop, timeout: requestTimeout, refusals: &refusals, refused: metrics.refused) {
+            switch await exchange.post(outgoing, on: eventLoop, timeout: timing.requestTimeout, refusals: &refusals, refused: metrics.refused) {
             case .success(let answered): answer = answered
             case .failure(let failure): return .retry(after: nil, failure)
             }
-            let now = Date(timeIntervalSince1970: TimeInterval(clock()))
+            let now = Date(timeIntervalSince1970: TimeInterval(timing.clock()))
             let verdict = APNsResponse.classify(
                 status: answer.status, apnsID: answer.id, requestID: request.id, retryAfter: answer.retryAfter, body: Array(buffer: answer.body),
-                policy: retry, now: now)
+                policy: timing.retry, now: now)
             switch verdict {
             case .sent(let apnsID):
                 return .sent(receipt: apnsID)
@@ -113,7 +132,7 @@ struct APNsTransport: PushTransport {
                     return .credentialsRefused(SenderError(.configuration, "APNs answered ExpiredProviderToken to a provider token just made: this machine's clock is likely off from Apple's (check NTP); leases released, nothing more sent"))
                 }
                 do {
-                    token = try tokens.expired(token, now: clock())
+                    token = try tokens.expired(token, now: timing.clock())
                 } catch {
                     return .credentialsRefused(error)
                 }
@@ -182,4 +201,25 @@ struct APNsTransport: PushTransport {
 
     /// The headers a row may carry.
     static let headerNames: Set<String> = ["apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id", "apns-id", "apns-topic"]
+}
+
+extension PushSender {
+    /// APNs' sender, signing its provider tokens with `key`: `client` carries what an own HTTP/2
+    /// connection cannot (nothing, against APNs) and lends its event loops; the caller shuts it down.
+    /// Throws when `apns.tokenRenewal` is out of range.
+    ///
+    /// ```swift
+    /// let key = try APNsSigningKey(contentsOf: "AuthKey_ABCDE12345.p8", keyID: "ABCDE12345", teamID: "TEAM123456")
+    /// var apns = APNsTransport.Configuration()
+    /// apns.topic = "com.example.reader"
+    /// let sender = try PushSender(database: .sqlite(path: "digest.sqlite"), apns: apns, key: key, client: client,
+    ///                             configuration: .init(), logger: logger)
+    /// ```
+    public init(
+        database: Database, apns: APNsTransport.Configuration, key: APNsSigningKey, client: HTTPClient, configuration: Configuration, logger: Logger
+    ) throws(SenderError) {
+        let tokens = try APNsProviderToken(key: key, renewAfter: Int64(apns.tokenRenewal.seconds))
+        let transport = APNsTransport(apns, client: client, tokens: tokens, sender: configuration)
+        self.init(database: database, transport: transport, client: client, configuration: configuration, logger: logger)
+    }
 }

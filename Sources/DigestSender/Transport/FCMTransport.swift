@@ -1,40 +1,60 @@
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import CoreMetrics
 import DigestCore
 import DigestNIO
 import DigestStore
 import Foundation
+public import Logging
 import NIOCore
 
 /// FCM HTTP v1 as a ``PushTransport``: a row's `message` is the body of
 /// `POST {endpoint}/v1/projects/{project_id}/messages:send` with an OAuth access token, and FCM's
-/// answer is read by its errors table (``FCMResponse``, docs/007-rules-and-limits.md) into an outcome.
+/// answer is read by its errors table (``FCMResponse``, docs/007-rules-and-limits.md, "FCM errors and
+/// what the sender does") into an outcome.
 ///
-/// Requests go over lanes (``RequestLanes``): over `https` each exchange has its own HTTP/2
-/// connection driven at the frame level (``HTTP2Exchange``), else one client of the sender's.
-struct FCMTransport: PushTransport {
+/// Requests are spread over several lanes (``RequestLanes``), one HTTP/2 connection each (over
+/// `https`, the sender's own connection driven at the frame level, ``HTTP2Exchange``; else one client
+/// of the sender's): FCM allows 100 concurrent streams a connection and answers in tens of
+/// milliseconds, so one connection carries at most about 100 / latency messages a second (1,250 at
+/// 80 ms) and the default quota of 10,000 a second needs about ten. Over HTTP/1.1 (a plain `http`
+/// endpoint, a server without `h2`) a connection carries one request at a time: one per lane.
+public struct FCMTransport: PushTransport {
+    /// What only FCM's sender has.
+    public struct Configuration: Sendable {
+        /// FCM's base URL; the fake server's in tests.
+        public var endpoint = "https://fcm.googleapis.com"
+        /// FCM's dry run (`validate_only`): check every due message, deliver and change nothing.
+        public var validateOnly = false
+        /// Over `https`, post on the sender's own HTTP/2 connections, one per client, driven at the
+        /// frame level (no per-request stream channel or HTTP/1 codec); the clients then carry only
+        /// what such a connection cannot (a server that does not choose `h2`). False: every request
+        /// through the clients, which choose the protocol themselves: over `https` the sender then
+        /// cannot tell HTTP/1.1 from HTTP/2 and does not hold each connection to one request.
+        public var ownHTTP2Connections = true
+
+        public init() {}
+    }
+
     let projectID: String
     let lanes: [RequestLanes.Lane]
     /// One per connection: `client`'s, then each of `connections`'.
     let exchanges: [HTTP2Exchange]
     let tokens: AccessTokenProvider
     let validateOnly: Bool
-    let requestTimeout: TimeAmount
-    let retry: RetryPolicy
-    let clock: @Sendable () -> Int64
-    let metrics: SenderMetrics
+    let timing: TransportTiming
+    let metrics = SenderMetrics(provider: .fcm)
 
-    init<Database>(projectID: String, client: HTTPClient, connections: [HTTPClient], tokens: AccessTokenProvider,
-                   configuration: FCMSender<Database>.Configuration, metrics: SenderMetrics) {
+    init<Database>(
+        _ fcm: Configuration, projectID: String, client: HTTPClient, connections: [HTTPClient], tokens: AccessTokenProvider,
+        sender configuration: PushSender<Database>.Configuration
+    ) {
         self.projectID = projectID
         self.tokens = tokens
-        self.validateOnly = configuration.validateOnly
-        self.requestTimeout = configuration.requestTimeout
-        self.retry = configuration.retry
-        self.clock = configuration.clock
-        self.metrics = metrics
-        let url = "\(configuration.endpoint)/v1/projects/\(projectID)/messages:send"
-        let connector = configuration.ownHTTP2Connections ? HTTP2Connector(url: url, caFile: configuration.caFile) : nil
+        self.validateOnly = fcm.validateOnly
+        self.timing = TransportTiming(configuration)
+        let url = "\(fcm.endpoint)/v1/projects/\(projectID)/messages:send"
+        let connector = fcm.ownHTTP2Connections
+            ? HTTP2Connector(url: url, caFile: configuration.caFile, connectTimeout: configuration.connectTimeout) : nil
         let clients = [client] + connections
         let eventLoops = Array(client.eventLoopGroup.makeIterator())
         // Over HTTP/1.1 an exchange carries one request at a time for each lane on it.
@@ -48,6 +68,8 @@ struct FCMTransport: PushTransport {
     }
 
     var provider: Provider { .fcm }
+
+    var environmentCheck: SenderStateMachine<ContinuousClock.Instant>.EnvironmentCheck? { nil }
 
     var laneCapacities: [Int] { lanes.map(\.requests) }
 
@@ -87,7 +109,7 @@ struct FCMTransport: PushTransport {
             let verdict: FCMVerdict
             let answer: HTTP2Exchange.Answer
             switch await exchange.post(
-                .init(body: body, token: token), on: eventLoop, timeout: requestTimeout, refusals: &refusals, refused: metrics.refused)
+                .init(body: body, token: token), on: eventLoop, timeout: timing.requestTimeout, refusals: &refusals, refused: metrics.refused)
             {
             case .success(let answered): answer = answered
             case .failure(let failure): return .retry(after: nil, failure)
@@ -95,14 +117,14 @@ struct FCMTransport: PushTransport {
             // The sender's clock reads whole seconds, as HTTP dates do: a Retry-After date that is the
             // longest wait comes back as the retry time exactly (the state machine adds the delay to
             // the same clock), and a hold of every send lasts at most a second longer.
-            let now = Date(timeIntervalSince1970: TimeInterval(clock()))
-            verdict = FCMResponse.classify(status: answer.status, retryAfter: answer.retryAfter, body: Array(buffer: answer.body), policy: retry, now: now)
+            let now = Date(timeIntervalSince1970: TimeInterval(timing.clock()))
+            verdict = FCMResponse.classify(status: answer.status, retryAfter: answer.retryAfter, body: Array(buffer: answer.body), policy: timing.retry, now: now)
             switch verdict {
             case .sent(let name):
                 return .sent(receipt: name)
             case .retry(let after, let code, let detail):
                 // FCM asked every connection to slow down: a 429 with Retry-After.
-                let pause = answer.status == 429 ? answer.retryAfter.flatMap { FCMResponse.parseRetryAfter($0, now: now) }.map(retry.scaled) : nil
+                let pause = answer.status == 429 ? answer.retryAfter.flatMap { FCMResponse.parseRetryAfter($0, now: now) }.map(timing.retry.scaled) : nil
                 return .retry(after: after, .init(code: code, detail: detail), pauseEverything: pause)
             case .dead(let code, let detail, let unregistered):
                 return unregistered ? .deviceDead(.init(code: code, detail: detail)) : .messageDead(.init(code: code, detail: detail))
@@ -142,5 +164,18 @@ struct FCMTransport: PushTransport {
         // AUTH: the credentials source refused a refresh mid-run, not FCM.
         let cause = errorCode == "AUTH" ? "no access token (\(detail))" : "FCM answered \(errorCode) (\(detail))"
         return SenderError(code, "\(cause): \(advice); leases released, nothing more sent")
+    }
+}
+
+extension PushSender {
+    /// FCM's sender for the Firebase project `projectID`: `client` fetches access tokens and carries
+    /// requests; `connections` are more clients on the same event loops to spread requests over (one
+    /// HTTP/2 connection each). The caller shuts them down.
+    public init(
+        database: Database, fcm: FCMTransport.Configuration, projectID: String, tokens: AccessTokenProvider, client: HTTPClient,
+        connections: [HTTPClient] = [], configuration: Configuration, logger: Logger
+    ) {
+        let transport = FCMTransport(fcm, projectID: projectID, client: client, connections: connections, tokens: tokens, sender: configuration)
+        self.init(database: database, transport: transport, client: client, configuration: configuration, logger: logger)
     }
 }

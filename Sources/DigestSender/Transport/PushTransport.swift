@@ -7,7 +7,12 @@ import NIOCore
 /// A provider as the sender sees it: lanes (connections) that carry a number of requests each, and a
 /// way to try one outbox row on one of them. A transport turns the row into its provider's request
 /// and the provider's answer into a ``PushOutcome``; everything else (what to lease, when to send,
-/// retries, settling, stopping) is ``SenderStateMachine``'s, the same for every provider.
+/// retries, settling, stopping) is ``SenderStateMachine``'s, the same for every provider, run by
+/// ``PushSender``.
+///
+/// A new provider is a transport (its settings, its request, its table of answers, its credentials,
+/// and the ``PushSender`` initializer that makes it), an encoder in DigestCore, its options in the
+/// command line, a fake server and its docs.
 ///
 /// A transport retries on its own only what the provider did not process (a stream refused or past
 /// a GOAWAY's last stream) and what its credentials need (a refreshed token); any other failure is an
@@ -15,6 +20,16 @@ import NIOCore
 protocol PushTransport: Sendable {
     /// The provider whose rows this transport sends: the only ones its sender leases.
     var provider: Provider { get }
+
+    /// Its counters and timers, labelled with its provider.
+    var metrics: SenderMetrics { get }
+
+    /// A dry run: every message is checked by the provider, none delivered, nothing settled.
+    var validateOnly: Bool { get }
+
+    /// Whether the provider's dead-token answer may mean the wrong endpoint (APNs' environments):
+    /// nil when it cannot.
+    var environmentCheck: SenderStateMachine<ContinuousClock.Instant>.EnvironmentCheck? { get }
 
     /// Requests each lane carries at once (a connection's streams; 1 over HTTP/1.1).
     var laneCapacities: [Int] { get }
@@ -30,6 +45,22 @@ protocol PushTransport: Sendable {
 
     /// Closes the connections once their requests end.
     func close()
+}
+
+/// What every transport takes from its sender's ``PushSender/Configuration``.
+struct TransportTiming: Sendable {
+    /// One request's deadline, from when it is written.
+    let requestTimeout: TimeAmount
+    /// What reads a `Retry-After` (scaled by its time scale).
+    let retry: RetryPolicy
+    /// The sender's clock in Unix seconds: retry times, token times, expiry.
+    let clock: @Sendable () -> Int64
+
+    init<Database>(_ configuration: PushSender<Database>.Configuration) {
+        requestTimeout = configuration.requestTimeout
+        retry = configuration.retry
+        clock = configuration.clock
+    }
 }
 
 extension HTTP2Exchange {

@@ -1,25 +1,52 @@
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import CoreMetrics
 import DigestCore
 import DigestNIO
 import DigestStore
 import Foundation
-import Logging
+public import Logging
 import NIOCore
 import Synchronization
 
-/// Standard Web Push as a ``PushTransport``: a row's `message` is the plaintext the service worker
-/// receives, its `target` the subscription's endpoint, its `headers` a ``WebPushHeaders`` (urgency,
-/// topic, expiry, the subscription's keys). Each try encrypts the plaintext afresh (RFC 8291,
-/// `aes128gcm`: a new key pair and salt), signs with the origin's VAPID token (RFC 8292) and posts
-/// it to the endpoint with `TTL` (the seconds left until the row's expiry), `Urgency` and `Topic`.
+/// Standard Web Push (RFC 8030) as a ``PushTransport``, without Firebase: a row's `message` is the
+/// plaintext the service worker receives, its `target` the subscription's endpoint, its `headers` a
+/// ``WebPushHeaders`` (urgency, topic, expiry, the subscription's keys). Each try encrypts the
+/// plaintext afresh (RFC 8291, `aes128gcm`: a new key pair and salt), signs with the origin's VAPID
+/// token (RFC 8292, one token per push service reused for hours) and posts it to the endpoint with
+/// `TTL` (the seconds left until the row's expiry), `Urgency` and `Topic`; the answer is read by its
+/// table (``WebPushResponse``, docs/016-web-push.md, "Answers").
 ///
-/// Endpoints are untrusted URLs: only `https`, only hosts the ``PushHostPolicy`` allows (a message
-/// to another host is postponed untried and counted, `HOST_NOT_ALLOWED`), connected to only at an
-/// address the policy allows. Each push service (origin) has its own connections (``WebPushOrigin``):
-/// HTTP/2 where the service offers it, else HTTP/1.1 through the client. Lanes here are not
-/// connections but shares of the requests in flight, each on one of the client's event loops.
-struct WebPushTransport: PushTransport {
+/// Endpoints are untrusted URLs: only `https`, only the browsers' push services unless
+/// ``Configuration/allowedHosts`` adds more (``PushHostPolicy``: a message to another host is
+/// postponed untried and counted, `HOST_NOT_ALLOWED`), connected to only at an address the policy
+/// allows, never a non-public one the operator did not list. A push service that refuses the key for
+/// two subscriptions and accepted none gets nothing more (`VAPID_REFUSED`), while the other services
+/// go on. Each push service (origin) has its own connections (``WebPushOrigin``): HTTP/2 where the
+/// service offers it, else HTTP/1.1 through the client. Lanes here are not connections but shares of
+/// the requests in flight, each on one of the client's event loops. Web Push has no dry run.
+public struct WebPushTransport: PushTransport {
+    /// What only the Web Push sender has.
+    public struct Configuration: Sendable {
+        /// The VAPID `sub` claim: a `mailto:` address or an `https:` URL where the push services'
+        /// operators can reach the site's (not `…@localhost`: Apple refuses it).
+        public var subject: String
+        /// Hosts (names or IP addresses) that may be contacted beside the browsers' push services;
+        /// a non-public address only when listed (itself, or the name that resolves to it).
+        public var allowedHosts: [String] = []
+        /// Connections to each push service (HTTP/2 where it offers it, about 100 streams each; over
+        /// HTTP/1.1 eight times as many, each carrying one request at a time).
+        public var connectionsPerOrigin = 10
+        /// Seconds from a VAPID token's signing to its `exp`: 2 to 24 hours.
+        public var tokenLifetime: Int64 = 12 * 60 * 60
+        /// How long a message to a host not allowed, or to a push service refusing the key, is left
+        /// before the sender looks at it again.
+        public var notAllowedWait: Duration = .seconds(15 * 60)
+        /// How long a message whose refusal (401, 403) is not decided yet waits.
+        public var undecidedWait: Duration = .seconds(5 * 60)
+
+        public init(subject: String) { self.subject = subject }
+    }
+
     struct Lane: Sendable {
         let executor: EventLoopExecutor
         let requests: Int
@@ -30,25 +57,23 @@ struct WebPushTransport: PushTransport {
     let vapid: VAPIDToken
     let policy: PushHostPolicy
     let hostVerdicts = HostVerdicts()
-    let requestTimeout: TimeAmount
-    let retry: RetryPolicy
-    let clock: @Sendable () -> Int64
-    let metrics: SenderMetrics
+    let timing: TransportTiming
+    let metrics = SenderMetrics(provider: .webpush)
     /// How long a message to a host not allowed, or to an origin that refuses the key, waits before
     /// the sender looks at it again; and a message whose refusal is not decided yet.
     let notAllowedWait: Duration
     let undecidedWait: Duration
     let logger: Logger
 
-    init<Database>(client: HTTPClient, vapid: VAPIDToken, policy: PushHostPolicy, configuration: WebPushSender<Database>.Configuration, metrics: SenderMetrics, logger: Logger) {
+    init<Database>(
+        _ webPush: Configuration, client: HTTPClient, vapid: VAPIDToken, policy: PushHostPolicy, sender configuration: PushSender<Database>.Configuration,
+        logger: Logger
+    ) {
         self.vapid = vapid
         self.policy = policy
-        self.requestTimeout = configuration.requestTimeout
-        self.retry = configuration.retry
-        self.clock = configuration.clock
-        self.metrics = metrics
-        self.notAllowedWait = configuration.notAllowedWait
-        self.undecidedWait = configuration.undecidedWait
+        self.timing = TransportTiming(configuration)
+        self.notAllowedWait = webPush.notAllowedWait
+        self.undecidedWait = webPush.undecidedWait
         self.logger = logger
         let eventLoops = Array(client.eventLoopGroup.makeIterator())
         let count = max(1, min(eventLoops.count, configuration.concurrency))
@@ -57,7 +82,7 @@ struct WebPushTransport: PushTransport {
                 executor: EventLoopExecutor(eventLoops[index]),
                 requests: max(1, configuration.concurrency / count + (index < configuration.concurrency % count ? 1 : 0)))
         }
-        let caFile = configuration.caFile, connectTimeout = configuration.connectTimeout, connections = max(1, configuration.connectionsPerOrigin)
+        let caFile = configuration.caFile, connectTimeout = configuration.connectTimeout, connections = max(1, webPush.connectionsPerOrigin)
         // Over HTTP/1.1 a connection carries one request at a time: a few per exchange, not hundreds
         // of connections to one push service.
         let http1 = max(1, min(Self.http1ConnectionsPerExchange, configuration.concurrency / connections))
@@ -76,6 +101,10 @@ struct WebPushTransport: PushTransport {
     }
 
     var provider: Provider { .webpush }
+
+    var validateOnly: Bool { false }
+
+    var environmentCheck: SenderStateMachine<ContinuousClock.Instant>.EnvironmentCheck? { nil }
 
     var laneCapacities: [Int] { lanes.map(\.requests) }
 
@@ -102,7 +131,7 @@ struct WebPushTransport: PushTransport {
         let exchange = origin.nextExchange()
         let started = ContinuousClock.now
         defer { metrics.latency.recordNanoseconds(Int64((ContinuousClock.now - started).seconds * 1e9)) }
-        var authorization = vapid.authorization(origin: request.origin, now: clock())
+        var authorization = vapid.authorization(origin: request.origin, now: timing.clock())
         var renewed = false
         var refusals = 0
         while true {
@@ -117,7 +146,7 @@ struct WebPushTransport: PushTransport {
             let outgoing = HTTP2Exchange.Outgoing(
                 body: ByteBuffer(bytes: body), token: "", path: request.path, headers: headers, authorization: authorization)
             let answer: HTTP2Exchange.Answer
-            switch await exchange.post(outgoing, on: eventLoop, timeout: requestTimeout, refusals: &refusals, refused: metrics.refused) {
+            switch await exchange.post(outgoing, on: eventLoop, timeout: timing.requestTimeout, refusals: &refusals, refused: metrics.refused) {
             case .success(let answered): answer = answered
             case .failure(let failure) where failure.code == PushAddressNotAllowed.code:
                 return .postponed(failure, for: notAllowedWait)
@@ -126,7 +155,7 @@ struct WebPushTransport: PushTransport {
             }
             let verdict = WebPushResponse.classify(
                 status: answer.status, location: answer.id, retryAfter: answer.retryAfter, body: Array(buffer: answer.body), origin: request.origin,
-                policy: retry, now: Date(timeIntervalSince1970: TimeInterval(clock())))
+                policy: timing.retry, now: Date(timeIntervalSince1970: TimeInterval(timing.clock())))
             switch verdict {
             case .sent(let receipt):
                 origin.accepted()
@@ -139,7 +168,7 @@ struct WebPushTransport: PushTransport {
                 return .retry(after: after, .init(code: code, detail: detail))
             case .refused(let status, let said):
                 // Once more with a token signed just now: a refusal then is about the key.
-                let fresh = vapid.freshAuthorization(origin: request.origin, now: clock())
+                let fresh = vapid.freshAuthorization(origin: request.origin, now: timing.clock())
                 if !renewed && fresh != authorization {
                     authorization = fresh
                     renewed = true
@@ -221,7 +250,7 @@ struct WebPushTransport: PushTransport {
         } catch {
             return .failure(Unsendable(outcome: .deviceDead(.init(code: "BAD_KEYS", detail: error.message))))
         }
-        let ttl = row.ttl(now: clock())
+        let ttl = row.ttl(now: timing.clock())
         guard ttl > 0 else {
             return .failure(Unsendable(outcome: .messageDead(.init(code: "EXPIRED", detail: "its TTL ended at \(Timestamp.format(row.expiresAt)): not sent"))))
         }
@@ -350,5 +379,25 @@ struct WebPushEndpoint {
 
     static func isHex(_ byte: UInt8) -> Bool {
         (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
+    }
+}
+
+extension PushSender {
+    /// The Web Push sender, signing with the site's VAPID `key`: `client` carries the requests to push
+    /// services that do not speak HTTP/2 and lends its event loops; the caller shuts it down. Throws
+    /// when the subject, the token lifetime or an allowed host is not usable.
+    ///
+    /// ```swift
+    /// let key = try VAPIDKey(contentsOf: "vapid.pem")
+    /// let sender = try PushSender(database: .sqlite(path: "digest.sqlite"), webPush: .init(subject: "mailto:push@example.com"),
+    ///                             key: key, client: client, configuration: .init(), logger: logger)
+    /// ```
+    public init(
+        database: Database, webPush: WebPushTransport.Configuration, key: VAPIDKey, client: HTTPClient, configuration: Configuration, logger: Logger
+    ) throws(SenderError) {
+        let vapid = try VAPIDToken(key: key, subject: webPush.subject, lifetime: webPush.tokenLifetime)
+        let policy = try PushHostPolicy(allowing: webPush.allowedHosts)
+        let transport = WebPushTransport(webPush, client: client, vapid: vapid, policy: policy, sender: configuration, logger: logger)
+        self.init(database: database, transport: transport, client: client, configuration: configuration, logger: logger)
     }
 }

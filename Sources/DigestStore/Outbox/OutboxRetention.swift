@@ -29,7 +29,7 @@ public struct OutboxRetention: Sendable, Hashable {
     /// Seconds in a week.
     public static let week: Int64 = 7 * 86_400
     /// How long a message stays deliverable after it is due: its FCM `ttl`, `expires_at − available_at`.
-    public static let messageTTL = Int64(FCMEncoder.Configuration().ttlSeconds)
+    public static let messageTTL = Int64(NotificationEncoder.Configuration().ttlSeconds)
     /// The weeks before a digest's own whose picks it does not repeat.
     public static let noRepeatWeeks = DigestBuilder.Configuration().noRepeatWeeks
     /// The shortest retention: the TTL plus the digest's own week and its no-repeat weeks (28 days).

@@ -1,8 +1,10 @@
 import Foundation  // URLComponents: whether a top pick's URL is one a notification may open
 
-/// Encodes FCM HTTP v1 request bodies (`{"message":{…}}`), one per device token, with only the section
-/// of the token's platform. Keys are written in a fixed order, so the same plan always gives the same
-/// bytes.
+/// Encodes a plan's notification for every provider: the texts, link, TTL, priorities and sections
+/// every provider's message is made of (its ``Configuration`` is the run's delivery settings), which
+/// ``APNsEncoder`` and ``WebPushEncoder`` build on; and, itself, FCM HTTP v1 request bodies
+/// (`{"message":{…}}`), one per device token, with only the section of the token's platform. Keys are
+/// written in a fixed order, so the same plan always gives the same bytes.
 ///
 /// The keys every app reads (`message_id`, `digest_id`, `deep_link`) are written once, where the
 /// token's platform takes them from: at the start of `android.data` on Android (FCM hands an Android
@@ -11,7 +13,7 @@ import Foundation  // URLComponents: whether a top pick's URL is one a notificat
 /// web (the push's data). `message_id` (``OutboxMessage/messageID(dedupeKey:)``) is the one per-device
 /// key: the shared parts are encoded with a placeholder of its fixed length (so the budget counts the
 /// real bytes) and each device's message gets its own id in place.
-public struct FCMEncoder: Sendable {
+public struct NotificationEncoder: Sendable {
     /// Delivery settings shared by every message of a run.
     public struct Configuration: Sendable, Hashable {
         /// The weekly page, `<linkBase>/<week>` (https): what BigText and Default messages open
@@ -320,7 +322,7 @@ public struct FCMEncoder: Sendable {
     }
 }
 
-/// A plan's shared message parts (``FCMEncoder/encode(_:platforms:)``): encoded once for the budget
+/// A plan's shared message parts (``NotificationEncoder/encode(_:platforms:)``): encoded once for the budget
 /// check and reused for every device's message.
 public struct EncodedPlan: Sendable {
     /// The plan the parts were encoded from.
@@ -337,12 +339,12 @@ public struct EncodedPlan: Sendable {
     /// `webPushPlaintextIDOffset`: encoded with the web section, whose budget counts it too.
     private(set) var webPushPlaintext: [UInt8] = []
     private(set) var webPushPlaintextIDOffset = 0
-    /// What the message opens (``FCMEncoder/link(_:)``), in `data` and the sections alike.
+    /// What the message opens (``NotificationEncoder/link(_:)``), in `data` and the sections alike.
     let link: String
     /// Each platform's section once encoded, in `Platform.allCases` order, with where the
     /// `message_id` placeholder starts in it when the section carries the keys (Android).
     private var sections: [(bytes: [UInt8], idOffset: Int?)?] = Array(repeating: nil, count: Platform.allCases.count)
-    /// The bytes each encoded platform's budget counts (``FCMEncoder/budgetBytes(for:platform:)``).
+    /// The bytes each encoded platform's budget counts (``NotificationEncoder/budgetBytes(for:platform:)``).
     public private(set) var bytes: [Platform: Int] = [:]
 
     init(plan: NotificationPlan, link: String) {
@@ -353,7 +355,7 @@ public struct EncodedPlan: Sendable {
     /// The platform's section, encoded now if it was not yet, and where its `message_id`
     /// placeholder starts when the section itself carries the keys (Android; `nil` when the message's
     /// top-level data does).
-    mutating func section(_ platform: Platform, encoder: FCMEncoder) -> (bytes: [UInt8], idOffset: Int?) {
+    mutating func section(_ platform: Platform, encoder: NotificationEncoder) -> (bytes: [UInt8], idOffset: Int?) {
         let slot = Platform.allCases.firstIndex(of: platform)!
         if let section = sections[slot] { return section }
         let section: [UInt8]
@@ -369,12 +371,12 @@ public struct EncodedPlan: Sendable {
             (section, payload) = encoder.apnsSection(plan)
             // APNs limits the payload, not the headers around it: the payload as APNs gets it, with
             // the data's keys beside `aps` (sent so directly; FCM builds the same, plus keys of its own).
-            (apnsPayload, apnsPayloadIDOffset) = FCMEncoder.withDataMembers(payload, data: data, dataIDOffset: dataIDOffset)
+            (apnsPayload, apnsPayloadIDOffset) = NotificationEncoder.withDataMembers(payload, data: data, dataIDOffset: dataIDOffset)
             bytes[platform] = apnsPayload.count
         case .web:
             let notification = encoder.webNotification(plan)
             section = encoder.webpushSection(plan, link: link, notification: notification)
-            (webPushPlaintext, webPushPlaintextIDOffset) = FCMEncoder.withDataMembers(
+            (webPushPlaintext, webPushPlaintextIDOffset) = NotificationEncoder.withDataMembers(
                 notification, data: data, dataIDOffset: dataIDOffset)
             // The FCM request carries the data and the section; a Web Push subscription gets the
             // plaintext, which must fit one aes128gcm record under the same ceiling. The FCM bytes hold
@@ -388,14 +390,14 @@ public struct EncodedPlan: Sendable {
 
     /// The direct APNs payload and where its `message_id` placeholder starts, the iOS section
     /// encoded first if it was not.
-    mutating func apnsDirectPayload(encoder: FCMEncoder) -> (bytes: [UInt8], idOffset: Int) {
+    mutating func apnsDirectPayload(encoder: NotificationEncoder) -> (bytes: [UInt8], idOffset: Int) {
         _ = section(.ios, encoder: encoder)
         return (apnsPayload, apnsPayloadIDOffset)
     }
 
     /// The Web Push plaintext and where its `message_id` placeholder starts, the web section encoded
     /// first if it was not.
-    mutating func webPushPlaintext(encoder: FCMEncoder) -> (bytes: [UInt8], idOffset: Int) {
+    mutating func webPushPlaintext(encoder: NotificationEncoder) -> (bytes: [UInt8], idOffset: Int) {
         _ = section(.web, encoder: encoder)
         return (webPushPlaintext, webPushPlaintextIDOffset)
     }
