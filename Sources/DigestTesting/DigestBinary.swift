@@ -1,3 +1,4 @@
+import DigestCore
 package import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -91,7 +92,7 @@ package struct DigestBinary: Sendable {
 
         init(process: Process, after timeout: Duration) {
             let pid = process.processIdentifier
-            let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+            let seconds = timeout.seconds
             DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
                 let kill = state.withLock { state -> Bool in
                     guard !state.cancelled else { return false }

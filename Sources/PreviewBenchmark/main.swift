@@ -24,7 +24,7 @@ let renderer = PreviewRenderer(
 let firstStart = ContinuousClock.now
 _ = try renderer.render(NotificationContent(platform: .android, title: "warm", body: "up"), state: .collapsed, scale: scale)
 let first = firstStart.duration(to: .now)
-print("first\t\(String(format: "%.2f", Double(first.components.attoseconds) / 1e15 + Double(first.components.seconds) * 1000))")
+print("first\t\(String(format: "%.2f", first.seconds * 1000))")
 for (name, file) in cases {
     let message = try PreviewMessage(json: Array(try Data(contentsOf: fixtures.appendingPathComponent("\(file).json"))))
     let content = message.contents[0]
@@ -37,7 +37,7 @@ for (name, file) in cases {
             let start = ContinuousClock.now
             let preview = try renderer.render(content, state: state, scale: scale)
             let elapsed = start.duration(to: .now)
-            samples.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+            samples.append(elapsed.seconds * 1000)
             bytes = preview.png.count
             size = "\(preview.pixelWidth)x\(preview.pixelHeight)"
         }

@@ -69,7 +69,7 @@ struct Images: ParsableCommand {
                     return (ready, await attachments.statistics())
                 }
                 let elapsed = started.duration(to: .now)
-                return (ready, statistics, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+                return (ready, statistics, elapsed.seconds)
             }
             let requests = routes.hits.values.reduce(0, +)
             print("users: \(users), distinct images: \(names.count), ready: \(ready)")

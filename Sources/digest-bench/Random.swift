@@ -11,7 +11,6 @@ struct Stopwatch {
     private let start = ContinuousClock.now
 
     var seconds: Double {
-        let elapsed = start.duration(to: .now)
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        start.duration(to: .now).seconds
     }
 }

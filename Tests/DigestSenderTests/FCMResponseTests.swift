@@ -1,3 +1,4 @@
+import DigestCore
 import DigestSQLite
 @testable import DigestSender
 import DigestStore

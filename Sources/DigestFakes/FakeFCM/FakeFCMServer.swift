@@ -1,4 +1,5 @@
 import Crypto
+import DigestCore
 import Foundation
 import Synchronization
 import _CryptoExtras
@@ -241,8 +242,7 @@ package final class FakeFCMServer: FakeHTTPService {
 
     private func sendReply(path: String, headers: [(String, String)], body: [UInt8], http2: Bool) -> Reply {
         let now = Int64(Date().timeIntervalSince1970)
-        let (wholeSeconds, attoseconds) = (ContinuousClock.now - started).components
-        let elapsed = Double(wholeSeconds) + Double(attoseconds) / 1e18
+        let elapsed = (ContinuousClock.now - started).seconds
         let bearer = headers.first { HeaderName.folded($0.0) == "authorization" }?.1
         let project = path.dropFirst("/v1/projects/".count).dropLast("/messages:send".count)
         var random = SystemRandomNumberGenerator()

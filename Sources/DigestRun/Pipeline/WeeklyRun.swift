@@ -128,7 +128,7 @@ public struct WeeklyRun<Database: DigestPipelineStore>: Sendable {
             let elapsed = started.duration(to: .now)
             return RunSummary(
                 week: week.description, sendAt: configuration.sendAt.rawValue, resumedFromCursor: 0, resumed: nil,
-                wasComplete: true, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+                wasComplete: true, seconds: elapsed.seconds,
                 usersPerSecond: 0, thisRun: RunCounters(), weekTotals: totals, images: [:])
         }
         let started0 = walk?.started ?? false
@@ -244,7 +244,7 @@ public struct WeeklyRun<Database: DigestPipelineStore>: Sendable {
                 try await ledger.finish(week: week, now: nowSeconds)
             }
         let elapsed = started.duration(to: .now)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.seconds
         let images = await (attachments as? any AttachmentStatistics)?.statistics() ?? [:]
         return RunSummary(
             week: week.description, sendAt: configuration.sendAt.rawValue, resumedFromCursor: checkpoint.cursor,

@@ -34,7 +34,7 @@ struct ProgressTracker {
 
     func snapshot(week: ISOWeek, counters: RunCounters) -> RunProgress {
         let elapsed = started.duration(to: .now)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.seconds
         return RunProgress(week: week, done: done, total: max(total, done), elapsedSeconds: seconds, counters: counters)
     }
 }

@@ -1,3 +1,5 @@
+import DigestCore
+
 /// Spreads sends to at most `perMinute` in any minute, FCM's quota window, allowing a burst of
 /// `burst` after a pause. Pure: the caller passes the time and waits for the returned delay.
 ///

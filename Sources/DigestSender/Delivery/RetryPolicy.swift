@@ -1,3 +1,5 @@
+import DigestCore
+
 /// When a failed message is tried again (docs/007-rules-and-limits.md, "FCM errors and what the sender does").
 public struct RetryPolicy: Sendable, Hashable {
     /// The first backoff; doubles with each attempt.
@@ -23,12 +25,4 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// A server-given delay, scaled.
     package func scaled(_ delay: Duration) -> Duration { .seconds(delay.seconds * timeScale) }
-}
-
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    package var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }
