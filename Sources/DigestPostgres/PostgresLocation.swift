@@ -168,9 +168,10 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         return configuration
     }
 
-    /// The settings of a client (postgres-nio's pool) of at most `connections` connections, with the
-    /// same TLS and startup parameters as ``connectionConfiguration()``.
-    func clientConfiguration(connections: Int) -> PostgresClient.Configuration {
+    /// The settings of a client (postgres-nio's pool) of at most `connections` connections, `minimum`
+    /// of them kept open while it runs, with the same TLS and startup parameters as
+    /// ``connectionConfiguration()``.
+    func clientConfiguration(connections: Int, minimum: Int = 0) -> PostgresClient.Configuration {
         let tls: PostgresClient.Configuration.TLS
         if let settings = tlsConfiguration() {
             tls = sslMode == .prefer ? .prefer(settings) : .require(settings)
@@ -181,7 +182,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
             host: host, port: port, username: user, password: password, database: database, tls: tls)
         configuration.options.additionalStartupParameters = startupParameters
         configuration.options.connectTimeout = .seconds(10)
-        configuration.options.minimumConnections = 0
+        configuration.options.minimumConnections = minimum
         configuration.options.maximumConnections = connections
         return configuration
     }

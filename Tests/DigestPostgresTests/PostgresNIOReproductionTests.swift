@@ -1,0 +1,83 @@
+import DigestTesting
+import Foundation
+import PostgresNIO
+import Synchronization
+import Testing
+
+@testable import DigestPostgres
+
+/// What postgres-nio 1.33 does that ``PostgresLease`` and the pool's settings work around, on
+/// postgres-nio alone (docs/005, "What digest works around in postgres-nio 1.33"). Each test states
+/// what happens today; one that fails after an upgrade says that a workaround may go.
+@Suite struct PostgresNIOReproductionTests {
+    /// A client of one connection to a new database, whose connections carry an application name
+    /// of their own.
+    static func client(minimumConnections: Int) throws -> (PostgresClient, String) {
+        let application = "digest_\(UUID().uuidString.prefix(8).lowercased())"
+        let url = try PostgresCluster.shared().makeDatabase("nio") + "&application_name=\(application)"
+        var configuration = try PostgresLocation(url: url).clientConfiguration(connections: 1)
+        configuration.options.minimumConnections = minimumConnections
+        return (PostgresClient(configuration: configuration), application)
+    }
+
+    static func backends(_ application: String) throws -> Int {
+        Int(try PostgresCluster.shared().sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(application)'", database: "postgres")) ?? -1
+    }
+
+    /// W1: a request queued behind the pool's only connection, which the server then ends, gets a
+    /// new connection only when the pool keeps `minimumConnections` (`ConnectionGroup.connectionClosed`
+    /// makes one only below that number); otherwise it waits until another request comes.
+    @Test(arguments: [0, 1])
+    func aRequestQueuedBehindAConnectionThatClosesIsServedOnlyAboveTheMinimum(minimumConnections: Int) async throws {
+        let (client, application) = try Self.client(minimumConnections: minimumConnections)
+        let served = try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            // The pool's one connection, leased and idle (no statement on it), until the server ends it.
+            let holder = Task { try await client.withConnection { _ in try await Task.sleep(for: .seconds(3)) } }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try Self.backends(application) == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(25)) }
+            let queued = Task { try await client.withConnection { try await $0.rows("SELECT 1").count } }
+            // Nothing shows that the request is queued: give it the time to get there.
+            try await Task.sleep(for: .milliseconds(300))
+            try PostgresCluster.shared().sql(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(application)'", database: "postgres")
+            _ = await holder.result
+            // Served within 5 s, or not.
+            let answered = Task {
+                try? await Task.sleep(for: .seconds(5))
+                queued.cancel()
+            }
+            let result = await queued.result
+            answered.cancel()
+            if case .success(let count) = result { return count == 1 }
+            return false
+        }
+        // Served with the minimum; without it, a pass here means postgres-nio serves it now.
+        #expect(served == (minimumConnections > 0))
+    }
+
+    /// W2: a query on a connection that has closed never answers, neither with rows nor with an
+    /// error: `PostgresConnection` writes it with `channel.write(…, promise: nil)`, and the closed
+    /// channel's refusal reaches no one. It should fail at once (`PSQLError.clientClosedConnection`).
+    @Test func aQueryOnAClosedConnectionNeverAnswers() async throws {
+        let url = try PostgresCluster.shared().makeDatabase("nio")
+        let connection = try await PostgresConnection.connect(
+            configuration: try PostgresLocation(url: url).connectionConfiguration(), id: 1, logger: PostgresConnection.quiet)
+        try await connection.close()
+        let answer = Mutex<String?>(nil)
+        // Left behind if it never ends (it cannot be cancelled: an `EventLoopFuture` is awaited).
+        Task {
+            do {
+                _ = try await connection.rows("SELECT 1")
+                answer.withLock { $0 = "rows" }
+            } catch {
+                answer.withLock { $0 = "\(error)" }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(3)
+        while answer.withLock({ $0 }) == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(25)) }
+        #expect(answer.withLock { $0 } == nil, "postgres-nio answers now: PostgresLease.closedGrace may go")
+    }
+}
