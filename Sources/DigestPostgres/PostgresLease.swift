@@ -52,6 +52,7 @@ struct PostgresLease: Sendable {
     ) async throws -> T {
         let race = Race()
         let outcome = OneShot<T>()
+        let started = ContinuousClock.now
         let work = Task {
             do {
                 let value = try await client.withConnection { connection in
@@ -64,7 +65,7 @@ struct PostgresLease: Sendable {
                 outcome.resume(.failure(state == Race.leased ? error : NoConnection(stale: state == Race.gaveUpAfterLoss)))
             }
         }
-        let watchdog = Task { await watch(race, outcome, work, deadline: deadline, lastLoss: lastLoss) }
+        let watchdog = Task { await watch(race, outcome, work, started: started, deadline: deadline, lastLoss: lastLoss) }
         defer { watchdog.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { outcome.wait($0) }
@@ -75,13 +76,12 @@ struct PostgresLease: Sendable {
         }
     }
 
-    /// Every ``tick`` until the unit ends: gives up a wait past its end, abandons a body whose
-    /// connection closed ``closedGrace`` ago.
+    /// Every ``tick`` until the unit ends: gives up a wait (begun at `started`) past its end, abandons
+    /// a body whose connection closed ``closedGrace`` ago.
     private func watch<T>(
-        _ race: Race, _ outcome: OneShot<T>, _ work: Task<Void, Never>, deadline: ContinuousClock.Instant,
-        lastLoss: @Sendable () -> ContinuousClock.Instant?
+        _ race: Race, _ outcome: OneShot<T>, _ work: Task<Void, Never>, started: ContinuousClock.Instant,
+        deadline: ContinuousClock.Instant, lastLoss: @Sendable () -> ContinuousClock.Instant?
     ) async {
-        let started = ContinuousClock.now
         var closedSince: ContinuousClock.Instant?
         while true {
             switch race.state.load(ordering: .acquiring) {

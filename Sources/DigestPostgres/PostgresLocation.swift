@@ -87,7 +87,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     public var description: String { "postgres://\(user)@\(host):\(port)/\(database)" }
 
     /// A URL as given, with any password replaced by `***`, for error messages.
-    public static func redacted(_ text: String) -> String {
+    package static func redacted(_ text: String) -> String {
         guard var components = URLComponents(string: text), components.password != nil else { return text }
         components.password = "***"
         return components.string ?? "postgres://…"
@@ -205,7 +205,7 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
     public let sqlState: String?
     public let kind: Kind
 
-    public init(_ description: String, sqlState: String? = nil, kind: Kind? = nil) {
+    package init(_ description: String, sqlState: String? = nil, kind: Kind? = nil) {
         self.description = description
         self.sqlState = sqlState
         self.kind = kind ?? Self.kind(of: sqlState)

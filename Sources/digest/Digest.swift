@@ -124,7 +124,13 @@ struct DatabaseOptions: ParsableArguments {
     static func open(
         _ db: String, run: PostgresRunCoordination.Settings = .init(), existing: Bool = false, connections: Int? = nil
     ) throws -> any DigestDatabase {
-        if PostgresLocation.isURL(db) { return try PostgresDatabase.postgres(url: db, run: run, connections: connections ?? PostgresDatabase.defaultConnections) }
+        if PostgresLocation.isURL(db) {
+            // A bridge until every command opens its store in one scope that runs it (issue 40):
+            // the database runs until the process ends.
+            let database = try PostgresDatabase.postgres(url: db, run: run, connections: connections ?? PostgresDatabase.defaultConnections)
+            Task { try await database.run() }
+            return database
+        }
         if existing && !FileManager.default.fileExists(atPath: db) { throw CommandError("\(db): no such database") }
         return SQLiteDatabase(path: db, readers: connections ?? SQLiteDatabase.defaultReaders)
     }

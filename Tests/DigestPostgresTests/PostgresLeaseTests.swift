@@ -16,7 +16,8 @@ import Testing
         PostgresClient(configuration: try PostgresLocation(url: "postgres://digest@127.0.0.1:1/none?sslmode=disable").clientConfiguration(connections: 1))
     }
 
-    /// A lease that looks often and gives up soon.
+    /// A lease that looks often and gives up soon. (The bounds the tests check are wide: on a loaded
+    /// machine the lease's watch may start late.)
     static let quick = PostgresLease(staleWait: .milliseconds(300), closedGrace: .milliseconds(300), tick: .milliseconds(20))
 
     @Test func aWaitNoConnectionAnswersEndsAtItsDeadline() async throws {
@@ -25,7 +26,7 @@ import Testing
         await #expect(throws: PostgresLease.NoConnection(stale: false)) {
             try await Self.quick.borrow(client, until: .now + .milliseconds(300), lastLoss: { nil }) { _ in 1 }
         }
-        #expect(started.duration(to: .now) < .seconds(3))
+        #expect(started.duration(to: .now) < .seconds(10))
     }
 
     @Test func aWaitNearAConnectionLossEndsAfterTheStaleWait() async throws {
@@ -35,7 +36,7 @@ import Testing
         await #expect(throws: PostgresLease.NoConnection(stale: true)) {
             try await Self.quick.borrow(client, until: .now + .seconds(60), lastLoss: { loss }) { _ in 1 }
         }
-        #expect(started.duration(to: .now) < .seconds(3))
+        #expect(started.duration(to: .now) < .seconds(10))
     }
 
     @Test func aLossLongBeforeTheWaitDoesNotShortenIt() async throws {
