@@ -21,8 +21,8 @@ extension PostgresDatabase: Service {
     /// let database = try PostgresDatabase.postgres(url: "postgres://digest@db.internal/digest")
     /// let stats = try await database.withRunning { try await database.outboxStats(now: 0) }
     /// ```
-    public func withRunning<T>(_ body: () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: Void.self) { group in
+    public func withRunning<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: Void.self, returning: T.self, isolation: isolation) { group in
             try clients.start()
             group.addTask { await clients.runStarted() }
             let value: T
