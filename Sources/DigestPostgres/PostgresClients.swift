@@ -177,6 +177,10 @@ final class PostgresClients: Sendable {
         }
     }
 
+    var isRunning: Bool {
+        state.withLock { if case .running = $0.life { true } else { false } }
+    }
+
     var isClosed: Bool {
         state.withLock { state in
             switch state.life {

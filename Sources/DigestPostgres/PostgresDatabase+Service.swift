@@ -14,6 +14,14 @@ extension PostgresDatabase: Service {
         try await clients.run()
     }
 
+    /// Marks the database running now (so no call waits for the run to begin) and runs its clients
+    /// in a task of their own until it is closed or the task is cancelled: for the tests and the
+    /// CLI, which open stores outside any scope that could run them.
+    package func runningInTask() throws -> Task<Void, Never> {
+        try clients.start()
+        return Task { [clients] in await clients.runStarted() }
+    }
+
     /// Runs `body` while the database's clients run, then closes the database (also when `body`
     /// throws).
     ///

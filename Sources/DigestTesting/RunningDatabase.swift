@@ -4,10 +4,10 @@ package import DigestPostgres
 /// store without a scope of its own (``StoreHarness``, which a test keeps until it ends). Code with
 /// a scope runs the store with `withRunning { }` instead.
 final class RunningDatabase: Sendable {
-    private let run: Task<Void, any Error>
+    private let run: Task<Void, Never>
 
-    init(_ database: PostgresDatabase) {
-        run = Task { try await database.run() }
+    init(_ database: PostgresDatabase) throws {
+        run = try database.runningInTask()
     }
 
     deinit {
@@ -19,8 +19,8 @@ extension PostgresDatabase {
     /// This database, run until it is closed or the test process ends: for a test that opens a
     /// store outside any scope (its connection stays open meanwhile). Code with a scope runs the
     /// store with `withRunning { }` instead.
-    package func runningUntilClosed() -> PostgresDatabase {
-        Task { try await run() }
+    package func runningUntilClosed() throws -> PostgresDatabase {
+        _ = try runningInTask()
         return self
     }
 }

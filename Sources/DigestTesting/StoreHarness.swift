@@ -38,7 +38,7 @@ package struct StoreHarness: Sendable {
             var settings = PostgresRunCoordination.Settings()
             settings.chunkSize = chunkSize
             let postgres = try PostgresDatabase.postgres(url: url, run: settings)
-            running = RunningDatabase(postgres)
+            running = try RunningDatabase(postgres)
             _ = try await postgres.migrate()
             database = postgres
             self.url = url

@@ -128,7 +128,7 @@ struct DatabaseOptions: ParsableArguments {
             // A bridge until every command opens its store in one scope that runs it (issue 40):
             // the database runs until the process ends.
             let database = try PostgresDatabase.postgres(url: db, run: run, connections: connections ?? PostgresDatabase.defaultConnections)
-            Task { try await database.run() }
+            _ = try database.runningInTask()
             return database
         }
         if existing && !FileManager.default.fileExists(atPath: db) { throw CommandError("\(db): no such database") }

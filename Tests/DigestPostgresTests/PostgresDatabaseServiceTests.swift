@@ -51,7 +51,8 @@ import Testing
         try await withThrowingTaskGroup(of: Void.self) { group in
             let call = Task { try await database.migrate() }
             try await Task.sleep(for: .milliseconds(300))
-            group.addTask { try await database.run() }
+            try database.clients.start()
+            group.addTask { await database.clients.runStarted() }
             #expect(try await call.value.from == 0)
             await database.close()
             try await group.waitForAll()
@@ -92,6 +93,9 @@ import Testing
         let group = ServiceGroup(configuration: .init(services: [database], logger: Logger(label: "digest.test")))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
+            // Once the group runs it (a busy machine may start it later than the 5 s a call waits).
+            let deadline = ContinuousClock.now + .seconds(120)
+            while !database.clients.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
             _ = try await database.migrate()
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()

@@ -9,34 +9,30 @@ import Testing
 /// ``PostgresLease`` alone: a wait that postgres-nio never answers ends at its deadline, sooner near a
 /// connection loss, or when cancelled; a body left on a closed connection is abandoned; otherwise the
 /// body's value and error come through.
-@Suite struct PostgresLeaseTests {
+@Suite(.timeLimit(.minutes(5))) struct PostgresLeaseTests {
     /// A client that is never run: postgres-nio queues its requests and answers none, as it does a
     /// request it lost (docs/005, W1).
     static func silentClient() throws -> PostgresClient {
         PostgresClient(configuration: try PostgresLocation(url: "postgres://digest@127.0.0.1:1/none?sslmode=disable").clientConfiguration(connections: 1))
     }
 
-    /// A lease that looks often and gives up soon. (The bounds the tests check are wide: on a loaded
-    /// machine the lease's watch may start late.)
+    /// A lease that looks often and gives up soon. (The tests check how a wait ended, not when: in a
+    /// full run on 2 busy cores, tasks were seen to wait 48 s for a thread.)
     static let quick = PostgresLease(staleWait: .milliseconds(300), closedGrace: .milliseconds(300), tick: .milliseconds(20))
 
     @Test func aWaitNoConnectionAnswersEndsAtItsDeadline() async throws {
         let client = try Self.silentClient()
-        let started = ContinuousClock.now
         await #expect(throws: PostgresLease.NoConnection(stale: false)) {
             try await Self.quick.borrow(client, until: .now + .milliseconds(300), lastLoss: { nil }) { _ in 1 }
         }
-        #expect(started.duration(to: .now) < .seconds(10))
     }
 
     @Test func aWaitNearAConnectionLossEndsAfterTheStaleWait() async throws {
         let client = try Self.silentClient()
         let loss = ContinuousClock.now
-        let started = ContinuousClock.now
         await #expect(throws: PostgresLease.NoConnection(stale: true)) {
-            try await Self.quick.borrow(client, until: .now + .seconds(60), lastLoss: { loss }) { _ in 1 }
+            try await Self.quick.borrow(client, until: .now + .seconds(3600), lastLoss: { loss }) { _ in 1 }
         }
-        #expect(started.duration(to: .now) < .seconds(10))
     }
 
     @Test func aLossLongBeforeTheWaitDoesNotShortenIt() async throws {
@@ -51,12 +47,11 @@ import Testing
 
     @Test func aCancelledWaitEndsAtOnce() async throws {
         let client = try Self.silentClient()
-        let wait = Task { try await PostgresLease().borrow(client, until: .now + .seconds(60), lastLoss: { nil }) { _ in 1 } }
+        // Cancelled, not given up at its deadline (which would throw NoConnection).
+        let wait = Task { try await PostgresLease().borrow(client, until: .now + .seconds(3600), lastLoss: { nil }) { _ in 1 } }
         try await Task.sleep(for: .milliseconds(100))
-        let cancelled = ContinuousClock.now
         wait.cancel()
         await #expect(throws: CancellationError.self) { try await wait.value }
-        #expect(cancelled.duration(to: .now) < .seconds(10))
     }
 
     /// On a running client of the shared cluster: a value and an error of the body come through, and
@@ -69,21 +64,19 @@ import Testing
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
-            let value = try await Self.quick.borrow(client, until: .now + .seconds(30), lastLoss: { nil }) {
+            let value = try await Self.quick.borrow(client, until: .now + .seconds(600), lastLoss: { nil }) {
                 try await $0.rows("SELECT 7").first?.decode(Int.self)
             }
             #expect(value == 7)
             await #expect(throws: PSQLError.self) {
-                try await Self.quick.borrow(client, until: .now + .seconds(30), lastLoss: { nil }) { try await $0.run("SELECT nonsense") }
+                try await Self.quick.borrow(client, until: .now + .seconds(600), lastLoss: { nil }) { try await $0.run("SELECT nonsense") }
             }
-            let started = ContinuousClock.now
             await #expect(throws: PostgresLease.ConnectionLost.self) {
-                try await Self.quick.borrow(client, until: .now + .seconds(30), lastLoss: { nil }) { connection in
+                try await Self.quick.borrow(client, until: .now + .seconds(600), lastLoss: { nil }) { connection in
                     try await connection.close()
                     await stuck.wait()
                 }
             }
-            #expect(started.duration(to: .now) < .seconds(5))
             stuck.release()
         }
     }

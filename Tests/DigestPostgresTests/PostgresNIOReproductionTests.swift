@@ -38,15 +38,20 @@ import Testing
             let holder = Task { try await client.withConnection { _ in try await Task.sleep(for: .seconds(3)) } }
             let deadline = ContinuousClock.now + .seconds(10)
             while try Self.backends(application) == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(25)) }
-            let queued = Task { try await client.withConnection { try await $0.rows("SELECT 1").count } }
-            // Nothing shows that the request is queued: give it the time to get there.
+            let asking = Mutex(false)
+            let queued = Task {
+                // The request is queued without a suspension after this.
+                asking.withLock { $0 = true }
+                return try await client.withConnection { try await $0.rows("SELECT 1").count }
+            }
+            while !asking.withLock({ $0 }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             try await Task.sleep(for: .milliseconds(300))
             try PostgresCluster.shared().sql(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(application)'", database: "postgres")
             _ = await holder.result
-            // Served within 5 s, or not.
+            // Served within 15 s, or not.
             let answered = Task {
-                try? await Task.sleep(for: .seconds(5))
+                try? await Task.sleep(for: .seconds(15))
                 queued.cancel()
             }
             let result = await queued.result
