@@ -1,7 +1,7 @@
 public import ServiceLifecycle
 
 /// The database's connections run as a `Service`, by whoever owns the database: in a `ServiceGroup`
-/// beside the services that use it, or for the length of a body with ``PostgresDatabase/withRunning(_:)``.
+/// beside the services that use it, or for the length of a body with ``PostgresDatabase/withRunning(isolation:_:)``.
 extension PostgresDatabase: Service {
     /// Runs the database's clients (postgres-nio's `PostgresClient`s) until the calling task is
     /// cancelled, the service group shuts down gracefully, or ``close()``; their connections are

@@ -13,7 +13,7 @@ import PostgresNIO
 /// the schema (once, not per call).
 ///
 /// The database is a `Service`, run by its owner as postgres-nio's clients are: ``run()`` in a
-/// `ServiceGroup`, or ``withRunning(_:)`` for the length of a body. A call made while nothing runs it
+/// `ServiceGroup`, or ``withRunning(isolation:_:)`` for the length of a body. A call made while nothing runs it
 /// waits up to 5 s for ``run()``, then fails with a ``PostgresStoreError`` saying that the database
 /// is not running; once the run has ended (cancelled, shut down, or ``close()``), calls fail saying
 /// that it is closed.

@@ -34,8 +34,9 @@ import Testing
         let served = try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
-            // The pool's one connection, leased and idle (no statement on it), until the server ends it.
-            let holder = Task { try await client.withConnection { _ in try await Task.sleep(for: .seconds(3)) } }
+            // The pool's one connection, leased and idle (no statement on it), until the server has
+            // ended it (then the holder is cancelled and hands the closed connection back).
+            let holder = Task { try await client.withConnection { _ in try await Task.sleep(for: .seconds(600)) } }
             let deadline = ContinuousClock.now + .seconds(10)
             while try Self.backends(application) == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(25)) }
             let asking = Mutex(false)
@@ -46,8 +47,17 @@ import Testing
             }
             while !asking.withLock({ $0 }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             try await Task.sleep(for: .milliseconds(300))
-            try PostgresCluster.shared().sql(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(application)'", database: "postgres")
+            // The holder's backend (the only one: the pool holds one connection) ends.
+            let pid = try PostgresCluster.shared().sql(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = '\(application)'", database: "postgres")
+            try PostgresCluster.shared().sql("SELECT pg_terminate_backend(\(pid))", database: "postgres")
+            while try PostgresCluster.shared().sql("SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid)", database: "postgres") != "0",
+                ContinuousClock.now < deadline + .seconds(30)
+            {
+                try await Task.sleep(for: .milliseconds(25))
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            holder.cancel()
             _ = await holder.result
             // Served within 15 s, or not.
             let answered = Task {
