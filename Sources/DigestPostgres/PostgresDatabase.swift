@@ -9,9 +9,19 @@ import PostgresNIO
 /// its connections for its lifetime (``PostgresClients``): a pool of at most `connections` that every
 /// part shares (the history reader, the ledger, the outbox consumer, the import and event sinks, the
 /// operator views), each unit of work (a statement or a transaction) on a connection borrowed for its
-/// whole duration, and one connection of the chunk-lease renewer's own. They open at the first call,
-/// which also checks the schema (once, not per call), and close with ``close()``, or when the last
-/// copy of the database is gone.
+/// whole duration, and one connection of the chunk-lease renewer's own. The first call also checks
+/// the schema (once, not per call).
+///
+/// The database is a `Service`, run by its owner as postgres-nio's clients are: ``run()`` in a
+/// `ServiceGroup`, or ``withRunning(isolation:_:)`` for the length of a body. A call made while nothing runs it
+/// waits up to 5 s for ``run()``, then fails with a ``PostgresStoreError`` saying that the database
+/// is not running; once the run has ended (cancelled, shut down, or ``close()``), calls fail saying
+/// that it is closed.
+///
+/// ```swift
+/// let database = try PostgresDatabase.postgres(url: "postgres://digest@db.internal/digest")
+/// let stats = try await database.withRunning { try await database.outboxStats(now: 0) }
+/// ```
 public struct PostgresDatabase: DigestDatabase {
     public let location: PostgresLocation
     /// How this process takes part in a shared run.
@@ -35,8 +45,9 @@ public struct PostgresDatabase: DigestDatabase {
     /// Connections at most in the pool the database's parts share.
     public var connections: Int { clients.size }
 
-    /// Ends the database's connections and waits until they are closed; later calls fail. Call it
-    /// once the database's work is done: a unit of work still running then fails.
+    /// Ends the database's run and waits until its connections are closed; later calls fail, and so
+    /// does a later ``run()``. Closing twice is closing once. Call it once the database's work is
+    /// done: a unit of work still running then fails.
     public func close() async {
         await clients.close()
     }

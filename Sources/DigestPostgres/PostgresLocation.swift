@@ -87,7 +87,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     public var description: String { "postgres://\(user)@\(host):\(port)/\(database)" }
 
     /// A URL as given, with any password replaced by `***`, for error messages.
-    public static func redacted(_ text: String) -> String {
+    package static func redacted(_ text: String) -> String {
         guard var components = URLComponents(string: text), components.password != nil else { return text }
         components.password = "***"
         return components.string ?? "postgres://…"
@@ -168,9 +168,10 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         return configuration
     }
 
-    /// The settings of a client (postgres-nio's pool) of at most `connections` connections, with the
-    /// same TLS and startup parameters as ``connectionConfiguration()``.
-    func clientConfiguration(connections: Int) -> PostgresClient.Configuration {
+    /// The settings of a client (postgres-nio's pool) of at most `connections` connections, `minimum`
+    /// of them kept open while it runs, with the same TLS and startup parameters as
+    /// ``connectionConfiguration()``.
+    func clientConfiguration(connections: Int, minimum: Int = 0) -> PostgresClient.Configuration {
         let tls: PostgresClient.Configuration.TLS
         if let settings = tlsConfiguration() {
             tls = sslMode == .prefer ? .prefer(settings) : .require(settings)
@@ -181,7 +182,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
             host: host, port: port, username: user, password: password, database: database, tls: tls)
         configuration.options.additionalStartupParameters = startupParameters
         configuration.options.connectTimeout = .seconds(10)
-        configuration.options.minimumConnections = 0
+        configuration.options.minimumConnections = minimum
         configuration.options.maximumConnections = connections
         return configuration
     }
@@ -204,7 +205,7 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
     public let sqlState: String?
     public let kind: Kind
 
-    public init(_ description: String, sqlState: String? = nil, kind: Kind? = nil) {
+    package init(_ description: String, sqlState: String? = nil, kind: Kind? = nil) {
         self.description = description
         self.sqlState = sqlState
         self.kind = kind ?? Self.kind(of: sqlState)

@@ -83,15 +83,18 @@ extension OutboxFixture {
     /// multi-row insert per thousand).
     package static func fill(postgres url: String, count: Int, availableAt: Int64 = 0, week: String = "2026-W46") async throws {
         let isoWeek = try ISOWeek(parsing: week)
-        try await PostgresDatabase.postgres(url: url).withLedger { ledger in
-            _ = try await ledger.begin(week: isoWeek, now: 0)
-            for start in stride(from: 1, through: count, by: 1000) {
-                let messages = (start...min(count, start + 999)).map { i in
-                    OutboxMessage(
-                        dedupeKey: "\(week):u\(i):\(i)", week: week, userID: "u\(i)", platform: Platform(rawValue: platform(i)) ?? .android,
-                        variant: .defaultText, message: Array(message(i, week: week).utf8), report: "{}", availableAt: availableAt)
+        let database = try PostgresDatabase.postgres(url: url)
+        try await database.withRunning {
+            try await database.withLedger { ledger in
+                _ = try await ledger.begin(week: isoWeek, now: 0)
+                for start in stride(from: 1, through: count, by: 1000) {
+                    let messages = (start...min(count, start + 999)).map { i in
+                        OutboxMessage(
+                            dedupeKey: "\(week):u\(i):\(i)", week: week, userID: "u\(i)", platform: Platform(rawValue: platform(i)) ?? .android,
+                            variant: .defaultText, message: Array(message(i, week: week).utf8), report: "{}", availableAt: availableAt)
+                    }
+                    _ = try await ledger.commit(week: isoWeek, through: 0, messages: messages, counters: RunCounters(), now: 0)
                 }
-                _ = try await ledger.commit(week: isoWeek, through: 0, messages: messages, counters: RunCounters(), now: 0)
             }
         }
     }

@@ -20,6 +20,8 @@ package struct StoreHarness: Sendable {
     package let database: any DigestDatabase
     /// The PostgreSQL URL (nil on SQLite).
     package let url: String?
+    /// The PostgreSQL store's run, for as long as the harness lives (nil on SQLite).
+    private let running: RunningDatabase?
 
     package init(_ backend: Backend, chunkSize: Int = 1000) async throws {
         self.backend = backend
@@ -30,11 +32,13 @@ package struct StoreHarness: Sendable {
             _ = try await sqlite.migrate()
             database = sqlite
             url = nil
+            running = nil
         case .postgres:
             let url = try PostgresCluster.shared().makeDatabase()
             var settings = PostgresRunCoordination.Settings()
             settings.chunkSize = chunkSize
             let postgres = try PostgresDatabase.postgres(url: url, run: settings)
+            running = try RunningDatabase(postgres)
             _ = try await postgres.migrate()
             database = postgres
             self.url = url

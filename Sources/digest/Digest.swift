@@ -126,20 +126,19 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     /// Runs `body` with the store at `db` (a `postgres://` URL or a SQLite file path) and closes it
-    /// afterwards, as ``withStore(run:existing:_:)``. Closing a SQLite store folds its write-ahead log
+    /// afterwards, as ``withStore(run:existing:_:)``. A PostgreSQL store's clients run (it is a
+    /// `Service`) for the body's length, in this scope; closing a SQLite store folds its write-ahead log
     /// back into the file, so the file alone holds everything once the command ends.
     static func withStore<T>(
         _ db: String, run: PostgresRunCoordination.Settings = .init(), existing: Bool = false, connections: Int? = nil,
         _ body: (any DigestDatabase) async throws -> T
     ) async throws -> T {
-        let store: any DigestDatabase
         if PostgresLocation.isURL(db) {
-            store = try PostgresDatabase.postgres(url: db, run: run, connections: connections ?? PostgresDatabase.defaultConnections)
-        } else {
-            if existing && !FileManager.default.fileExists(atPath: db) { throw CommandError("\(db): no such database") }
-            store = SQLiteDatabase(path: db, readers: connections ?? SQLiteDatabase.defaultReaders)
+            let database = try PostgresDatabase.postgres(url: db, run: run, connections: connections ?? PostgresDatabase.defaultConnections)
+            return try await closing(database) { database in try await database.withRunning { try await body(database) } }
         }
-        return try await closing(store, body)
+        if existing && !FileManager.default.fileExists(atPath: db) { throw CommandError("\(db): no such database") }
+        return try await closing(SQLiteDatabase(path: db, readers: connections ?? SQLiteDatabase.defaultReaders), body)
     }
 
     /// `--db` for messages: the URL without any password.

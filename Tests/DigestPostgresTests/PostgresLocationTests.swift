@@ -64,11 +64,11 @@ import Testing
         let cluster = try PostgresCluster.shared()
         let location = try PostgresLocation(url: try cluster.makeDatabase("jit"), environment: [:])
         let database = DigestPostgres.PostgresDatabase(location: location)
-        let shared = try await database.pool(reconnectWindow: .zero, checkingSchema: false)
-        let leases = PostgresPool(clients: database.clients, lane: .leases, reconnectWindow: .zero)
-        let setting = try await shared.rows("SHOW jit").first?.decode(String.self)
-        let leaseSetting = try await leases.rows("SHOW jit").first?.decode(String.self)
-        await database.close()
+        let (setting, leaseSetting) = try await database.withRunning {
+            let shared = try await database.pool(reconnectWindow: .zero, checkingSchema: false)
+            let leases = PostgresPool(clients: database.clients, lane: .leases, reconnectWindow: .zero)
+            return (try await shared.rows("SHOW jit").first?.decode(String.self), try await leases.rows("SHOW jit").first?.decode(String.self))
+        }
         #expect(setting == "off")
         #expect(leaseSetting == "off")
         // The server's own default, for any other client, is left as it is.

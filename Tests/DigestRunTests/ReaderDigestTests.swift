@@ -98,7 +98,7 @@ import DigestImport
             _ = try await database.migrate()
             return database
         case .postgres:
-            let database = try PostgresDatabase.postgres(url: try PostgresCluster.shared().makeDatabase())
+            let database = try PostgresDatabase.postgres(url: try PostgresCluster.shared().makeDatabase()).runningUntilClosed()
             _ = try await database.migrate()
             return database
         }

@@ -47,7 +47,7 @@ import Testing
         ) async throws -> T {
             switch backend {
             case .sqlite: try await sqlite(SQLiteDatabase.sqlite(path: db))
-            case .postgres: try await postgres(try PostgresDatabase.postgres(url: db))
+            case .postgres: try await postgres(try PostgresDatabase.postgres(url: db).runningUntilClosed())
             }
         }
     }

@@ -63,7 +63,7 @@ import Testing
                 try await sender.send()
             }
         case .postgres:
-            sent = try await SenderHarness.withSender(database: try PostgresDatabase.postgres(url: db), server: server, dir: dir) {
+            sent = try await SenderHarness.withSender(database: try PostgresDatabase.postgres(url: db).runningUntilClosed(), server: server, dir: dir) {
                 $0.clock = SenderHarness.clock(from: instant)
             } _: { sender, _ in try await sender.send() }
         }

@@ -206,7 +206,7 @@ import Testing
         let database: any DigestDatabase =
             switch backend {
             case .sqlite: SQLiteDatabase.sqlite(path: store.directory.path("store.sqlite"))
-            case .postgres: try PostgresDatabase.postgres(url: store.url!)
+            case .postgres: try PostgresDatabase.postgres(url: store.url!).runningUntilClosed()
             }
         let migration = try await database.migrate()
         #expect(migration.from == 12 && migration.to == SQLiteSchema.latestVersion)
@@ -388,7 +388,7 @@ import Testing
             INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at, provider, target)
             VALUES ('2026-W45:u1:h', '2026-W45', 'u1', 'ios', 'Default', '{"aps":{}}', '{}', now(), now(), 'apns', '\(Self.apnsToken)');
             """)
-        let database = try PostgresDatabase.postgres(url: store.url!)
+        let database = try PostgresDatabase.postgres(url: store.url!).runningUntilClosed()
         let migration = try await database.migrate()
         #expect(migration.from == 14 && migration.to == PostgresSchema.latestVersion)
         #expect(try await commit(store, [webPushMessage()]) == 1)
@@ -405,7 +405,7 @@ import Testing
             CREATE VIEW digest_devices AS
                 SELECT user_id, token, platform, registered_at, list_position, provider, topic FROM digest_import_devices;
             """)
-        let adopted = try PostgresDatabase.postgres(url: store.url!)
+        let adopted = try PostgresDatabase.postgres(url: store.url!).runningUntilClosed()
         let devices = try await adopted.withHistoryReader { try await $0.user(id: "u-web")?.reader.devices }
         #expect(devices == [Device(token: Self.endpoint, platform: .web, provider: .webpush)])
     }
