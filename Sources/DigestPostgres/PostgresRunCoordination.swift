@@ -53,7 +53,7 @@ public final class PostgresRunCoordination: Sendable {
     }
 
     var leaseSeconds: Double {
-        Double(settings.lease.components.seconds) + Double(settings.lease.components.attoseconds) / 1e18
+        settings.lease.seconds
     }
 
     static func defaultWorkerName() -> String {

@@ -22,24 +22,16 @@ enum Termination {
         await run(root, signals: nil)
     }
 
-    /// Runs `command` beside a watcher of SIGTERM and SIGINT that cancels it.
+    /// Runs the command in a task of its own while this one watches SIGTERM and SIGINT: the first
+    /// cancels the command (which exits the process once it has ended), a second ends the process.
     private static func runCancellingOnSignals(_ root: Digest.Type) async -> Never {
         let signals = ReceivedSignal()
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
-                    // The first cancels the command, which exits when it has ended; a second ends it now.
-                    guard signals.record(signal) else { endBy(signal) }
-                    return
-                }
-            }
-            group.addTask { await run(root, signals: signals) }
-            // The command exits the process; the watcher ends first only after a signal.
-            await group.next()
-            group.cancelAll()
-            await group.next()
+        let command = Task { await run(root, signals: signals) }
+        for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+            guard signals.record(signal) else { endBy(signal) }
+            command.cancel()
         }
-        fatalError("the command returned without exiting")
+        fatalError("the signal sequence ended")
     }
 
     /// Parses and runs the command, and exits: 0, the status of its error, or by the signal that
