@@ -72,7 +72,6 @@ enum ExitStatus {
             return nil
         }
     }
-
 }
 
 /// Runs `body` with `store`, then closes the store whether `body` returned or threw (also when the
