@@ -4,7 +4,7 @@ import DigestImageCodecs
 import Foundation
 
 /// `digest images`: the image pipeline on local files, for checking pictures; sample pictures. (The
-/// image benchmarks' drivers are `digest-bench images render|shared`, in Benchmarks/.)
+/// image benchmarks' drivers are `digest-bench images render|shared`.)
 struct ImagesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "images",

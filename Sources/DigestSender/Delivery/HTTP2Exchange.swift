@@ -21,8 +21,7 @@ import Synchronization
 /// wait here (``ConnectionTurns``) instead of in the client's pool behind connections being opened.
 /// Either way a request's deadline counts from when it is written, not from when it was queued.
 ///
-/// `@_spi(Benchmarks)`: public only for Benchmarks/'s `digest-fcm-load`, which measures this request
-/// path on its own; not part of the library's API.
+/// `package`: `digest-fcm-load` measures this request path on its own; not part of the library's API.
 package final class HTTP2Exchange: Sendable {
     /// What came back.
     package struct Answer: Sendable {
