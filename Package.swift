@@ -171,7 +171,7 @@ let package = Package(
         .target(
             name: "DigestDemo",
             dependencies: [
-                "DigestCore", "DigestStore", "DigestImageCodecs",
+                "DigestCore", "DigestStore", "DigestImageCodecs", "DigestNIO",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -317,7 +317,7 @@ let package = Package(
         .executableTarget(
             name: "digest-fcm-load",
             dependencies: [
-                "DigestSender",
+                "DigestSender", "DigestNIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import DigestNIO
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -36,11 +37,11 @@ package struct LoopbackHTTPServer: Sendable {
         return try await withThrowingTaskGroup(of: Void.self) { group in
             // Accepting and answering run on the channels' event loops, not on the concurrency pool:
             // blocking work elsewhere in the process (a busy test run) cannot stall the answers.
-            group.addTask(executorPreference: ChannelLoopExecutor(channel.channel.eventLoop)) {
+            group.addTask(executorPreference: EventLoopExecutor(channel.channel.eventLoop)) {
                 try? await channel.executeThenClose { inbound in
                     try await withThrowingDiscardingTaskGroup { connections in
                         for try await connection in inbound {
-                            connections.addTask(executorPreference: ChannelLoopExecutor(connection.channel.eventLoop)) {
+                            connections.addTask(executorPreference: EventLoopExecutor(connection.channel.eventLoop)) {
                                 await Self.handle(connection, routes: routes)
                             }
                         }
@@ -153,20 +154,5 @@ package final class LoopbackRoutes: Sendable {
     func hit(_ path: String) -> Response {
         counts.withLock { $0[path, default: 0] += 1 }
         return table.withLock { $0[path] } ?? .bytes(status: 404, body: Array("not found\n".utf8), contentType: "text/plain")
-    }
-}
-
-/// Runs jobs on one NIO event loop: the loopback server's own copy of DigestNIO's
-/// `EventLoopExecutor`, so that this file builds on its own in the Benchmarks package too.
-private final class ChannelLoopExecutor: TaskExecutor {
-    let eventLoop: any EventLoop
-
-    init(_ eventLoop: any EventLoop) {
-        self.eventLoop = eventLoop
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

@@ -6,7 +6,7 @@ package import NIOCore
 ///   requests to the same loop, so a request's start, its answer and the task that waits for it run on
 ///   one thread: no hop to the concurrency pool and back, no wake-up of another thread per message.
 ///   Its driver loop and store tasks, which start those tasks and take their outcomes, run on one too.
-/// - The loopback image server handles its connections on their channel's loop, so it answers even
+/// - The loopback server of DigestDemo handles its connections on their channel's loop, so it answers even
 ///   while blocking work holds every thread of the concurrency pool (a busy test process).
 ///
 /// The loop must outlive every task that prefers it.

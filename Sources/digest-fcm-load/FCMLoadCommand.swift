@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import DigestNIO
 import DigestSender
 import Foundation
 import NIOCore
@@ -133,20 +134,5 @@ struct FCMLoadCommand: AsyncParsableCommand {
         #endif
         func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
-    }
-}
-
-/// Runs jobs on one NIO event loop, as the sender's own executor (DigestNIO's `EventLoopExecutor`,
-/// not a library product) does for its message tasks.
-private final class EventLoopExecutor: TaskExecutor {
-    let eventLoop: any EventLoop
-
-    init(_ eventLoop: any EventLoop) {
-        self.eventLoop = eventLoop
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
