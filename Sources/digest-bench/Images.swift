@@ -108,77 +108,19 @@ struct Images: ParsableCommand {
             else { throw ValidationError("--renditions takes hero, icon or hero,icon") }
         }
 
-        /// One render of one file: how long it took and what it made.
-        struct Rendered: Sendable {
-            var index: Int
-            var ms: Double
-            var outcome: String
-            var failed: Bool
-        }
-
         func run() async throws {
             let specs = renditions.split(separator: ",").map { $0 == "hero" ? RenditionSpec.hero : RenditionSpec.icon }
-            var configuration = RenditionMaker.Configuration()
-            configuration.shrinkOnLoad = !noShrinkOnLoad
-            let maker = RenditionMaker(configuration: configuration)
-            let files = files
-            let out = out
-            let sources = try files.map { [UInt8](try Data(contentsOf: URL(fileURLWithPath: $0))) }
-            if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
-            @Sendable func render(_ item: Int) -> Rendered {
-                let index = item % files.count
-                let begin = DispatchTime.now().uptimeNanoseconds
-                do {
-                    let made = try maker.render(sources[index], specs: specs)
-                    let ms = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
-                    if let out, item < files.count {
-                        let base = URL(fileURLWithPath: files[index]).lastPathComponent
-                        for file in made {
-                            let name = "\(base).\(file.spec.name).\(fileExtension(forMIMEType: file.mimeType))"
-                            try? Data(file.data).write(to: URL(fileURLWithPath: out).appendingPathComponent(name))
-                        }
-                    }
-                    let outcome = made.map { "\($0.spec.name) \($0.width)x\($0.height) \($0.mimeType) \($0.data.count) B" }.joined(separator: ", ")
-                    return Rendered(index: index, ms: ms, outcome: outcome, failed: false)
-                } catch {
-                    return Rendered(index: index, ms: Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6, outcome: "failed: \(error)", failed: true)
-                }
-            }
-            // One queue of files × passes, `threads` renders at a time: a render starts as soon as one
-            // ends, with no barrier between passes, so all of them stay busy even when a pass has an
-            // odd number of files.
-            let items = files.count * passes
-            var times = [[Double]](repeating: [], count: files.count)
-            var outcomes = [String](repeating: "", count: files.count)
-            var failed = false
-            let started = DispatchTime.now().uptimeNanoseconds
-            await withTaskGroup(of: Rendered.self) { group in
-                var next = 0
-                while next < min(threads, items) {
-                    let item = next
-                    group.addTask { render(item) }
-                    next += 1
-                }
-                while let rendered = await group.next() {
-                    times[rendered.index].append(rendered.ms)
-                    outcomes[rendered.index] = rendered.outcome
-                    failed = failed || rendered.failed
-                    if next < items {
-                        let item = next
-                        group.addTask { render(item) }
-                        next += 1
-                    }
-                }
-            }
-            let wall = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+            let (results, wall) = try await RenditionBatch.run(
+                files: files, specs: specs, shrinkOnLoad: !noShrinkOnLoad, out: out, threads: threads, passes: passes)
             var all: [Double] = []
-            for (index, file) in files.enumerated() {
-                all += times[index]
-                print(String(format: "%@: median %.1f ms — %@", file, median(times[index]), outcomes[index]))
+            for (result, file) in zip(results, files) {
+                all += result.milliseconds
+                print(String(format: "%@: median %.1f ms — %@", file, median(result.milliseconds), result.outcome))
             }
+            let items = files.count * passes
             print(String(format: "total: %d files × %d passes, %d threads: %.0f ms wall, %.2f ms per image (wall ÷ images), median %.2f ms each, %.1f images/s",
                          files.count, passes, threads, wall, wall / Double(items), median(all), Double(items) * 1000 / wall))
-            if failed { throw ExitCode(1) }
+            if results.contains(where: \.failed) { throw ExitCode(1) }
         }
 
         private func median(_ values: [Double]) -> Double {
