@@ -3,6 +3,11 @@
 public enum SkipReason: String, Sendable, CaseIterable, Codable {
     /// The reader opted out of the digest.
     case optedOut = "opted_out"
+    /// The reader's pace (``ReaderPreferences/every``) has no digest this week.
+    case notThisWeek = "not_this_week"
+    /// The digest's due time falls on a local date on or before the reader's
+    /// ``ReaderPreferences/pausedUntil``.
+    case paused
     /// The reader has no device to send to.
     case noDevices = "no_devices"
     /// Every device of the reader has a token FCM called unregistered (not registered again since).

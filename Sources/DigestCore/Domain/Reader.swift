@@ -6,8 +6,13 @@ public struct Reader: Sendable, Hashable {
     public var locale: String
     /// IANA time zone, for example `Europe/Warsaw`.
     public var timeZone: String
-    /// A user who opted out receives nothing.
-    public var optedOut: Bool
+    /// A user who opted out receives nothing: ``ReaderPreferences/off``.
+    public var optedOut: Bool {
+        get { preferences.off }
+        set { preferences.off = newValue }
+    }
+    /// What the reader chose (the stores read them with the reader; defaults when none).
+    public var preferences = ReaderPreferences()
     /// The devices the user's notifications go to: as the stores read them, at most
     /// ``DeviceSelection/limit``, in ``DeviceSelection`` order.
     public var devices: [Device]
@@ -22,8 +27,8 @@ public struct Reader: Sendable, Hashable {
         self.id = id
         self.locale = locale
         self.timeZone = timeZone
-        self.optedOut = optedOut
         self.devices = devices
+        self.optedOut = optedOut
     }
 }
 

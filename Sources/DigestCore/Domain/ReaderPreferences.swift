@@ -1,0 +1,150 @@
+/// What a reader chose about their digest: how often, from which week, a pause, topics to follow and
+/// to mute, and whether they want it at all (README, "What the reader chooses"; docs/010 for the
+/// `users.jsonl` field, docs/009 for the API).
+///
+/// Every key has a default, and a reader who chose nothing has ``ReaderPreferences/init()``. Topics
+/// are keys as articles carry them, compared exactly (no case folding or normalisation); a topic in
+/// both lists is muted.
+public struct ReaderPreferences: Sendable, Hashable {
+    /// Weeks between digests: 1, 2 or 4 (``allowedEvery``).
+    public var every: Int
+    /// The ISO week the pace counts from (`nil`: none stored; a store fills in the week it stores a
+    /// pace in, ``resolvingFrom(stored:currentWeek:)``).
+    public var from: ISOWeek?
+    /// No digest due on this local date or before it.
+    public var pausedUntil: CivilDate?
+    /// Topics the first pick comes from whenever one is eligible.
+    public var follow: [String]
+    /// Topics no pick ever has.
+    public var mute: [String]
+    /// The reader stopped the digest (what `optedOut` says in `users.jsonl`).
+    public var off: Bool
+
+    public init(
+        every: Int = 1, from: ISOWeek? = nil, pausedUntil: CivilDate? = nil, follow: [String] = [], mute: [String] = [],
+        off: Bool = false
+    ) {
+        self.every = every
+        self.from = from
+        self.pausedUntil = pausedUntil
+        self.follow = follow
+        self.mute = mute
+        self.off = off
+    }
+
+    /// The paces a reader may choose, in weeks.
+    package static let allowedEvery = [1, 2, 4]
+    /// At most this many topics in ``follow`` and in ``mute`` each.
+    package static let maxTopics = 100
+    /// A topic key's length: 1 to this many Unicode characters (code points, as PostgreSQL's
+    /// `char_length` counts them).
+    package static let maxTopicLength = 64
+
+    /// Whether nothing differs from the defaults.
+    package var isDefault: Bool { self == ReaderPreferences() }
+
+    /// Whether `topic` is a valid topic key: 1 to ``maxTopicLength`` code points, none of them a
+    /// control character (C0, DEL or C1).
+    package static func isValidTopic(_ topic: String) -> Bool {
+        let count = topic.unicodeScalars.count
+        guard count >= 1, count <= maxTopicLength else { return false }
+        return !topic.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
+    }
+
+    /// Whether a digest is due in `week` by the pace: (`week` − ``from``) is divisible by ``every``,
+    /// counted in ISO weeks, negative differences included. Always with a pace of 1 or no ``from``.
+    package func isDue(in week: ISOWeek) -> Bool {
+        guard every > 1, let from else { return true }
+        let difference = Self.weeks(from: from, to: week)
+        return difference % every == 0
+    }
+
+    /// How many weeks a digest covers (stats and picks): ``every``, at least 1.
+    package var coveredWeeks: Int { max(1, every) }
+
+    /// Whether the pause holds a digest due on `date` (the reader's local date of its due time).
+    package func isPaused(on date: CivilDate) -> Bool {
+        guard let pausedUntil else { return false }
+        return date <= pausedUntil
+    }
+
+    /// Whether an article with `topics` may be picked: none of them muted.
+    package func allows(topics: [String]) -> Bool {
+        mute.isEmpty || !topics.contains { mute.contains($0) }
+    }
+
+    /// Whether an article with `topics` is from a followed (and not muted) topic.
+    package func follows(topics: [String]) -> Bool {
+        !follow.isEmpty && topics.contains { follow.contains($0) && !mute.contains($0) }
+    }
+
+    /// The first muted topic of an article (why a candidate was left out), if any.
+    package func mutedTopic(of topics: [String]) -> String? {
+        mute.isEmpty ? nil : topics.first { mute.contains($0) }
+    }
+
+    /// ISO weeks from `from` to `to` (negative when `to` is earlier).
+    package static func weeks(from: ISOWeek, to: ISOWeek) -> Int {
+        (to.monday.daysSinceEpoch - from.monday.daysSinceEpoch) / 7
+    }
+
+    /// These preferences as a store keeps them: ``from`` as given, else the stored one while the
+    /// pace is the same, else `currentWeek` (the week the pace is stored in, by the store's clock)
+    /// for a pace over 1 week; `nil` for a weekly pace without one.
+    package func resolvingFrom(stored: ReaderPreferences?, currentWeek: ISOWeek) -> ReaderPreferences {
+        var resolved = self
+        guard resolved.from == nil else { return resolved }
+        if let stored, stored.every == every, let storedFrom = stored.from {
+            resolved.from = storedFrom
+        } else if every > 1 {
+            resolved.from = currentWeek
+        }
+        return resolved
+    }
+
+    /// The preferences as JSON with every key, defaults filled in, in a fixed order:
+    /// `{"every":1,"from":null,"pausedUntil":null,"follow":[],"mute":[],"off":false}` (what the API
+    /// answers and the change history keeps).
+    package func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.field("every", every)
+        writer.key("from")
+        if let from { writer.value(from.description) } else { writer.raw(Array("null".utf8)) }
+        writer.key("pausedUntil")
+        if let pausedUntil { writer.value(pausedUntil.description) } else { writer.raw(Array("null".utf8)) }
+        writer.key("follow")
+        writer.beginArray()
+        for topic in follow { writer.value(topic) }
+        writer.endArray()
+        writer.key("mute")
+        writer.beginArray()
+        for topic in mute { writer.value(topic) }
+        writer.endArray()
+        writer.key("off")
+        writer.value(off)
+        writer.endObject()
+    }
+
+    /// ``write(to:)`` as text.
+    package var json: String {
+        var writer = JSONWriter(capacity: 128)
+        write(to: &writer)
+        return writer.string
+    }
+}
+
+extension CivilDate {
+    /// A date written `YYYY-MM-DD` (a real date of years 1 to 9999), or `nil`.
+    package init?(parsing text: String) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+            parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+            year >= 1, (1...12).contains(month), day >= 1
+        else { return nil }
+        let date = CivilDate(year: year, month: month, day: day)
+        // A day past the month's end comes back as another date.
+        guard CivilDate(daysSinceEpoch: date.daysSinceEpoch) == date else { return nil }
+        self = date
+    }
+}
