@@ -97,7 +97,8 @@ package struct HistoryImporter<Sink: HistoryImportSink> {
                                 reason: "\(kind.noun) \(ImportFieldRules.quote(id)) again on line \(summary.lines), which wins"))
                         }
                     }
-                    if case .user(let user) = record {
+                    if case .user(let imported) = record {
+                        let user = imported.reader
                         if user.devices.count > DeviceSelection.limit {
                             overLimit.insert(user.id)
                         } else if !overLimit.isEmpty {
@@ -131,14 +132,14 @@ package struct HistoryImporter<Sink: HistoryImportSink> {
 
     /// One record of a file.
     enum Record {
-        case user(Reader)
+        case user(ImportedUser)
         case article(Article)
         case read(ImportedRead)
 
         /// The id a later line of the file may give again (reads have none).
         var id: String? {
             switch self {
-            case .user(let user): user.id
+            case .user(let user): user.reader.id
             case .article(let article): article.id
             case .read: nil
             }
@@ -166,7 +167,7 @@ package struct HistoryImporter<Sink: HistoryImportSink> {
 
     /// The records parsed since the last write, with the lines they came from.
     private struct PendingBatch {
-        var users: [Reader] = []
+        var users: [ImportedUser] = []
         var articles: [Article] = []
         var reads: [ImportedRead] = []
         var lines: [Int] = []

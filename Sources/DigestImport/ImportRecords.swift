@@ -8,9 +8,9 @@ import DigestStore
 /// line is skipped.
 enum ImportRecords {
     /// A line of `users.jsonl`.
-    static func user(_ line: JSONFields) throws(LineProblem) -> Reader {
+    static func user(_ line: JSONFields) throws(LineProblem) -> ImportedUser {
         let id = try ImportFieldRules.id(line.string("id"), "user id")
-        return try about("user \(ImportFieldRules.quote(id))") { () throws(LineProblem) -> Reader in
+        return try about("user \(ImportFieldRules.quote(id))") { () throws(LineProblem) -> ImportedUser in
             var locale = LocaleChain.root
             if let given = try line.optionalString("locale") {
                 locale = try ImportFieldRules.name(given, "locale", .badLocale)
@@ -29,7 +29,8 @@ enum ImportRecords {
                 // (the line's length bounds them): a run picks the ones it sends to (`DeviceSelection`).
                 if seen.insert(device.token).inserted { devices.append(device) }
             }
-            return Reader(id: id, locale: locale, timeZone: timeZone, optedOut: optedOut, devices: devices)
+            let reader = Reader(id: id, locale: locale, timeZone: timeZone, optedOut: optedOut, devices: devices)
+            return ImportedUser(reader: reader, preferences: nil, off: optedOut)
         }
     }
 

@@ -26,7 +26,12 @@ public final class PostgresImportSink: HistoryImportSink {
     /// One statement for the batch's users and devices: upserts that change only what differs, and
     /// devices no longer listed removed. A user added, moved to another zone, opted back in or given a
     /// new device takes the next `seq` (rolling runs, docs/005). A user listed twice in a batch counts once, as last listed.
-    static func write(users records: [Reader], on connection: PostgresConnection) async throws -> ImportBatchResult {
+    static func write(users imported: [ImportedUser], on connection: PostgresConnection) async throws -> ImportBatchResult {
+        let records = imported.map { user in
+            var reader = user.reader
+            reader.optedOut = user.off ?? false
+            return reader
+        }
         var latest: [String: Int] = [:]
         for (index, user) in records.enumerated() { latest[user.id] = index }
         let users = records.indices.filter { latest[records[$0].id] == $0 }.map { records[$0] }

@@ -46,7 +46,9 @@ final class SQLiteImportQueries {
         case rejected(ImportBatchResult.Rejection.Reason)
     }
 
-    private func upsert(user: Reader) throws -> Bool {
+    private func upsert(user imported: ImportedUser) throws -> Bool {
+        var user = imported.reader
+        user.optedOut = imported.off ?? false
         // `seq` orders users for rolling runs (docs/001): a new user, one that moved zone or opted back in, and one
         // that gained a device take the next number, so the runs of weeks already under way find them.
         let upsert = try connection.statement(

@@ -37,7 +37,8 @@ final class CheckingSink: HistoryImportSink {
         }
         let instants = Int64(-62_167_305_600)...Int64(253_402_387_199)
         switch batch {
-        case .users(let users):
+        case .users(let imported):
+            let users = imported.map(\.reader)
             check(Set(users.map(\.id)).count == users.count, "a user id twice in a batch")
             for user in users {
                 check(id(user.id), "user id \(user.id.debugDescription)")

@@ -13,7 +13,7 @@ import Testing
             guard case .user(let reader)? = try HistoryImporter<NullSink>.record(from: .bytes(Array(line.utf8)), kind: .users) else {
                 return .success([])
             }
-            return .success(reader.devices)
+            return .success(reader.reader.devices)
         } catch {
             return .failure(error)
         }

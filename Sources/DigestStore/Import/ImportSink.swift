@@ -25,7 +25,7 @@ public protocol HistoryImportSink: Sendable {
 
 /// Validated records of one kind, as the importer hands them to a sink.
 public enum ImportBatch: Sendable {
-    case users([Reader])
+    case users([ImportedUser])
     case articles([Article])
     case reads([ImportedRead])
 
@@ -40,6 +40,32 @@ public enum ImportBatch: Sendable {
 }
 
 /// A read as imported: ids as the file names them.
+extension ImportBatch {
+    /// Readers as a `users.jsonl` line without `preferences` gives them: their stored preferences
+    /// stay, `off` set to ``Reader/optedOut``.
+    public static func users(_ readers: [Reader]) -> ImportBatch {
+        .users(readers.map { ImportedUser(reader: $0, preferences: nil, off: $0.optedOut) })
+    }
+}
+
+/// A `users.jsonl` line as the store takes it: the reader, with what the line says of their
+/// preferences (docs/010). ``reader``'s own ``Reader/preferences`` are not stored.
+public struct ImportedUser: Sendable, Hashable {
+    public var reader: Reader
+    /// The line's `preferences`, replacing the stored object whole (absent keys at their defaults);
+    /// `nil`: the stored preferences stay as they are.
+    public var preferences: ReaderPreferences?
+    /// What the line says of `off` (its `optedOut`, or its `preferences`' `off`); `nil`: as stored.
+    /// With ``preferences`` it is their ``ReaderPreferences/off``.
+    public var off: Bool?
+
+    public init(reader: Reader, preferences: ReaderPreferences?, off: Bool?) {
+        self.reader = reader
+        self.preferences = preferences
+        self.off = preferences?.off ?? off
+    }
+}
+
 public struct ImportedRead: Sendable, Hashable {
     public var userID: String
     public var articleID: String
