@@ -39,11 +39,17 @@ package struct EventCollector<Sink: EventSink>: Sendable {
     package let keys: AppKeys
     package let configuration: Configuration
     package let logger: Logger
+    /// The preferences API for the publisher's backend (`--server-key-file`); `nil`: not served.
+    package let preferences: PreferencesAPI?
 
-    package init(sink: Sink, keys: AppKeys, configuration: Configuration, logger: Logger = Logger(label: "digest.collect")) {
+    package init(
+        sink: Sink, keys: AppKeys, configuration: Configuration, preferences: PreferencesAPI? = nil,
+        logger: Logger = Logger(label: "digest.collect")
+    ) {
         self.sink = sink
         self.keys = keys
         self.configuration = configuration
+        self.preferences = preferences
         self.logger = logger
     }
 
@@ -51,6 +57,7 @@ package struct EventCollector<Sink: EventSink>: Sendable {
         let router = Router()
         let sink = self.sink, keys = self.keys, now = configuration.now, logger = self.logger
         router.get("healthz") { _, _ in "ok\n" }
+        preferences?.add(to: router)
         router.post("v1/events") { request, _ -> Response in
             guard let header = request.headers[.authorization], header.hasPrefix("Bearer "), keys.accepts(String(header.dropFirst(7))) else {
                 var headers = HTTPFields()

@@ -15,12 +15,18 @@ struct CollectCommand: AsyncParsableCommand, ShutsDownOnSignals {
             "action":"later","at":"RFC 3339"}]} with Authorization: Bearer <app key>; the answer is 202 with \
             {"accepted":N,"duplicates":N,"rejected":[{"index":i,"reason":"…"}]}. The key file holds one key \
             a line (# comments); SIGHUP reads it again. GET /healthz answers ok. SIGTERM stops gracefully.
+
+            With --server-key-file, the publisher's backend reads and changes readers' preferences: GET, PUT \
+            and PATCH /v1/readers/{id}/preferences and GET /v1/readers/{id}/preferences/changes, with \
+            Authorization: Bearer <server key> (an app key is refused with 403).
             """)
 
     @OptionGroup var database: DatabaseOptions
     @Option(help: "The address to listen on.") var host: String = "127.0.0.1"
     @Option(help: "The port (0: any free port, printed at start).") var port: Int = 8090
     @Option(help: "The apps' bearer keys, one a line (read again on SIGHUP).") var keyFile: String
+    @Option(help: "The publisher's backend keys for the preferences API, one a line (read again on SIGHUP); without it the API is off.")
+    var serverKeyFile: String?
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
@@ -29,23 +35,35 @@ struct CollectCommand: AsyncParsableCommand, ShutsDownOnSignals {
     func run() async throws {
         let keys: AppKeys
         do { keys = try AppKeys(path: keyFile) } catch { throw CommandError("--key-file \(error)") }
-        try await database.withStore(existing: true) { try await collect($0, keys: keys) }
+        var serverKeys: AppKeys?
+        if let serverKeyFile {
+            do { serverKeys = try AppKeys(path: serverKeyFile) } catch { throw CommandError("--server-key-file \(error)") }
+        }
+        try await database.withStore(existing: true) { try await collect($0, keys: keys, serverKeys: serverKeys) }
     }
 
-    private func collect<Database: DigestDatabase>(_ store: Database, keys: AppKeys) async throws {
+    private func collect<Database: DigestDatabase>(_ store: Database, keys: AppKeys, serverKeys: AppKeys?) async throws {
         let host = self.host, port = self.port
         let logger = Logger(label: "digest.collect")
         try await store.withEventSink { sink in
-            let collector = EventCollector(sink: sink, keys: keys, configuration: .init(host: host, port: port), logger: logger)
+            let preferences = serverKeys.map {
+                PreferencesAPI(store: store, serverKeys: $0, appKeys: keys, now: EventCollector<Database.Events>.Configuration.systemNow)
+            }
+            let collector = EventCollector(
+                sink: sink, keys: keys, configuration: .init(host: host, port: port), preferences: preferences, logger: logger)
             let app = collector.application { port in
-                let line = "collecting events on http://\(host.contains(":") ? "[\(host)]" : host):\(port)/v1/events (\(keys.count) key\(keys.count == 1 ? "" : "s"))\n"
+                let address = "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+                var line = "collecting events on \(address)/v1/events (\(keys.count) key\(keys.count == 1 ? "" : "s"))\n"
+                if let serverKeys {
+                    line += "preferences API on \(address)/v1/readers/{id}/preferences (\(serverKeys.count) server key\(serverKeys.count == 1 ? "" : "s"))\n"
+                }
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
             let group = ServiceGroup(
                 configuration: .init(
                     services: [
                         .init(service: app, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
-                        .init(service: KeyReloader(keys: keys)),
+                        .init(service: KeyReloader(keys: keys, serverKeys: serverKeys)),
                     ],
                     gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
             try await group.run()
@@ -56,12 +74,18 @@ struct CollectCommand: AsyncParsableCommand, ShutsDownOnSignals {
 /// Reads the key file again on every SIGHUP, until the group shuts down.
 struct KeyReloader: Service {
     let keys: AppKeys
+    /// The preferences API's keys, read again with the apps' (`nil`: none).
+    var serverKeys: AppKeys?
 
     func run() async throws {
         for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
             do {
                 let count = try keys.reload()
                 FileHandle.standardOutput.write(Data("keys reloaded: \(count) key\(count == 1 ? "" : "s")\n".utf8))
+                if let serverKeys {
+                    let count = try serverKeys.reload()
+                    FileHandle.standardOutput.write(Data("server keys reloaded: \(count) key\(count == 1 ? "" : "s")\n".utf8))
+                }
             } catch {
                 FileHandle.standardError.write(Data("error: keys not reloaded, the old ones stay: \(error)\n".utf8))
             }

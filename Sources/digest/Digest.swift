@@ -24,7 +24,7 @@ struct Digest: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self, ImportCommand.self, RunCommand.self, PreviewCommand.self, ServeCommand.self, QueueCommand.self,
             SendCommand.self, MigrateCommand.self, ImagesCommand.self, DevicesCommand.self, CollectCommand.self, ReportCommand.self,
-            WebPushCommand.self, SendTestCommand.self,
+            WebPushCommand.self, SendTestCommand.self, ReadersCommand.self,
         ])
 
     /// Logs go to stderr at `DIGEST_LOG_LEVEL` (default `warning`); output stays on stdout.

@@ -16,17 +16,22 @@ import FoundationNetworking
 
 extension StoreHarness {
     /// Runs a collector over this store on a free loopback port for `body`, with the fixed clock.
-    func withCollector<T: Sendable>(keys: AppKeys, _ body: @Sendable @escaping (Int) async throws -> T) async throws -> T {
-        try await Self.withCollector(database, keys: keys, body)
+    /// With `serverKeys`, the preferences API too.
+    func withCollector<T: Sendable>(
+        keys: AppKeys, serverKeys: AppKeys? = nil, _ body: @Sendable @escaping (Int) async throws -> T
+    ) async throws -> T {
+        try await Self.withCollector(database, keys: keys, serverKeys: serverKeys, body)
     }
 
     private static func withCollector<D: DigestDatabase, T: Sendable>(
-        _ database: D, keys: AppKeys, _ body: @Sendable @escaping (Int) async throws -> T
+        _ database: D, keys: AppKeys, serverKeys: AppKeys?, _ body: @Sendable @escaping (Int) async throws -> T
     ) async throws -> T {
         try await database.withEventSink { sink in
             var logger = Logger(label: "digest.collect.test")
             logger.logLevel = .critical  // not the server's cancellation at the end of each test
-            let collector = EventCollector(sink: sink, keys: keys, configuration: .init(port: 0, now: { now }), logger: logger)
+            let preferences = serverKeys.map { PreferencesAPI(store: database, serverKeys: $0, appKeys: keys, now: { now }) }
+            let collector = EventCollector(
+                sink: sink, keys: keys, configuration: .init(port: 0, now: { now }), preferences: preferences, logger: logger)
             return try await withLoopbackApplication({ collector.application(onServerRunning: $0) }, body)
         }
     }
@@ -45,6 +50,22 @@ enum HTTP {
         if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
         let (data, response) = try await URLSession.shared.data(for: request)
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+
+    /// Any request: the status, the body and the `ETag` header.
+    static func request(
+        _ method: String, port: Int, path: String, key: String?, contentType: String? = nil, ifMatch: String? = nil,
+        body: String? = nil
+    ) async throws -> (status: Int, body: Data, etag: String?) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        if let body { request.httpBody = Data(body.utf8) }
+        if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+        if let ifMatch { request.setValue(ifMatch, forHTTPHeaderField: "If-Match") }
+        if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as? HTTPURLResponse
+        return (http?.statusCode ?? 0, data, http?.value(forHTTPHeaderField: "ETag"))
     }
 
     static func get(port: Int, path: String) async throws -> (Int, Data) {

@@ -17,7 +17,7 @@ public import DigestCore
 ///     return try await ledger.finish(week: week, now: now)
 /// }
 /// ```
-public typealias DigestDatabase = DigestPipelineStore & DigestOperatorViews
+public typealias DigestDatabase = DigestPipelineStore & DigestOperatorViews & PreferenceStore
 
 /// What the weekly run, the importer, the sender and the event collector work on.
 public protocol DigestPipelineStore: Sendable {
