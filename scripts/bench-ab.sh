@@ -33,7 +33,8 @@
 # Knobs (environment): AB_DATA=same, AB_ROUNDS=3 (turns per build and benchmark), AB_USERS=100000
 # (SQLite run), AB_PG_USERS=200000 (PostgreSQL run), AB_SEND_USERS=6000 (the demo whose outbox
 # `digest send` delivers), AB_PREVIEW_ITERATIONS=100, AB_WEEK=2026-W46, AB_OUT=bench-out/ab,
-# AB_RUN_FLAGS_A/AB_RUN_FLAGS_B (more `digest run` options per build), AB_PARTS="sqlite postgres send previews" (and send-h2: `digest send` with its defaults over TLS to the
+# AB_RUN_FLAGS_A/AB_RUN_FLAGS_B (more `digest run` options per build), AB_GENERATE_FLAGS_A/AB_GENERATE_FLAGS_B
+# (more `digest-bench generate` options for each build's SQLite data, e.g. "--preferences 30"), AB_PARTS="sqlite postgres send previews" (and send-h2: `digest send` with its defaults over TLS to the
 # fake FCM answering AB_SEND_DELAY=80 ms late; give it AB_SEND_USERS=34000 for ~50,000 messages). Prints a Markdown table (also in $AB_OUT/ab.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -119,8 +120,16 @@ dir_of() { if [ "$1" = A ]; then echo "$A"; else echo "$B"; fi; }
 # with different options, e.g. AB_RUN_FLAGS_B="--deliver-at habit" with A and B the same checkout.
 run_flags() { if [ "$1" = A ]; then echo "${AB_RUN_FLAGS_A:-}"; else echo "${AB_RUN_FLAGS_B:-}"; fi; }
 # The builds whose checkouts generate data: A alone, or each (AB_DATA=own); whose data a build runs on.
+# More `digest-bench generate` options for the data a build's SQLite runs read (AB_GENERATE_FLAGS_A,
+# AB_GENERATE_FLAGS_B): one build on two datasets, e.g. AB_GENERATE_FLAGS_B="--preferences 30" with A
+# and B the same checkout. With either set, each build's SQLite data are its own (as AB_DATA=own).
+generate_flags() { if [ "$1" = A ]; then echo "${AB_GENERATE_FLAGS_A:-}"; else echo "${AB_GENERATE_FLAGS_B:-}"; fi; }
+GENERATE_APART=0
+if [ -n "${AB_GENERATE_FLAGS_A:-}${AB_GENERATE_FLAGS_B:-}" ]; then GENERATE_APART=1; fi
 data_builds() { if [ "$DATA" = own ]; then echo "A B"; else echo "A"; fi; }
 data_of() { if [ "$DATA" = own ]; then echo "$1"; else echo A; fi; }
+sqlite_data_builds() { if [ "$GENERATE_APART" = 1 ]; then echo "A B"; else data_builds; fi; }
+sqlite_data_of() { if [ "$GENERATE_APART" = 1 ]; then echo "$1"; else data_of "$1"; fi; }
 # A checkout's reads per user: its scripts/bench.sh default (SQLite), or its SQL file's default reads
 # over its default users (PostgreSQL); 10 when it names none.
 sqlite_reads_per_user() {
@@ -136,13 +145,13 @@ postgres_reads_per_user() {
 # ---- the weekly run on SQLite ----
 if [[ " $PARTS " == *" sqlite "* ]]; then
   rm -f "$OUT"/gen-*.sqlite*
-  for data in $(data_builds); do
+  for data in $(sqlite_data_builds); do
     dir=$(dir_of "$data")
     reads=$((USERS * $(sqlite_reads_per_user "$dir")))
-    log "sqlite: generating $USERS users, $reads reads with $data's digest-bench ($dir)"
+    log "sqlite: generating $USERS users, $reads reads with $data's digest-bench ($dir) $(generate_flags "$data")"
     "$(digest_bench "$dir")" generate --db "$OUT/gen-$data.sqlite" --users "$USERS" --reads "$reads" \
-      --week "$WEEK" >"$OUT/generate-sqlite-$data.json"
-    echo "$data's \`digest-bench generate --users $USERS --reads $reads --week $WEEK\`: $(cat "$OUT/generate-sqlite-$data.json")" \
+      --week "$WEEK" $(generate_flags "$data") >"$OUT/generate-sqlite-$data.json"
+    echo "$data's \`digest-bench generate --users $USERS --reads $reads --week $WEEK $(generate_flags "$data")\`: $(cat "$OUT/generate-sqlite-$data.json")" \
       >"$OUT/data-sqlite-$data.txt"
     # Both builds' migrations first, so no measured run pays for one (as for send below).
     for build in A B; do "$(dir_of "$build")/.build/release/digest" migrate --db "$OUT/gen-$data.sqlite" >/dev/null 2>&1 || true; done
@@ -150,7 +159,7 @@ if [[ " $PARTS " == *" sqlite "* ]]; then
   for round in $(seq "$ROUNDS"); do
     for build in $(order "$round"); do
       rm -f "$OUT"/run.sqlite*
-      cp "$OUT/gen-$(data_of "$build").sqlite" "$OUT/run.sqlite"
+      cp "$OUT/gen-$(sqlite_data_of "$build").sqlite" "$OUT/run.sqlite"
       log "sqlite: round $round, $build"
       timed sqlite "$build" "$round" "$USERS" \
         "$(dir_of "$build")/.build/release/digest" run --db "$OUT/run.sqlite" --week "$WEEK" --send-at now --progress-interval 0 --templates "$(dir_of "$build")/Templates" $(run_flags "$build")

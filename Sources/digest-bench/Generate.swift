@@ -44,7 +44,14 @@ struct Generate: ParsableCommand {
     @Option(help: "Comma-separated locales to draw users' locales from (default: en, pl, ru, zh-Hans and regional variants, 1% fr-FR).")
     var locales: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Percent of users with preferences (0–100): of those, half mute a topic or two, two in five follow one or two, one in three reads every 2 or 4 weeks.",
+            valueName: "percent"))
+    var preferences: Int = 0
+
     func validate() throws {
+        guard (0...100).contains(preferences) else { throw ValidationError("--preferences must be 0…100 (percent of users)") }
         guard users > 0, reads >= 0, articles >= 16, weeks >= 2, previousDigests >= 0 else {
             throw ValidationError("--users must be positive, --reads not negative, --articles at least 16, --weeks at least 2")
         }
@@ -97,6 +104,11 @@ struct Generate: ParsableCommand {
         let insertUser = try sqlite.statement(
             "INSERT INTO users (pk, id, locale, time_zone, opted_out) VALUES (?, ?, ?, ?, ?)")
         let insertDevice = try sqlite.statement("INSERT INTO devices (user_pk, token, platform) VALUES (?, ?, ?)")
+        // Preferences as the store keeps them (users.pref_*), stored once (version 1).
+        let setPreferences = try sqlite.statement(
+            "UPDATE users SET pref_every = ?, pref_from = ?, pref_follow = ?, pref_mute = ?, pref_version = 1 WHERE pk = ?")
+        var chooser = SplitMix64(seed: seed ^ 0x5EED_0F_C401CE)
+        var withPreferences = 0
         let insertRead = try sqlite.statement(
             "INSERT INTO reads (user_pk, read_at, article_pk, seconds) VALUES (?, ?, ?, ?)")
         let insertDigest = try sqlite.statement(
@@ -132,6 +144,29 @@ struct Generate: ParsableCommand {
             insertUser.bind(user.reader.timeZone, at: 4)
             insertUser.bind(user.reader.optedOut ? 1 : 0, at: 5)
             try insertUser.run()
+            if preferences > 0 && chooser.next(below: 100) < UInt64(preferences) {
+                let topics = DemoVocabulary.topics
+                func someTopics() -> String {
+                    let first = topics[Int(chooser.next(below: topics.count))]
+                    guard chooser.next(below: 2) == 0 else { return first }
+                    let second = topics[Int(chooser.next(below: topics.count))]
+                    return second == first ? first : first + "\n" + second
+                }
+                let mute = chooser.next(below: 2) == 0 ? someTopics() : nil
+                let follow = chooser.next(below: 5) < 2 ? someTopics() : nil
+                let every: Int64 = chooser.next(below: 3) == 0 ? (chooser.next(below: 2) == 0 ? 2 : 4) : 1
+                // The pace counts from one of the last `every` weeks: some are due this week, some not.
+                var from = week
+                for _ in 0..<Int(chooser.next(below: UInt64(every))) { from = from.previous }
+                setPreferences.reset()
+                setPreferences.bind(every, at: 1)
+                setPreferences.bind(every > 1 ? from.description : nil, at: 2)
+                setPreferences.bind(follow, at: 3)
+                setPreferences.bind(mute, at: 4)
+                setPreferences.bind(key, at: 5)
+                try setPreferences.run()
+                withPreferences += 1
+            }
 
             for device in user.reader.devices {
                 insertDevice.reset()
@@ -193,7 +228,7 @@ struct Generate: ParsableCommand {
         print(
             """
             {"db": "\(db)", "week": "\(week)", "seed": \(seed), "users": \(users), "devices": \(devices), \
-            "articles": \(articles), "reads": \(reads), "weeks": \(weeks), "previousDigests": \(digests), "bytes": \(size), \
+            "articles": \(articles), "reads": \(reads), "withPreferences": \(withPreferences), "weeks": \(weeks), "previousDigests": \(digests), "bytes": \(size), \
             "seconds": \(String(format: "%.2f", clock.seconds)), "insertSeconds": \(String(format: "%.2f", insertSeconds))}
             """)
     }
