@@ -15,35 +15,56 @@ enum SQLitePreferences {
         guard !row.isNull(column) else { return ReaderPreferences(off: off) }
         var preferences = ReaderPreferences(off: off)
         preferences.every = row.int(column)
-        if !row.isNull(column + 1) { preferences.from = week(row.string(column + 1)) }
-        if !row.isNull(column + 2) { preferences.pausedUntil = CivilDate(parsing: row.string(column + 2)) }
-        if !row.isNull(column + 3) { preferences.follow = topics(row.string(column + 3)) }
-        if !row.isNull(column + 4) { preferences.mute = topics(row.string(column + 4)) }
+        // Read from the column's bytes: the run reads a batch's readers at once, and this is per reader.
+        if !row.isNull(column + 1) { preferences.from = row.withText(column + 1, week) }
+        if !row.isNull(column + 2) { preferences.pausedUntil = row.withText(column + 2, date) }
+        if !row.isNull(column + 3) { preferences.follow = row.withText(column + 3, topics) }
+        if !row.isNull(column + 4) { preferences.mute = row.withText(column + 4, topics) }
         return preferences
     }
 
-    /// `2026-W45` as ``ISOWeek``, read from its bytes (the store wrote it so).
+    /// `2026-W45` as ``ISOWeek``.
     static func week(_ text: String) -> ISOWeek? {
         var text = text
-        return text.withUTF8 { bytes -> ISOWeek? in
-            guard bytes.count == 8, bytes[4] == UInt8(ascii: "-"), bytes[5] == UInt8(ascii: "W") else { return nil }
-            func number(_ range: Range<Int>) -> Int? {
-                var value = 0
-                for index in range {
-                    let digit = Int(bytes[index]) - 48
-                    guard (0...9).contains(digit) else { return nil }
-                    value = value * 10 + digit
-                }
-                return value
-            }
-            guard let year = number(0..<4), let week = number(6..<8) else { return nil }
-            return ISOWeek(year: year, week: week)
-        }
+        return text.withUTF8(week)
     }
 
-    /// Topics as stored: joined with a line feed.
-    static func topics(_ text: String) -> [String] {
-        text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+    /// `2026-W45` (as the store writes it) as ``ISOWeek``, from its bytes.
+    static func week(_ bytes: UnsafeBufferPointer<UInt8>) -> ISOWeek? {
+        guard bytes.count == 8, bytes[4] == UInt8(ascii: "-"), bytes[5] == UInt8(ascii: "W"),
+            let year = number(bytes, 0..<4), let week = number(bytes, 6..<8)
+        else { return nil }
+        return ISOWeek(year: year, week: week)
+    }
+
+    /// `2026-12-14` (as the store writes it) as ``CivilDate``, from its bytes.
+    static func date(_ bytes: UnsafeBufferPointer<UInt8>) -> CivilDate? {
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+            let year = number(bytes, 0..<4), let month = number(bytes, 5..<7), let day = number(bytes, 8..<10)
+        else { return nil }
+        return CivilDate(year: year, month: month, day: day)
+    }
+
+    /// The decimal number of `range` of `bytes`, all digits.
+    private static func number(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int? {
+        var value = 0
+        for index in range {
+            let digit = Int(bytes[index]) &- 48
+            guard digit >= 0, digit <= 9 else { return nil }
+            value = value * 10 + digit
+        }
+        return value
+    }
+
+    /// Topics as stored: joined with a line feed (which no topic holds), from the column's bytes.
+    static func topics(_ bytes: UnsafeBufferPointer<UInt8>) -> [String] {
+        var topics: [String] = []
+        var start = 0
+        for index in 0...bytes.count where index == bytes.count || bytes[index] == 0x0A {
+            if index > start { topics.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)) }
+            start = index + 1
+        }
+        return topics
     }
 
     /// What the columns hold for `preferences` (`off` is `opted_out`'s): all NULL when, `off` aside,
