@@ -70,6 +70,9 @@ package struct HistoryImporter<Sink: HistoryImportSink> {
     package var onProblem: (ImportError) -> Void = { _ in }
     /// Called every `batchSize` lines with the lines read so far in the file.
     package var onProgress: (String, Int) -> Void = { _, _ in }
+    /// The import's clock (Unix seconds), read for each batch: when its preference changes are
+    /// recorded, and the week a new pace counts from (``HistoryImportSink/write(_:at:)``).
+    package var now: () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
     package init(sink: Sink) {
         self.sink = sink
@@ -224,7 +227,7 @@ package struct HistoryImporter<Sink: HistoryImportSink> {
         let (batch, lines) = pending.batch
         pending.removeAll()
         guard !lines.isEmpty else { return }
-        let result = try await sink.write(batch)
+        let result = try await sink.write(batch, at: now())
         summary.written += result.written
         summary.unchanged += result.unchanged
         var firstProblem: ImportError?

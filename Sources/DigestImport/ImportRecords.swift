@@ -19,7 +19,24 @@ enum ImportRecords {
             if let given = try line.optionalString("timeZone") {
                 timeZone = try ImportFieldRules.name(given, "timeZone", .badTimeZone)
             }
-            let optedOut = try line.optionalBool("optedOut") ?? false
+            // `optedOut` sets `off`; `preferences` replaces the stored object whole. With neither, `off`
+            // stays as stored (`nil`); with both, they must agree (docs/010).
+            let optedOut = try line.optionalBool("optedOut")
+            var preferences: ReaderPreferences?
+            if let given = line.optionalValue("preferences") {
+                let parsed = PreferenceFields.read(given, prefix: "preferences.")
+                if let first = parsed.problems.first { throw LineProblem(first.reason, first.message) }
+                var read = parsed.preferences
+                if let optedOut {
+                    if parsed.offGiven && read.off != optedOut {
+                        throw LineProblem(
+                            .conflictingOff, "optedOut \(optedOut) and preferences.off \(read.off) differ (give one, or the same value)")
+                    }
+                    read.off = optedOut
+                }
+                preferences = read
+            }
+            let off = preferences?.off ?? optedOut
             var devices: [Device] = []
             var seen = Set<String>()
             for (index, element) in (try line.optionalArray("devices") ?? []).enumerated() {
@@ -29,8 +46,9 @@ enum ImportRecords {
                 // (the line's length bounds them): a run picks the ones it sends to (`DeviceSelection`).
                 if seen.insert(device.token).inserted { devices.append(device) }
             }
-            let reader = Reader(id: id, locale: locale, timeZone: timeZone, optedOut: optedOut, devices: devices)
-            return ImportedUser(reader: reader, preferences: nil, off: optedOut)
+            var reader = Reader(id: id, locale: locale, timeZone: timeZone, optedOut: off ?? false, devices: devices)
+            if let preferences { reader.preferences = preferences }
+            return ImportedUser(reader: reader, preferences: preferences, off: off)
         }
     }
 

@@ -59,6 +59,21 @@ package enum ImportSkipReason: String, Sendable, CaseIterable, Codable {
     /// More topics than ``ImportLimits/maxTopicsPerArticle`` or one longer than
     /// ``ImportLimits/maxTopicBytes``.
     case badTopics = "bad_topics"
+    /// A user's `preferences.every` that is not the number 1, 2 or 4 (a string such as `"2"` too).
+    case badEvery = "bad_every"
+    /// A user's `preferences.from` that is not an ISO week written `2026-W45` (one that exists).
+    case badFrom = "bad_from"
+    /// A user's `preferences.pausedUntil` that is not a date written `2026-12-14` (one that exists).
+    case badPausedUntil = "bad_paused_until"
+    /// An element of a user's `preferences.follow` or `preferences.mute` that is not a topic key: not a
+    /// string, empty, longer than ``ReaderPreferences/maxTopicLength`` code points, or holding a
+    /// control character.
+    case badPreferenceTopic = "bad_preference_topic"
+    /// A user's `preferences.follow` or `preferences.mute` with more than
+    /// ``ReaderPreferences/maxTopics`` distinct topics.
+    case tooManyPreferenceTopics = "too_many_preference_topics"
+    /// A user line whose `optedOut` and `preferences.off` are both given and differ.
+    case conflictingOff = "conflicting_off"
     /// A user or article whose id a later line of the same file gives again: the last line wins.
     case duplicateID = "duplicate_id"
     /// A read of a user the store does not have.

@@ -79,6 +79,11 @@ struct JSONFields {
         return try JSONFields(value, at: path + key)
     }
 
+    /// The value at `key` whatever its kind, `nil` when absent or `null`.
+    func optionalValue(_ key: String) -> JSONValue? {
+        present(key)
+    }
+
     func optionalArray(_ key: String) throws(LineProblem) -> [JSONValue]? {
         guard let value = present(key) else { return nil }
         guard case .array(let elements) = value else { throw wrongType(key, "a list", value) }

@@ -28,6 +28,14 @@ package struct JSONLineParser {
         return value
     }
 
+    /// The value of one whole JSON document (a request body): a byte-order mark at its start is
+    /// dropped, whitespace and line breaks around and inside the value are allowed, nothing else after
+    /// it. Problems are the import's (``LineProblem``: `bad_json`, `not_utf8`, `too_deep`, …).
+    package static func document(_ bytes: [UInt8], maxNesting: Int = ImportLimits.maxNesting) throws(LineProblem) -> JSONValue {
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { return try parse(Array(bytes.dropFirst(3)), maxNesting: maxNesting) }
+        return try parse(bytes, maxNesting: maxNesting)
+    }
+
     /// The offset of the first byte that does not belong to well-formed UTF-8 (overlong forms,
     /// surrogates and code points past U+10FFFF included), or `nil`.
     static func firstInvalidUTF8(_ bytes: [UInt8]) -> Int? {

@@ -148,3 +148,11 @@ extension CivilDate {
         self = date
     }
 }
+
+extension ISOWeek {
+    /// The ISO week holding an instant (Unix seconds) in UTC: the week a store counts a new pace from.
+    package init(utcInstant instant: Int64) {
+        let days = instant >= 0 ? instant / 86_400 : (instant - 86_399) / 86_400
+        self.init(containing: CivilDate(daysSinceEpoch: Int(days)))
+    }
+}

@@ -21,6 +21,16 @@ public enum ImportKind: String, Sendable, CaseIterable, Codable {
 public protocol HistoryImportSink: Sendable {
     /// Writes one batch and says what became of its records.
     func write(_ batch: ImportBatch) async throws -> ImportBatchResult
+    /// ``write(_:)`` by the import's clock: `now` (Unix seconds) is when the batch is stored, which
+    /// a preference change records and whose ISO week (UTC) a new pace counts from
+    /// (``ReaderPreferences/resolvingFrom(stored:currentWeek:)``). The default ignores it.
+    func write(_ batch: ImportBatch, at now: Int64) async throws -> ImportBatchResult
+}
+
+extension HistoryImportSink {
+    public func write(_ batch: ImportBatch, at now: Int64) async throws -> ImportBatchResult {
+        try await write(batch)
+    }
 }
 
 /// Validated records of one kind, as the importer hands them to a sink.

@@ -99,10 +99,11 @@ import DigestImport
         // replaced (u-dup on line 42, a-dup on line 28), so it counts as written and as duplicate_id.
         // A reader with 21 devices goes in with all of them, counted apart from the skipped lines.
         #expect(outcome.summaries == [
-            "users: 70 lines, 19 written, 0 unchanged, skipped: bad_date 1, bad_endpoint 2, bad_id 4, bad_json 5, bad_locale 1, "
-                + "bad_platform 3, bad_provider 1, bad_subscription_keys 3, bad_time_zone 2, bad_token 8, bad_topic 1, duplicate_id 2, "
-                + "line_too_long 1, lone_surrogate 2, missing_field 4, not_an_object 1, not_utf8 2, too_deep 2, wrong_type 5, "
-                + "devices over limit: 1",
+            "users: 80 lines, 21 written, 0 unchanged, skipped: bad_date 1, bad_endpoint 2, bad_every 2, bad_from 1, bad_id 4, "
+                + "bad_json 5, bad_locale 1, bad_paused_until 1, bad_platform 3, bad_preference_topic 2, bad_provider 1, "
+                + "bad_subscription_keys 3, bad_time_zone 2, bad_token 8, bad_topic 1, conflicting_off 1, duplicate_id 2, "
+                + "line_too_long 1, lone_surrogate 2, missing_field 4, not_an_object 1, not_utf8 2, too_deep 2, "
+                + "too_many_preference_topics 1, wrong_type 5, devices over limit: 1",
             "articles: 34 lines, 8 written, 0 unchanged, skipped: bad_date 6, bad_id 1, bad_json 1, bad_language 1, bad_number 5, "
                 + "bad_topics 1, bad_url 3, duplicate_id 1, line_too_long 1, lone_surrogate 1, missing_field 1, too_deep 1, wrong_type 4, "
                 + "devices over limit: 0",
@@ -153,7 +154,11 @@ import DigestImport
             readers["u-webpush-token"]?.devices == [
                 Device(endpoint: "https://updates.push.services.mozilla.com/wpush/v2/gAAAAABk", keys: keys, registeredAt: 1_793_520_000)
             ])
-        #expect(readers.count == 18)
+        // Preferences: an object of defaults with off as optedOut says (the stores' own tests cover the
+        // rest: PreferencesConformanceTests).
+        #expect(readers["u-prefs-out"]?.preferences == ReaderPreferences(off: true) && readers["u-prefs-out"]?.optedOut == true)
+        #expect(readers["u-prefs-defaults"]?.preferences == ReaderPreferences())
+        #expect(readers.count == 20)
 
         let articles = outcome.articles
         #expect(articles["a-nul"]?.title == "Null title")
