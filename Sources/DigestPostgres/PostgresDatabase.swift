@@ -109,14 +109,8 @@ public struct PostgresDatabase: DigestDatabase {
     /// Runs `body` with an import sink whose lost connection fails the import instead of being
     /// retried (its batches run on the shared pool, like every other part).
     public func withImportSink<T>(_ body: (PostgresImportSink) async throws -> T) async throws -> T {
-        try await withImportSink(now: PostgresImportSink.wallClock, body)
-    }
-
-    /// ``withImportSink(_:)`` with the import's clock (Unix seconds): when its changes of preferences
-    /// are recorded, and the week a pace it stores counts from.
-    package func withImportSink<T>(now: @escaping @Sendable () -> Int64, _ body: (PostgresImportSink) async throws -> T) async throws -> T {
         try await withPool(reconnectWindow: .zero) { pool in
-            try await body(PostgresImportSink(pool: pool, now: now))
+            try await body(PostgresImportSink(pool: pool))
         }
     }
 

@@ -8,23 +8,23 @@ import PostgresNIO
 /// import (run it again: it is idempotent) rather than being retried.
 public final class PostgresImportSink: HistoryImportSink {
     let pool: PostgresPool
-    /// The import's clock (Unix seconds): when the changes of preferences it makes are recorded, and
-    /// the week (in UTC) a pace it stores without `from` counts from.
-    let now: @Sendable () -> Int64
 
-    init(pool: PostgresPool, now: @escaping @Sendable () -> Int64 = PostgresImportSink.wallClock) {
+    init(pool: PostgresPool) {
         self.pool = pool
-        self.now = now
     }
 
-    static let wallClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
-
+    /// ``write(_:at:)`` at the wall clock's time.
     public func write(_ batch: ImportBatch) async throws -> ImportBatchResult {
+        try await write(batch, at: Int64(Date().timeIntervalSince1970))
+    }
+
+    /// Writes one batch by the import's clock: `now` is when the changes of preferences it makes are
+    /// recorded, and its ISO week (UTC) is the week a pace it stores without `from` counts from.
+    public func write(_ batch: ImportBatch, at now: Int64) async throws -> ImportBatchResult {
         guard batch.count > 0 else { return ImportBatchResult() }
-        let at = now()
         return try await pool.transaction { connection in
             switch batch {
-            case .users(let users): try await Self.write(users: users, at: at, on: connection)
+            case .users(let users): try await Self.write(users: users, at: now, on: connection)
             case .articles(let articles): try await Self.write(articles: articles, on: connection)
             case .reads(let reads): try await Self.write(reads: reads, on: connection)
             }
@@ -65,7 +65,7 @@ public final class PostgresImportSink: HistoryImportSink {
         }
         try await PostgresPreferences.lockUsers(ids, on: connection)
         let stored = try await PostgresPreferences.stored(ids, on: connection)
-        let week = PostgresPreferences.week(of: at)
+        let week = ISOWeek(utcInstant: at)
         var changes: [PostgresPreferences.Change] = []
         for index in users.indices {
             let id = users[index].id

@@ -165,11 +165,6 @@ enum PostgresPreferences {
         return preferences
     }
 
-    /// The ISO week of `at` (Unix seconds) in UTC: the week a pace stored then counts from.
-    static func week(of at: Int64) -> ISOWeek {
-        ISOWeek(containing: CivilDate(daysSinceEpoch: Int((Double(at) / 86_400).rounded(.down))))
-    }
-
     static func binds(_ ids: [String]) -> PostgresBindings {
         var binds = PostgresBindings()
         binds.append(ids)
@@ -213,7 +208,7 @@ extension PostgresDatabase: PreferenceStore {
                 try await PostgresPreferences.lockUsers([readerID], on: connection)
                 guard let stored = try await PostgresPreferences.stored([readerID], on: connection)[readerID] else { return .noReader }
                 if let ifVersion, ifVersion != stored.version { return .versionMoved(current: stored) }
-                let resolved = preferences.resolvingFrom(stored: stored.preferences, currentWeek: PostgresPreferences.week(of: at))
+                let resolved = preferences.resolvingFrom(stored: stored.preferences, currentWeek: ISOWeek(utcInstant: at))
                 guard resolved != stored.preferences else { return .stored(stored) }
                 try await PostgresPreferences.store(
                     [.init(id: readerID, before: stored, after: resolved)], source: source, messageID: messageID, at: at, on: connection)
