@@ -37,9 +37,9 @@ extension PostgresHistoryReader {
             let users = try await withDevices(
                 try await pool.rows(
                     """
-                    SELECT id, locale, time_zone, opted_out FROM digest_users
-                    WHERE time_zone = \(zone) AND seq > \(after) AND seq <= \(through)
-                    ORDER BY id COLLATE "C"
+                    SELECT \(unescaped: Self.userColumns)
+                    WHERE u.time_zone = \(zone) AND u.seq > \(after) AND u.seq <= \(through)
+                    ORDER BY u.id COLLATE "C"
                     """))
             guard !users.isEmpty else {
                 try await pool.run(

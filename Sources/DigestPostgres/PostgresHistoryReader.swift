@@ -103,14 +103,21 @@ public actor PostgresHistoryReader: HistoryReader {
     }
 
     private func users(after: String?, through: String?) async throws -> [StoredReader] {
-        let range = Self.range("id", after: after, through: through)
+        let range = Self.range("u.id", after: after, through: through)
         let query = PostgresQuery(
-            unsafeSQL: "SELECT id, locale, time_zone, opted_out FROM digest_users WHERE \(range.sql) ORDER BY id COLLATE \"C\"",
+            unsafeSQL: "SELECT \(Self.userColumns) WHERE \(range.sql) ORDER BY u.id COLLATE \"C\"",
             binds: range.binds)
         return try await withDevices(try await pool.rows(query))
     }
 
-    /// Users from rows of (id, locale, time zone, opted out) in id byte order, keyed by position,
+    /// What a users query selects (ending with its `FROM`): a reader's columns of `digest_users u`
+    /// and their preferences from `digest_reader_preferences`, joined (NULL for the readers without a
+    /// row, who cost the query a probe of the view's key and the decoder five NULLs).
+    static let userColumns = """
+        u.id, u.locale, u.time_zone, u.opted_out, \(PostgresPreferences.columns) FROM digest_users u \(PostgresPreferences.join)
+        """
+
+    /// Users from rows of ``userColumns`` (id, locale, time zone, opted out, preferences) in id byte order, keyed by position,
     /// with their devices (one query: by the range of their ids, or by their list under ``byList``),
     /// each user's rows in ``DeviceSelection`` order. A device whose token FCM called unregistered,
     /// and that was not registered again since, is counted in ``Reader/deadTokens``; the live ones
@@ -123,11 +130,11 @@ public actor PostgresHistoryReader: HistoryReader {
         var users: [StoredReader] = []
         users.reserveCapacity(rows.count)
         for (index, row) in rows.enumerated() {
-            let (id, locale, zone, optedOut) = try row.decode((String, String, String, Bool).self)
-            users.append(
-                StoredReader(
-                    key: Int64(index + 1),
-                    reader: Reader(id: id, locale: locale, timeZone: zone, optedOut: optedOut, devices: [])))
+            let (id, locale, zone, optedOut, every, from, paused, follow, mute) =
+                try row.decode((String, String, String, Bool, Int?, String?, Int?, [String]?, [String]?).self)
+            var reader = Reader(id: id, locale: locale, timeZone: zone, optedOut: optedOut, devices: [])
+            reader.preferences = PostgresPreferences.preferences(off: optedOut, (every, from, paused, follow, mute))
+            users.append(StoredReader(key: Int64(index + 1), reader: reader))
         }
         guard !users.isEmpty else { return [] }
         var binds = PostgresBindings()
@@ -396,16 +403,16 @@ public actor PostgresHistoryReader: HistoryReader {
     }
 
     public func user(id: String) async throws -> StoredReader? {
-        try await users(matching: "id = $1", id, limit: 1).first
+        try await users(matching: "u.id = $1", id, limit: 1).first
     }
 
     public func users(idPrefix prefix: String, limit: Int) async throws -> [StoredReader] {
-        try await users(matching: "starts_with(id, $1)", prefix, limit: limit)
+        try await users(matching: "starts_with(u.id, $1)", prefix, limit: limit)
     }
 
     public func users(afterID id: String, limit: Int) async throws -> [StoredReader] {
         // By bytes, as the ORDER BY sorts, so that pages neither skip nor repeat a user.
-        try await users(matching: "id COLLATE \"C\" > $1", id, limit: limit)
+        try await users(matching: "u.id COLLATE \"C\" > $1", id, limit: limit)
     }
 
     private func users(matching condition: String, _ value: String, limit: Int) async throws -> [StoredReader] {
@@ -414,7 +421,7 @@ public actor PostgresHistoryReader: HistoryReader {
         binds.append(limit)
         let rows = try await pool.rows(
             PostgresQuery(
-                unsafeSQL: "SELECT id, locale, time_zone, opted_out FROM digest_users WHERE \(condition) ORDER BY id COLLATE \"C\" LIMIT $2",
+                unsafeSQL: "SELECT \(Self.userColumns) WHERE \(condition) ORDER BY u.id COLLATE \"C\" LIMIT $2",
                 binds: binds))
         return try await withDevices(rows)
     }

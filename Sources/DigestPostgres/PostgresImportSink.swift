@@ -1,5 +1,6 @@
 import DigestCore
 public import DigestStore
+import Foundation
 import PostgresNIO
 
 /// Writes imported records into the `digest_import_*` tables behind the history views; re-importing
@@ -12,11 +13,18 @@ public final class PostgresImportSink: HistoryImportSink {
         self.pool = pool
     }
 
+    /// ``write(_:at:)`` at the wall clock's time.
     public func write(_ batch: ImportBatch) async throws -> ImportBatchResult {
+        try await write(batch, at: Int64(Date().timeIntervalSince1970))
+    }
+
+    /// Writes one batch by the import's clock: `now` is when the changes of preferences it makes are
+    /// recorded, and its ISO week (UTC) is the week a pace it stores without `from` counts from.
+    public func write(_ batch: ImportBatch, at now: Int64) async throws -> ImportBatchResult {
         guard batch.count > 0 else { return ImportBatchResult() }
         return try await pool.transaction { connection in
             switch batch {
-            case .users(let users): try await Self.write(users: users, on: connection)
+            case .users(let users): try await Self.write(users: users, at: now, on: connection)
             case .articles(let articles): try await Self.write(articles: articles, on: connection)
             case .reads(let reads): try await Self.write(reads: reads, on: connection)
             }
@@ -25,16 +33,49 @@ public final class PostgresImportSink: HistoryImportSink {
 
     /// One statement for the batch's users and devices: upserts that change only what differs, and
     /// devices no longer listed removed. A user added, moved to another zone, opted back in or given a
-    /// new device takes the next `seq` (rolling runs, docs/005). A user listed twice in a batch counts once, as last listed.
-    static func write(users imported: [ImportedUser], on connection: PostgresConnection) async throws -> ImportBatchResult {
-        let records = imported.map { user in
-            var reader = user.reader
-            reader.optedOut = user.off ?? false
-            return reader
+    /// new device takes the next `seq` (rolling runs, docs/005). A user listed twice in a batch counts once, as last listed
+    /// (their preferences and `off` as the lines say them in turn: a later line's `nil` keeps an earlier line's value).
+    ///
+    /// Preferences (docs/005, "Reader preferences"): the batch's readers' rows are locked first, in id
+    /// order (as ``PostgresDatabase/setPreferences(of:to:ifVersion:source:messageID:at:)`` locks its
+    /// reader's), and what they have read after; a line's `preferences` replace the stored ones whole
+    /// (`from` resolved by the week of `at` in UTC), none keeps them, and `off` set or kept likewise.
+    /// Each reader whose preferences changed (`off` included) gets the next version and a change
+    /// recorded as source `import` at `at`, in the batch's transaction. While the views are the
+    /// publisher's own, a batch with `preferences` fails (they are the publisher's to store), and `off`
+    /// is written to `digest_import_users` as before with no version or change.
+    static func write(users imported: [ImportedUser], at: Int64, on connection: PostgresConnection) async throws -> ImportBatchResult {
+        let records = imported.map(\.reader)
+        var said: [String: (preferences: ReaderPreferences?, off: Bool?)] = [:]
+        for user in imported {
+            var line = said[user.reader.id] ?? (nil, nil)
+            if let preferences = user.preferences { line.preferences = preferences }
+            if let off = user.off { line.off = off }
+            said[user.reader.id] = line
         }
         var latest: [String: Int] = [:]
         for (index, user) in records.enumerated() { latest[user.id] = index }
-        let users = records.indices.filter { latest[records[$0].id] == $0 }.map { records[$0] }
+        var users = records.indices.filter { latest[records[$0].id] == $0 }.map { records[$0] }
+        let ids = users.map(\.id)
+        let ours = try await PostgresPreferences.viewsAreDigests(connection)
+        if !ours, let first = users.first(where: { said[$0.id]?.preferences != nil }) {
+            throw PostgresStoreError(
+                "the line of user \(first.id) has preferences, but digest_users or digest_reader_preferences is your own view: preferences come from your tables (docs/005-postgresql.md, \"Reader preferences\"); leave `preferences` out of users.jsonl",
+                kind: .configuration)
+        }
+        try await PostgresPreferences.lockUsers(ids, on: connection)
+        let stored = try await PostgresPreferences.stored(ids, on: connection)
+        let week = ISOWeek(utcInstant: at)
+        var changes: [PostgresPreferences.Change] = []
+        for index in users.indices {
+            let id = users[index].id
+            let line = said[id] ?? (nil, nil)
+            let before = stored[id] ?? StoredPreferences(preferences: ReaderPreferences(), version: 0)
+            var after = line.preferences?.resolvingFrom(stored: before.preferences, currentWeek: week) ?? before.preferences
+            after.off = line.off ?? before.preferences.off
+            users[index].preferences = after
+            if ours && after != before.preferences { changes.append(.init(id: id, before: before, after: after)) }
+        }
         // One device, one reader, within the batch: a token listed under several readers goes to the
         // later registration (both dates known), else to the later line.
         var holder: [String: (user: Int, registeredAt: Int64?)] = [:]
@@ -118,12 +159,15 @@ public final class PostgresImportSink: HistoryImportSink {
                     IS DISTINCT FROM (excluded.platform, excluded.registered_at, excluded.list_position, excluded.provider, excluded.topic,
                                       excluded.keys_p256dh, excluded.keys_auth)
                 RETURNING user_id, xmax = 0 AS fresh)
-            SELECT (SELECT count(*) FROM (SELECT id FROM upserted UNION SELECT user_id FROM removed UNION SELECT user_id FROM added) changed),
+            SELECT (SELECT coalesce(array_agg(id), '{}')
+                    FROM (SELECT id FROM upserted UNION SELECT user_id FROM removed UNION SELECT user_id FROM added) changed),
                    coalesce((SELECT array_agg(DISTINCT g.user_id)
                              FROM (SELECT user_id FROM added WHERE fresh UNION SELECT user_id FROM reregistered) g
                              WHERE NOT EXISTS (SELECT 1 FROM upserted x WHERE x.id = g.user_id AND x.inserted)), '{}')
             """)
-        let (changed, gained) = try rows.first?.decode((Int, [String]).self) ?? (0, [])
+        let (changedIDs, gained) = try rows.first?.decode(([String], [String]).self) ?? ([], [])
+        try await PostgresPreferences.store(changes, source: .import, messageID: nil, at: at, on: connection)
+        let changed = Set(changedIDs).union(changes.map(\.id)).count
         if !gained.isEmpty {
             // A known user with a new device takes a new `seq`, so the rolling runs of a week already
             // under way find the device (a separate statement: one statement cannot update a row twice).

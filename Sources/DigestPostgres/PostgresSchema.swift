@@ -313,6 +313,37 @@ package enum PostgresSchema {
             PRIMARY KEY (message_id, type, action)
         );
         """,
+        // 17: reader preferences (docs/005, "Reader preferences"): digest's own table of them, one row
+        // per reader who ever had one stored, with the version the API's If-Match compares (1 when
+        // first stored, raised by every change, `off` included; `off` itself stays `opted_out` of
+        // `digest_users`); the view the run reads, created only where no relation of its name exists
+        // (a publisher may create their own over their settings before migrating, and digest then
+        // stores none); every change, by import, API, command line or button, in
+        // `digest_preference_changes` (`before` and `after` as `json`: the text `ReaderPreferences.json`
+        // wrote, kept as given), read per reader newest first. Tables and index only if absent, like
+        // the view.
+        """
+        CREATE TABLE IF NOT EXISTS digest_import_reader_preferences (
+            id text COLLATE "C" PRIMARY KEY REFERENCES digest_import_users (id) ON DELETE CASCADE,
+            every integer NOT NULL DEFAULT 1 CHECK (every IN (1, 2, 4)),
+            from_week text,
+            paused_until date,
+            follow text[] NOT NULL DEFAULT '{}',
+            mute text[] NOT NULL DEFAULT '{}',
+            version bigint NOT NULL DEFAULT 1
+        );
+        DO $$ BEGIN IF to_regclass('digest_reader_preferences') IS NULL THEN CREATE VIEW digest_reader_preferences AS SELECT id, every, from_week, paused_until, follow, mute, version FROM digest_import_reader_preferences; END IF; END $$;
+        CREATE TABLE IF NOT EXISTS digest_preference_changes (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            user_id text COLLATE "C" NOT NULL,
+            at timestamptz NOT NULL,
+            source text NOT NULL CHECK (source IN ('import', 'api', 'cli', 'action')),
+            message_id text,
+            before json NOT NULL,
+            after json NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS digest_preference_changes_user ON digest_preference_changes (user_id, at, id)
+        """,
     ]
 
     /// The version a store has once every migration ran.

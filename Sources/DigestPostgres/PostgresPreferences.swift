@@ -1,0 +1,245 @@
+public import DigestCore
+public import DigestStore
+import Foundation
+import PostgresNIO
+
+/// Readers' preferences on PostgreSQL (docs/005, "Reader preferences"): the run reads them from the
+/// view `digest_reader_preferences` joined to `digest_users` (`off` is `opted_out`); digest writes
+/// them to its own table `digest_import_reader_preferences`, with their version, and every change to
+/// `digest_preference_changes`, only while both views are digest's own.
+enum PostgresPreferences {
+    /// The preferences' columns a users query selects after `id, locale, time_zone, opted_out`, from
+    /// `digest_reader_preferences p` (NULL for a reader without a row: ``preferences(off:_:)``).
+    static let columns = """
+        p.every::int8, p.from_week::text, (p.paused_until::date - DATE '1970-01-01')::int8, p.follow::text[], p.mute::text[]
+        """
+
+    /// What a users query of `digest_users u` joins for ``columns``.
+    static let join = """
+        LEFT JOIN digest_reader_preferences p ON p.id COLLATE "C" = u.id COLLATE "C"
+        """
+
+    /// The columns ``columns`` reads, in order.
+    typealias Row = (every: Int?, from: String?, pausedDays: Int?, follow: [String]?, mute: [String]?)
+
+    /// A reader's preferences from their ``columns`` and `opted_out`: the defaults for a reader
+    /// without a row (no work beyond the check); a value outside the contract (a pace other than 1,
+    /// 2 or 4, a week that does not parse, NULL) reads as its default.
+    static func preferences(off: Bool, _ row: Row) -> ReaderPreferences {
+        guard row.every != nil || row.from != nil || row.pausedDays != nil || row.follow != nil || row.mute != nil else {
+            return ReaderPreferences(off: off)
+        }
+        var preferences = ReaderPreferences(off: off)
+        if let every = row.every, ReaderPreferences.allowedEvery.contains(every) { preferences.every = every }
+        if let from = row.from { preferences.from = try? ISOWeek(parsing: from) }
+        if let days = row.pausedDays { preferences.pausedUntil = CivilDate(daysSinceEpoch: days) }
+        preferences.follow = row.follow ?? []
+        preferences.mute = row.mute ?? []
+        return preferences
+    }
+
+    /// Whether `digest_users` and `digest_reader_preferences` are both digest's own views (their
+    /// definitions read `digest_import_users` and `digest_import_reader_preferences`, as the
+    /// migrations tell an adopter's view from digest's): only then does digest store preferences.
+    static let ownViewsSQL = """
+        SELECT EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_users' AND schemaname = current_schema()
+                       AND definition LIKE '%digest_import_users%')
+           AND EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_reader_preferences' AND schemaname = current_schema()
+                       AND definition LIKE '%digest_import_reader_preferences%')
+        """
+
+    static func viewsAreDigests(_ connection: PostgresConnection) async throws -> Bool {
+        try await connection.rows(PostgresQuery(unsafeSQL: ownViewsSQL)).first?.decode(Bool.self) ?? false
+    }
+
+    /// What digest stored of readers (its own tables, not the views), for the ids of `ids` it holds:
+    /// their preferences (`off` from `opted_out`) and version (0 without a row). The caller holds the
+    /// users' rows locked (``lockUsers(_:on:)``, a statement of its own before this one, so that this
+    /// statement's snapshot sees what the transaction that held them before committed).
+    static func stored(_ ids: [String], on connection: PostgresConnection) async throws -> [String: StoredPreferences] {
+        let rows = try await connection.rows(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT u.id, u.opted_out, \(columns), coalesce(p.version, 0)
+                    FROM digest_import_users u LEFT JOIN digest_import_reader_preferences p ON p.id = u.id
+                    WHERE u.id = ANY($1::text[])
+                    """,
+                binds: binds(ids)))
+        var stored: [String: StoredPreferences] = [:]
+        stored.reserveCapacity(rows.count)
+        for row in rows {
+            let (id, off, every, from, paused, follow, mute, version) =
+                try row.decode((String, Bool, Int?, String?, Int?, [String]?, [String]?, Int).self)
+            stored[id] = StoredPreferences(preferences: preferences(off: off, (every, from, paused, follow, mute)), version: version)
+        }
+        return stored
+    }
+
+    /// Locks the rows of `digest_import_users` of `ids` (those it holds), in id order, for the rest of
+    /// the transaction: every writer of preferences (an import's batch, ``PostgresDatabase``'s
+    /// ``PostgresDatabase/setPreferences(of:to:ifVersion:source:messageID:at:)``) takes these locks
+    /// first, so they take turns per reader and never wait for each other in a circle.
+    static func lockUsers(_ ids: [String], on connection: PostgresConnection) async throws {
+        try await connection.run(
+            PostgresQuery(
+                unsafeSQL: "SELECT 1 FROM digest_import_users WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE",
+                binds: binds(ids)))
+    }
+
+    /// A change to store: the reader, what they had, what they have now, and the version it makes.
+    struct Change {
+        var id: String
+        var before: StoredPreferences
+        var after: ReaderPreferences
+    }
+
+    /// Stores `changes` (their preferences, `opted_out` and version, one more than before) and records
+    /// each in `digest_preference_changes` with `source`, `messageID` and `at`: three statements for
+    /// any number of readers. Opting back in takes a new `seq` (rolling runs find the reader, as when
+    /// an import opts them back in). The caller holds the readers' rows locked.
+    static func store(
+        _ changes: [Change], source: PreferenceSource, messageID: String?, at: Int64, on connection: PostgresConnection
+    ) async throws {
+        guard !changes.isEmpty else { return }
+        let ids = changes.map(\.id)
+        let offs = changes.map(\.after.off)
+        try await connection.run(
+            """
+            UPDATE digest_import_users u
+            SET opted_out = c.off,
+                seq = CASE WHEN u.opted_out AND NOT c.off THEN nextval('digest_user_seq') ELSE u.seq END
+            FROM unnest(\(ids)::text[], \(offs)::bool[]) AS c(id, off)
+            WHERE u.id = c.id AND u.opted_out IS DISTINCT FROM c.off
+            """)
+        // Topics as a JSON array each (arrays of arrays of different lengths do not fit a text[][]).
+        let everies = changes.map { Int64($0.after.every) }
+        // '' for none (arrays of optionals are not bound).
+        let froms = changes.map { $0.after.from?.description ?? "" }
+        let paused = changes.map { $0.after.pausedUntil?.description ?? "" }
+        let follows = changes.map { topicsJSON($0.after.follow) }
+        let mutes = changes.map { topicsJSON($0.after.mute) }
+        let versions = changes.map { Int64($0.before.version + 1) }
+        try await connection.run(
+            """
+            INSERT INTO digest_import_reader_preferences (id, every, from_week, paused_until, follow, mute, version)
+            SELECT c.id, c.every, nullif(c.from_week, ''), nullif(c.paused, '')::date,
+                   ARRAY(SELECT jsonb_array_elements_text(c.follow::jsonb)), ARRAY(SELECT jsonb_array_elements_text(c.mute::jsonb)),
+                   c.version
+            FROM unnest(\(ids)::text[], \(everies)::int8[], \(froms)::text[], \(paused)::text[], \(follows)::text[], \(mutes)::text[],
+                        \(versions)::int8[]) AS c(id, every, from_week, paused, follow, mute, version)
+            ON CONFLICT (id) DO UPDATE SET every = excluded.every, from_week = excluded.from_week, paused_until = excluded.paused_until,
+                follow = excluded.follow, mute = excluded.mute, version = excluded.version
+            """)
+        let befores = changes.map(\.before.preferences.json)
+        let afters = changes.map(\.after.json)
+        try await connection.run(
+            """
+            INSERT INTO digest_preference_changes (user_id, at, source, message_id, before, after)
+            SELECT c.id, to_timestamp(\(at)), \(source.rawValue), \(messageID), c.before::json, c.after::json
+            FROM unnest(\(ids)::text[], \(befores)::text[], \(afters)::text[]) WITH ORDINALITY AS c(id, before, after, n)
+            ORDER BY c.n
+            """)
+    }
+
+    static func topicsJSON(_ topics: [String]) -> String {
+        var writer = JSONWriter(capacity: 16 + topics.count * 16)
+        writer.beginArray()
+        for topic in topics { writer.value(topic) }
+        writer.endArray()
+        return writer.string
+    }
+
+    /// Preferences from the JSON ``ReaderPreferences/json`` wrote (a recorded change's `before` or
+    /// `after`); keys it lacks at their defaults.
+    static func preferences(json: String) -> ReaderPreferences {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
+            return ReaderPreferences()
+        }
+        var preferences = ReaderPreferences()
+        if let every = (object["every"] as? NSNumber)?.intValue { preferences.every = every }
+        if let from = object["from"] as? String { preferences.from = try? ISOWeek(parsing: from) }
+        if let paused = object["pausedUntil"] as? String { preferences.pausedUntil = CivilDate(parsing: paused) }
+        if let follow = object["follow"] as? [String] { preferences.follow = follow }
+        if let mute = object["mute"] as? [String] { preferences.mute = mute }
+        if let off = object["off"] as? Bool { preferences.off = off }
+        return preferences
+    }
+
+    static func binds(_ ids: [String]) -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(ids)
+        return binds
+    }
+}
+
+extension PostgresDatabase: PreferenceStore {
+    /// The reader's preferences as the run reads them (`digest_users` and `digest_reader_preferences`,
+    /// which may be the publisher's own views), with the version digest stored (the view's `version`
+    /// column; 0 while none was stored, and on a view without one).
+    public func preferences(of readerID: String) async throws -> StoredPreferences? {
+        try await withPool { pool in
+            let rows = try await pool.rows(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT u.opted_out, \(PostgresPreferences.columns), coalesce((to_jsonb(p) ->> 'version')::int8, 0)
+                        FROM digest_users u \(PostgresPreferences.join)
+                        WHERE u.id COLLATE "C" = $1::text LIMIT 1
+                        """,
+                    binds: { var binds = PostgresBindings(); binds.append(readerID); return binds }()))
+            guard let row = rows.first else { return nil }
+            let (off, every, from, paused, follow, mute, version) =
+                try row.decode((Bool, Int?, String?, Int?, [String]?, [String]?, Int).self)
+            return StoredPreferences(
+                preferences: PostgresPreferences.preferences(off: off, (every, from, paused, follow, mute)), version: version)
+        }
+    }
+
+    /// Stores the reader's preferences in one transaction that first locks their row of
+    /// `digest_import_users` (two writers of one reader take turns, so of two writes conditional on
+    /// the same version exactly one is stored); ``PreferenceWrite/managedElsewhere`` while either view
+    /// is the publisher's own.
+    public func setPreferences(
+        of readerID: String, to preferences: ReaderPreferences, ifVersion: Int?, source: PreferenceSource, messageID: String?,
+        at: Int64
+    ) async throws -> PreferenceWrite {
+        try await withPool { pool in
+            try await pool.transaction { connection in
+                guard try await PostgresPreferences.viewsAreDigests(connection) else { return .managedElsewhere }
+                try await PostgresPreferences.lockUsers([readerID], on: connection)
+                guard let stored = try await PostgresPreferences.stored([readerID], on: connection)[readerID] else { return .noReader }
+                if let ifVersion, ifVersion != stored.version { return .versionMoved(current: stored) }
+                let resolved = preferences.resolvingFrom(stored: stored.preferences, currentWeek: ISOWeek(utcInstant: at))
+                guard resolved != stored.preferences else { return .stored(stored) }
+                try await PostgresPreferences.store(
+                    [.init(id: readerID, before: stored, after: resolved)], source: source, messageID: messageID, at: at, on: connection)
+                return .stored(StoredPreferences(preferences: resolved, version: stored.version + 1))
+            }
+        }
+    }
+
+    /// The reader's recorded changes, newest first, the later stored first among changes of the same
+    /// second; `nil` for a reader `digest_users` does not hold.
+    public func preferenceChanges(of readerID: String, limit: Int) async throws -> [PreferenceChange]? {
+        try await withPool { pool in
+            guard try await !pool.rows("SELECT 1 FROM digest_users WHERE id COLLATE \"C\" = \(readerID)::text LIMIT 1").isEmpty else {
+                return nil
+            }
+            let rows = try await pool.rows(
+                """
+                SELECT extract(epoch FROM at)::int8, source, message_id, before::text, after::text FROM digest_preference_changes
+                WHERE user_id = \(readerID) ORDER BY at DESC, id DESC LIMIT \(max(0, limit))
+                """)
+            var changes: [PreferenceChange] = []
+            changes.reserveCapacity(rows.count)
+            for row in rows {
+                let (at, sourceName, messageID, before, after) = try row.decode((Int64, String, String?, String, String).self)
+                guard let source = PreferenceSource(rawValue: sourceName) else { continue }
+                changes.append(
+                    PreferenceChange(
+                        at: at, source: source, messageID: messageID, before: PostgresPreferences.preferences(json: before),
+                        after: PostgresPreferences.preferences(json: after)))
+            }
+            return changes
+        }
+    }
+}
