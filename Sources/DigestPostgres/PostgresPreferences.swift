@@ -172,7 +172,7 @@ enum PostgresPreferences {
     }
 }
 
-extension PostgresDatabase: PreferenceStore {
+extension PostgresDatabase {
     /// The reader's preferences as the run reads them (`digest_users` and `digest_reader_preferences`,
     /// which may be the publisher's own views), with the version digest stored (the view's `version`
     /// column; 0 while none was stored, and on a view without one).

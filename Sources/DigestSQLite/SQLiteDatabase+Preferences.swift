@@ -3,7 +3,7 @@ public import DigestStore
 
 /// Readers' preferences one reader at a time (the API, `digest readers`, a notification's buttons):
 /// reads on a reader connection, each write one transaction on the writer (``SQLitePreferences``).
-extension SQLiteDatabase: PreferenceStore {
+extension SQLiteDatabase {
     public func preferences(of readerID: String) async throws -> StoredPreferences? {
         try await read { connection in try SQLitePreferences.stored(connection, id: readerID)?.stored }
     }

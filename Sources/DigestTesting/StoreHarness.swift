@@ -167,6 +167,7 @@ package struct AnySink: HistoryImportSink {
     package let base: any HistoryImportSink
     package init(_ base: any HistoryImportSink) { self.base = base }
     package func write(_ batch: ImportBatch) async throws -> ImportBatchResult { try await base.write(batch) }
+    package func write(_ batch: ImportBatch, at now: Int64) async throws -> ImportBatchResult { try await base.write(batch, at: now) }
 }
 
 /// The importer's problem lines, collected from its `onProblem` callback.

@@ -144,12 +144,12 @@ struct Generate: ParsableCommand {
             insertUser.bind(user.reader.timeZone, at: 4)
             insertUser.bind(user.reader.optedOut ? 1 : 0, at: 5)
             try insertUser.run()
-            if preferences > 0 && chooser.next(below: 100) < UInt64(preferences) {
+            if preferences > 0 && chooser.next(below: 100) < preferences {
                 let topics = DemoVocabulary.topics
                 func someTopics() -> String {
-                    let first = topics[Int(chooser.next(below: topics.count))]
+                    let first = topics[chooser.next(below: topics.count)]
                     guard chooser.next(below: 2) == 0 else { return first }
-                    let second = topics[Int(chooser.next(below: topics.count))]
+                    let second = topics[chooser.next(below: topics.count)]
                     return second == first ? first : first + "\n" + second
                 }
                 let mute = chooser.next(below: 2) == 0 ? someTopics() : nil
@@ -157,7 +157,7 @@ struct Generate: ParsableCommand {
                 let every: Int64 = chooser.next(below: 3) == 0 ? (chooser.next(below: 2) == 0 ? 2 : 4) : 1
                 // The pace counts from one of the last `every` weeks: some are due this week, some not.
                 var from = week
-                for _ in 0..<Int(chooser.next(below: UInt64(every))) { from = from.previous }
+                for _ in 0..<chooser.next(below: Int(every)) { from = from.previous }
                 setPreferences.reset()
                 setPreferences.bind(every, at: 1)
                 setPreferences.bind(every > 1 ? from.description : nil, at: 2)

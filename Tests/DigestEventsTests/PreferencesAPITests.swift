@@ -1,5 +1,6 @@
 import DigestCore
 import DigestEvents
+import DigestImport
 import DigestStore
 import DigestTesting
 import Foundation
