@@ -137,6 +137,20 @@ struct ReaderPreferencesRunTests {
         #expect(Self.picks(weekOnly) == Self.picks(plain))
     }
 
+    /// What the previews show beside the picks: the best candidates the preferences kept out.
+    @Test func thePreviewsSayWhatThePreferencesLeftOut() async throws {
+        let composer = Self.composer()
+        let sportsFan = ReaderHistory(reads: [Self.read("s1", day: 1, topic: "sports"), Self.read("s2", day: 2, topic: "sports")])
+        let muted = await composer.composeUser(Self.reader(.init(mute: ["sports"])), history: sportsFan)
+        #expect(composer.leftOut(muted, history: sportsFan) == [LeftOutCandidate(id: "sports-1", title: "Article sports-1", reason: "muted: sports")])
+        let follower = await composer.composeUser(Self.reader(.init(follow: ["science"])), history: Self.history)
+        #expect(
+            composer.leftOut(follower, history: Self.history)
+                == [LeftOutCandidate(id: "swift-5", title: "Article swift-5", reason: "followed first: science")])
+        let plain = await composer.composeUser(Self.reader(), history: Self.history)
+        #expect(composer.leftOut(plain, history: Self.history).isEmpty)
+    }
+
     // MARK: every
 
     @Test func aPaceHasADigestOnlyInItsWeeks() throws {
