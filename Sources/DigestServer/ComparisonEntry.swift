@@ -171,6 +171,13 @@ package struct ComparisonTotals: Codable, Sendable, Equatable {
     package var rulesChanged = 0
     /// Messages one folder gave no message for (or that could not be drawn): see each entry's error.
     package var failed = 0
+    /// Messages (changed by the templates or not) whose new text differs from what the new folder
+    /// gives the reader with default preferences: shaped by the reader's mute, follow or pace, apart
+    /// from any template change (docs/004).
+    package var byPreferences = 0
+    /// Readers the new folder gives no message because of their pace or pause (`not_this_week`,
+    /// `paused`) where default preferences would give one.
+    package var skippedByPreferences = 0
 
     package init() {}
 
@@ -197,6 +204,13 @@ package struct ComparisonTotals: Codable, Sendable, Equatable {
         if changes.contains("within_budget") { backWithinBudget += 1 }
         if changes.contains("rules") { rulesChanged += 1 }
         if entry.error != nil { failed += 1 }
+    }
+
+    /// Counts in what a reader's preferences did to their messages (each message of theirs, changed
+    /// by the templates or not, and the reader if they skip them).
+    package mutating func addPreferences(of reader: ComparedReader, messages: [MessageComparison]) {
+        byPreferences += messages.count { $0.byPreferences }
+        if reader.skippedByPreferences { skippedByPreferences += 1 }
     }
 
     /// Counts a message both folders composed alike.

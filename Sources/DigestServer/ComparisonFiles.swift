@@ -27,7 +27,9 @@ extension TemplateComparison {
             totals.readers += compared.count
             var changed: [MessageComparison] = []
             for reader in compared {
-                for message in reader.messages(budget: budget) {
+                let messages = reader.messages(budget: budget)
+                totals.addPreferences(of: reader, messages: messages)
+                for message in messages {
                     if message.changed { changed.append(message) } else { totals.addUnchanged() }
                 }
             }

@@ -40,6 +40,8 @@ enum ComparisonHTML {
             ("texts no longer cut", totals.noLongerCut), ("budgets newly exceeded", totals.newlyOverBudget),
             ("back within budget", totals.backWithinBudget), ("rules fired differently", totals.rulesChanged),
             ("messages with an error", totals.failed),
+            ("messages shaped by the reader's preferences (not the templates)", totals.byPreferences),
+            ("readers skipped by their pace or pause", totals.skippedByPreferences),
         ]
         for (label, value) in rows { html += "<tr><th>\(label)</th><td class=\"n\">\(value)</td></tr>\n" }
         html += "</table>\n<h2>Changed messages by locale × variant × platform</h2>\n<table id=\"changed-by\">\n"

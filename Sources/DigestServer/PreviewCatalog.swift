@@ -89,6 +89,8 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
             user: userID, week: messages.week, weeks: try await weeks(userID: userID), source: messages.source.rawValue,
             variant: messages.variant, skipped: messages.skipped, rules: messages.rules, budgets: [], surfaces: [], due: messages.due)
         page.compares = oldTemplates != nil
+        page.preferences = messages.preferences.map(PreviewSidecar.Preferences.init)
+        page.leftOut = messages.leftOut.map { PreviewSidecar.LeftOut(id: $0.id, title: $0.title, reason: $0.reason) }
         let outbox = try await database.outboxRows(week: messages.week, userID: userID)
         page.outbox = outbox.map {
             PreviewPage.OutboxEntry(
@@ -147,7 +149,9 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
             week: week.description, old: oldDirectory.path, new: configuration.templatesDirectory.path, entries: [], totals: .init())
         page.totals.readers = 1
         let cache = self.cache, scale = configuration.scale
-        for message in reader.messages(budget: configuration.byteBudget) {
+        let messages = reader.messages(budget: configuration.byteBudget)
+        page.totals.addPreferences(of: reader, messages: messages)
+        for message in messages {
             guard message.changed else {
                 page.totals.addUnchanged()
                 continue
@@ -207,6 +211,9 @@ struct PreviewPage: Codable, Sendable {
     var due: PreviewSidecar.Due?
     /// Per platform: whether the outbox holds a different message (enqueued with older templates).
     var outboxDiffers: [String: Bool] = [:]
+    /// What the reader chose, and the best candidates that kept out of the picks (and why).
+    var preferences: PreviewSidecar.Preferences?
+    var leftOut: [PreviewSidecar.LeftOut] = []
     /// The reader's outbox rows for the week: what was enqueued, its state and the id its events name.
     struct OutboxEntry: Codable, Sendable {
         var platform: String

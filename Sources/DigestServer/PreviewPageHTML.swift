@@ -200,6 +200,7 @@ enum PreviewPageHTML {
           el('td', {}, el('div', { class: 'bar' + (over ? ' over' : '') }, el('div', { style: `width:${Math.min(100, 100 * b.bytes / b.budget).toFixed(1)}%` })))));
       }
       head.append(el('div', { class: 'card' }, el('div', {}, el('strong', {}, 'Payload bytes')), table));
+      if (page.preferences) head.append(preferencesCard(page));
       head.append(el('div', { class: 'card' }, el('div', {}, el('strong', {}, 'Rules fired')),
         page.rules.length ? el('ul', {}, page.rules.map((r) => el('li', {}, el('code', {}, r)))) : el('div', {}, 'none')));
       head.append(reportCard(page));
@@ -273,6 +274,23 @@ enum PreviewPageHTML {
         el('div', { class: 'hint' }, `${page.user}'s ${page.week} digest: the outbox's message for the device's platform, else composed now; a test (kept out of every report, nothing in the outbox); at most 10 a minute per device.`));
     }
 
+    // The reader's preferences (every key, defaults as such) and the best candidates they kept out
+    // of the picks, with why ("muted: sports").
+    function preferencesCard(page) {
+      const p = page.preferences;
+      const parts = [];
+      if (p.every > 1) parts.push(`every ${p.every} weeks${p.from ? ' from ' + p.from : ''}`);
+      if (p.pausedUntil) parts.push(`paused until ${p.pausedUntil}`);
+      if (p.follow.length) parts.push(`follow: ${p.follow.join(', ')}`);
+      if (p.mute.length) parts.push(`mute: ${p.mute.join(', ')}`);
+      if (p.off) parts.push('off');
+      const left = page.leftOut || [];
+      return el('div', { class: 'card', id: 'preferences' }, el('div', {}, el('strong', {}, "Reader's preferences")),
+        el('div', {}, parts.length ? parts.join(' · ') : 'defaults'),
+        left.length ? el('div', {}, 'Left out of the picks:') : '',
+        left.length ? el('ul', {}, left.map((c) => el('li', {}, `${c.title} — ${c.reason}`))) : '');
+    }
+
     // serve --compare-templates: what the old folder changes in this reader's messages, old beside new,
     // the visible lines that differ from the other side's marked (li.changed).
     async function compare(page) {
@@ -287,7 +305,7 @@ enum PreviewPageHTML {
       }
       const t = result.totals;
       section.replaceChildren(el('h3', {}, `Template comparison: ${t.changed} of ${t.messages} messages change`),
-        el('div', {}, `old ${result.old} → new ${result.new}; variant switches ${t.variantSwitches}, newly cut ${t.newlyCut}, no longer cut ${t.noLongerCut}, budgets newly exceeded ${t.newlyOverBudget}, rules fired differently ${t.rulesChanged}`));
+        el('div', {}, `old ${result.old} → new ${result.new}; variant switches ${t.variantSwitches}, newly cut ${t.newlyCut}, no longer cut ${t.noLongerCut}, budgets newly exceeded ${t.newlyOverBudget}, rules fired differently ${t.rulesChanged}; shaped by the reader's preferences ${t.byPreferences}${t.skippedByPreferences ? ', skipped by their pace or pause' : ''}`));
       for (const e of result.entries) {
         section.append(el('h4', {}, `${e.platform} · ${e.locale} · ${(e.old && e.old.variant) || 'none'} → ${(e.new && e.new.variant) || 'none'}: ${e.changes.join(', ')}`));
         if (e.error) section.append(el('div', { class: 'notes' }, e.error));

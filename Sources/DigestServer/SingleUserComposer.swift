@@ -31,6 +31,14 @@ package struct SingleUserComposer<Database: DigestDatabase>: Sendable {
     /// The user's composition, or `nil` when there is no user with that id; with `devices`, composed
     /// for those devices instead of the user's own (a test send to an editor's device).
     package func compose(userID: String, devices: [Device]? = nil, now: Date = Date()) async throws -> ComposedUser? {
+        try await composeExplained(userID: userID, devices: devices, now: now)?.user
+    }
+
+    /// ``compose(userID:devices:now:)`` with the candidates the reader's preferences left out of the
+    /// picks and why (``LeftOutCandidate``), for the previews.
+    package func composeExplained(
+        userID: String, devices: [Device]? = nil, now: Date = Date()
+    ) async throws -> (user: ComposedUser, leftOut: [LeftOutCandidate])? {
         let configuration = self.configuration, templates = self.templates, attachments = self.attachments
         let found: (StoredReader, ReaderHistory, BatchComposer)? = try await database.withHistoryReader { history in
             guard let stored = try await history.user(id: userID) else { return nil }
@@ -45,7 +53,8 @@ package struct SingleUserComposer<Database: DigestDatabase>: Sendable {
         guard let (stored, history, composer) = found else { return nil }
         var reader = stored.reader
         if let devices { reader.devices = devices }
-        return await composer.composeUser(reader, history: history)
+        let user = await composer.composeUser(reader, history: history)
+        return (user, composer.leftOut(user, history: history))
     }
 }
 
@@ -73,6 +82,41 @@ package struct UserMessages: Sendable {
     package var skipped: String?
     /// When the messages are (or would be) due, and why.
     package var due: PreviewSidecar.Due?
+    /// What the reader chose (`nil`: no such reader in the store).
+    package var preferences: ReaderPreferences?
+    /// The best candidates the reader's preferences left out of the picks, and why (composed messages
+    /// only: the outbox keeps no candidates).
+    package var leftOut: [LeftOutCandidate] = []
+
+    package init(
+        source: Source, userID: String, week: String, variant: String?, rules: [String], bytes: [Platform: Int],
+        messages: [Platform: [UInt8]], skipped: String?, due: PreviewSidecar.Due? = nil, preferences: ReaderPreferences? = nil,
+        leftOut: [LeftOutCandidate] = []
+    ) {
+        self.source = source
+        self.userID = userID
+        self.week = week
+        self.variant = variant
+        self.rules = rules
+        self.bytes = bytes
+        self.messages = messages
+        self.skipped = skipped
+        self.due = due
+        self.preferences = preferences
+        self.leftOut = leftOut
+    }
+
+    /// The `preview.json` sidecar of these messages (before the PNGs are listed): the source, the
+    /// plan's rules and bytes against `budget`, the due time, the reader's preferences and what they
+    /// left out.
+    package func sidecar(budget: Int) -> PreviewSidecar {
+        PreviewSidecar(
+            source: source.rawValue, userID: userID, week: week, variant: variant, rules: rules,
+            budgets: Platform.allCases.compactMap { platform in
+                bytes[platform].map { .init(platform: platform, bytes: $0, budget: budget) }
+            }, due: due, preferences: preferences.map(PreviewSidecar.Preferences.init),
+            leftOut: leftOut.map { PreviewSidecar.LeftOut(id: $0.id, title: $0.title, reason: $0.reason) })
+    }
 }
 
 extension SingleUserComposer {
@@ -83,12 +127,12 @@ extension SingleUserComposer {
         if source != .computed {
             let rows = try await database.outboxRows(week: week, userID: userID)
             if !rows.isEmpty || source == .outbox {
-                if rows.isEmpty {
-                    guard try await database.withHistoryReader({ try await $0.user(id: userID) }) != nil else { return nil }
-                }
+                let stored = try await database.withHistoryReader { try await $0.user(id: userID) }
+                if rows.isEmpty && stored == nil { return nil }
                 var result = UserMessages(
                     source: .outbox, userID: userID, week: week, variant: rows.first?.variant.rawValue, rules: [], bytes: [:],
                     messages: [:], skipped: rows.isEmpty ? "not_in_outbox" : nil)
+                result.preferences = stored?.reader.preferences
                 for row in rows {
                     guard result.messages[row.platform] == nil else { continue }
                     result.messages[row.platform] = Array(row.message.utf8)
@@ -104,10 +148,12 @@ extension SingleUserComposer {
                 return result
             }
         }
-        guard let user = try await compose(userID: userID, now: now) else { return nil }
+        guard let (user, leftOut) = try await composeExplained(userID: userID, now: now) else { return nil }
         var result = UserMessages(
             source: .computed, userID: userID, week: user.week?.description ?? week, variant: user.plan?.variant.rawValue,
             rules: user.plan?.rules ?? [], bytes: user.plan?.bytes ?? [:], messages: [:], skipped: user.skipped?.rawValue)
+        result.preferences = user.reader.preferences
+        result.leftOut = leftOut
         for message in user.messages where result.messages[message.platform] == nil {
             result.messages[message.platform] = message.message
         }

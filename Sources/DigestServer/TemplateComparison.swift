@@ -75,7 +75,27 @@ package struct TemplateComparison<Database: DigestDatabase>: Sendable {
             let new = await composers.new.composeUser(stored.reader, history: history)
             result.append(ComparedReader(old: old, new: new))
         }
+        // Readers with preferences (other than `off`, which was opt-out before them) composed once
+        // more, with the new folder and default preferences, from the history a default reader's
+        // digest reads: what their preferences change apart from the templates. Nothing more for the
+        // others.
+        let chosen = users.indices.filter { users[$0].reader.preferences != Self.defaults(for: users[$0].reader.preferences) }
+        guard !chosen.isEmpty else { return result }
+        let plain = chosen.map { index in
+            var stored = users[index]
+            stored.reader.preferences = Self.defaults(for: stored.reader.preferences)
+            return stored
+        }
+        let plainHistories = try await database.withHistoryReader { try await $0.histories(of: plain, for: composers.new) }
+        for (index, (stored, history)) in zip(chosen, zip(plain, plainHistories)) {
+            result[index].withDefaultPreferences = await composers.new.composeUser(stored.reader, history: history)
+        }
         return result
+    }
+
+    /// Default preferences but the reader's `off`.
+    static func defaults(for preferences: ReaderPreferences) -> ReaderPreferences {
+        ReaderPreferences(off: preferences.off)
     }
 
     /// Pages of every user of the store, in id order (``HistoryReader/users(afterID:limit:)``: no run's
@@ -120,6 +140,22 @@ package struct TemplateComparison<Database: DigestDatabase>: Sendable {
 package struct ComparedReader: Sendable {
     package var old: ComposedUser
     package var new: ComposedUser
+    /// For a reader with preferences, the new folder's composition with default preferences (their
+    /// `off` kept); `nil` for a reader with none.
+    package var withDefaultPreferences: ComposedUser?
+
+    package init(old: ComposedUser, new: ComposedUser, withDefaultPreferences: ComposedUser? = nil) {
+        self.old = old
+        self.new = new
+        self.withDefaultPreferences = withDefaultPreferences
+    }
+
+    /// Whether the reader's preferences skip them (`not_this_week`, `paused`) where default
+    /// preferences would not.
+    package var skippedByPreferences: Bool {
+        guard let plain = withDefaultPreferences, let skipped = new.skipped else { return false }
+        return (skipped == .notThisWeek || skipped == .paused) && plain.skipped != skipped
+    }
 
     package var userID: String { new.reader.id }
 
@@ -130,15 +166,17 @@ package struct ComparedReader: Sendable {
             for message in user.messages where found[message.platform] == nil { found[message.platform] = message }
             return found
         }
-        let olds = first(old), news = first(new)
+        let olds = first(old), news = first(new), plains = withDefaultPreferences.map(first)
         return Platform.allCases.compactMap { platform in
             let oldMessage = olds[platform], newMessage = news[platform]
             guard oldMessage != nil || newMessage != nil else { return nil }
-            return MessageComparison(
+            var comparison = MessageComparison(
                 userID: userID, platform: platform,
                 locale: newMessage?.locale ?? oldMessage?.locale ?? new.reader.locale,
                 old: .init(old, message: oldMessage, platform: platform, budget: budget),
                 new: .init(new, message: newMessage, platform: platform, budget: budget))
+            if let plains { comparison.byPreferences = plains[platform]?.message != newMessage?.message }
+            return comparison
         }
     }
 }
@@ -183,6 +221,9 @@ package struct MessageComparison: Sendable {
     package var locale: String
     package var old: Side
     package var new: Side
+    /// Whether the new folder's message differs from what it gives the reader with default
+    /// preferences (other picks, other weeks' texts): a change of the reader's, not the templates'.
+    package var byPreferences = false
 
     /// Rules whose firing ends in a text cut with "…".
     static let cutRules: Set<String> = [

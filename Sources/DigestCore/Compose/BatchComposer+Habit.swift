@@ -1,10 +1,11 @@
 /// `--deliver-at habit`: each reader's due time from their reading hour (docs/001, "Delivery time").
 extension BatchComposer {
-    /// Where a reader's reads start: the digest's (``DigestBuilder/historyStart(of:)``), and with habit
+    /// Where a reader's reads start: the digest's (``DigestBuilder/historyStart(of:span:)``, further
+    /// back for a reader with a pace), and with habit
     /// timing at least the local Monday three weeks before the week's, a day early so that no
     /// daylight-saving change between them hides a read.
-    package func readsStart(of window: WeekWindow) -> Int64 {
-        let digest = builder.historyStart(of: window)
+    package func readsStart(of window: WeekWindow, span: CoveredSpan? = nil) -> Int64 {
+        let digest = builder.historyStart(of: window, span: span)
         guard habit != nil else { return digest }
         return min(digest, window.start - Int64(ReadingHabit.weeks - 1) * 7 * 86_400 - 86_400)
     }

@@ -34,10 +34,12 @@ public struct BatchComposer: Sendable {
         }
 
         /// Articles a week's digests can pick from: every zone's window lies within 14 hours (ahead)
-        /// or 12 hours (behind) of the UTC week.
+        /// or 12 hours (behind) of the UTC week; as far back as the longest pace a reader may choose
+        /// (``ReaderPreferences/allowedEvery``) when that is longer than the freshness.
         package var articleRange: (from: Int64, until: Int64) {
             let utc = WeekCalendar(week: week, delivery: delivery).utcWindow
-            return (utc.end - digest.freshnessSeconds - 14 * 3600, utc.end + 12 * 3600)
+            let longest = Int64(ReaderPreferences.allowedEvery.max() ?? 1) * 7 * 86_400
+            return (utc.end - max(digest.freshnessSeconds, longest) - 14 * 3600, utc.end + 12 * 3600)
         }
     }
 
@@ -83,8 +85,14 @@ public struct BatchComposer: Sendable {
     /// digest looks at (``DigestBuilder/Configuration/historyWeeks``). Skipped readers need no reads:
     /// `Int64.max`, so a store returns none.
     package func readsSince(_ reader: Reader) -> Int64 {
-        reader.optedOut || reader.devices.isEmpty
-            ? Int64.max : readsStart(of: calendar.window(forZone: reader.timeZone).window)
+        guard !reader.optedOut, !reader.devices.isEmpty, reader.preferences.isDue(in: calendar.week) else { return Int64.max }
+        return readsStart(of: calendar.window(forZone: reader.timeZone).window, span: span(for: reader))
+    }
+
+    /// The weeks a reader's digest covers when their pace is over a week (`nil`: the week window).
+    package func span(for reader: Reader) -> CoveredSpan? {
+        let weeks = reader.preferences.coveredWeeks
+        return weeks > 1 ? calendar.span(forZone: reader.timeZone, weeks: weeks) : nil
     }
 
     /// The ids of the articles digests may pick: the reads of them before ``readsSince(_:)`` are the
@@ -161,10 +169,18 @@ public struct BatchComposer: Sendable {
     }
 
     /// The first half of ``composeUser(_:history:)``: skips, the week window and the digest.
+    ///
+    /// The reader's preferences skip first (`off`, then the pace's `not_this_week`), before their
+    /// devices; a pause once the due time is known (after habit timing, quiet hours and a late run),
+    /// before dormancy.
     func prepare(_ reader: Reader, history: ReaderHistory) -> PreparedUser {
         var user = ComposedUser(reader: reader)
         if reader.optedOut {
             user.skipped = .optedOut
+            return .finished(user)
+        }
+        if !reader.preferences.isDue(in: calendar.week) {
+            user.skipped = .notThisWeek
             return .finished(user)
         }
         if reader.devices.isEmpty {
@@ -180,13 +196,21 @@ public struct BatchComposer: Sendable {
         let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)
         user.week = window.week
         user.timeZoneFellBack = zoneFellBack
+        let delivery = deliveryChoice(for: reader, window: window, reads: history.reads)
+        if reader.preferences.pausedUntil != nil {
+            let due = slot(for: reader, choice: delivery).availableAt
+            if reader.preferences.isPaused(on: calendar.localDate(of: due, zone: reader.timeZone)) {
+                user.skipped = .paused
+                return .finished(user)
+            }
+        }
         if builder.isDormant(window: window, reads: history.reads) {
             user.skipped = .dormant
             return .finished(user)
         }
-        let digest = builder.build(reader: reader, window: window, history: history)
+        let digest = builder.build(reader: reader, window: window, history: history, span: span(for: reader))
         user.isReengagement = digest.isReengagement
-        user.delivery = deliveryChoice(for: reader, window: window, reads: history.reads)
+        user.delivery = delivery
         return .digested(user, window, digest)
     }
 

@@ -104,6 +104,16 @@ public struct CandidatePool: Sendable {
         limit: Int, publishedFrom from: Int64, until: Int64, weights: [(topic: String, weight: Int)], languages: [String]?,
         isExcluded: (String) -> Bool
     ) -> [Article] {
+        pick(limit: limit, publishedFrom: from, until: until, weights: weights, languages: languages, muted: [], isExcluded: isExcluded)
+    }
+
+    /// As above, never an article carrying one of `muted` (a reader's muted topics), and with
+    /// `within`, only articles carrying one of those topics (a reader's followed ones; `nil`: any).
+    /// Both are applied to the candidates' bit sets before anything is scored.
+    package func pick(
+        limit: Int, publishedFrom from: Int64, until: Int64, weights: [(topic: String, weight: Int)], languages: [String]?,
+        muted: [String], within: [String]? = nil, isExcluded: (String) -> Bool
+    ) -> [Article] {
         guard limit > 0, !articles.isEmpty else { return [] }
         // The window as an index range: articles are newest first.
         let first = firstIndex { $0.publishedAt < until }
@@ -118,6 +128,11 @@ public struct CandidatePool: Sendable {
         }
         sets.sort { $0.weight != $1.weight ? $0.weight > $1.weight : $0.topic < $1.topic }
         let languageSets = languages.map { $0.compactMap { languageOffsets[$0] } }
+        // Muted topics' sets are taken out of the candidates; with `within`, only its sets' articles
+        // stay (none when the pool has none of its topics). No array for a reader without either.
+        let mutedSets = muted.isEmpty ? [] : muted.compactMap { topicOffsets[$0] }
+        let withinSets = within.map { $0.compactMap { topicOffsets[$0] } }
+        if let withinSets, withinSets.isEmpty { return [] }
         let low = first >> 6
         let count = (end - 1) >> 6 - low + 1
         let topics = sets.count
@@ -141,6 +156,12 @@ public struct CandidatePool: Sendable {
                     if let languageSets {
                         var allowed = bitWords[word]
                         for set in languageSets { allowed |= bitWords[set + word] }
+                        mask &= allowed
+                    }
+                    for set in mutedSets { mask &= ~bitWords[set + word] }
+                    if let withinSets {
+                        var allowed: UInt64 = 0
+                        for set in withinSets { allowed |= bitWords[set + word] }
                         mask &= allowed
                     }
                     candidates[slot] = mask

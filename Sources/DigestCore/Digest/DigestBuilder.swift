@@ -60,6 +60,21 @@ public struct DigestBuilder: Sendable {
         window.start - Int64(configuration.historyWeeks - 1) * Self.weekSeconds
     }
 
+    /// Where the reads of a digest covering `span` start: as ``historyStart(of:)`` with the weeks it
+    /// looks at for a pace of N weeks (the N weeks compared with, interests over N times as many
+    /// weeks), and no later than the span's first local midnight.
+    package func historyStart(of window: WeekWindow, span: CoveredSpan?) -> Int64 {
+        guard let span else { return historyStart(of: window) }
+        let weeks = max(2 * span.weeks, configuration.weekWeights.count * span.weeks, configuration.dormantAfterWeeks)
+        return min(window.start - Int64(weeks - 1) * Self.weekSeconds, span.previousStart)
+    }
+
+    /// How long before the week's end a pick of a digest covering `weeks` weeks may be published:
+    /// the freshness, at least those weeks.
+    package func freshness(weeks: Int) -> Int64 {
+        max(configuration.freshnessSeconds, Int64(weeks) * Self.weekSeconds)
+    }
+
     /// Whether the reader read nothing in the week and the ``Configuration/dormantAfterWeeks``
     /// weeks up to it.
     public func isDormant(window: WeekWindow, reads: [ReadEvent]) -> Bool {
@@ -69,16 +84,27 @@ public struct DigestBuilder: Sendable {
         return !reads.contains { $0.readAt >= from && $0.readAt < window.end }
     }
 
-    /// Builds the digest from the reader's history (see ``ReaderHistory``).
+    /// Builds the digest from the reader's history (see ``ReaderHistory``), with the reader's
+    /// preferences: no pick with a muted topic, the first from a followed topic whenever one is
+    /// eligible, and with a pace of N weeks (`span`, from ``WeekCalendar/span(forZone:weeks:)``) the
+    /// stats, picks and interests over the last N weeks, compared with the N weeks before.
     public func build(reader: Reader, window: WeekWindow, history: ReaderHistory) -> WeeklyDigest {
+        build(reader: reader, window: window, history: history, span: nil)
+    }
+
+    package func build(reader: Reader, window: WeekWindow, history: ReaderHistory, span: CoveredSpan?) -> WeeklyDigest {
         let reads = history.reads
+        // The weeks covered (1 without a span) and the local midnights of them and the weeks before.
+        let covered = span?.weeks ?? 1
+        let dayStarts = span?.dayStarts ?? window.dayStarts
+        let firstCoveredDay = 7 * covered
         // A reader's reads of a few weeks, their topics and languages are few: counted in small
         // arrays searched in turn (no hashing), which become hashed sets past a few dozen.
         var weekArticles = SmallSet()
         var previousArticles = SmallSet()
         var weekSeconds = 0
         var previousSeconds = 0
-        var activeDays: UInt16 = 0  // bit d: day d of the window (0 to 13) had a read
+        var activeDays: UInt64 = 0  // bit d: day d of the days (0 to 14 × covered − 1) had a read
         var weekTopics = SmallCounter()
         var interests = SmallCounter()
         // Tags as read (few distinct ones), made primary subtags once below.
@@ -87,7 +113,8 @@ public struct DigestBuilder: Sendable {
         // Every article read (the earlier reads and last weeks' picks are asked separately, below).
         var readIDs = SmallSet()
         let weights = configuration.weekWeights
-        let interestStart = window.start - Int64(weights.count - 1) * Self.weekSeconds
+        // Interests weigh periods of `covered` weeks each as `weights` weighs weeks.
+        let interestStart = window.start - Int64(weights.count * covered - 1) * Self.weekSeconds
         for read in reads {
             readIDs.insert(read.articleID)
             if read.readAt >= interestStart, let language = read.language, language != lastLanguage {
@@ -97,13 +124,13 @@ public struct DigestBuilder: Sendable {
             guard read.readAt >= interestStart, read.readAt < window.end else { continue }
             // Weeks before the digest's week, 0 for the week itself.
             let weeksBefore = Int((window.start + Self.weekSeconds - 1 - read.readAt) / Self.weekSeconds)
-            let weight = weights[max(0, weeksBefore)]
+            let weight = weights[max(0, weeksBefore) / covered]
             for topic in read.topics { interests.add(weight, to: topic) }
-            guard let day = window.dayIndex(of: read.readAt) else { continue }
-            if day >= 7 {
+            guard let day = Self.dayIndex(of: read.readAt, in: dayStarts) else { continue }
+            if day >= firstCoveredDay {
                 weekArticles.insert(read.articleID)
                 weekSeconds += max(0, read.seconds)
-                activeDays |= 1 << UInt16(day)
+                activeDays |= 1 << UInt64(day)
                 for topic in read.topics { weekTopics.add(1, to: topic) }
             } else {
                 previousArticles.insert(read.articleID)
@@ -124,14 +151,43 @@ public struct DigestBuilder: Sendable {
             topTopic: topTopic,
             previousArticlesRead: previousArticles.count,
             previousMinutesRead: Self.minutes(previousSeconds, articles: previousArticles.count))
-        let picks = pool.pick(
-            limit: configuration.maxPicks,
-            publishedFrom: window.end - configuration.freshnessSeconds,
-            until: window.end,
-            weights: interests.entries.map { ($0.key, $0.count) },
-            languages: languages
+        let preferences = reader.preferences
+        let publishedFrom = window.end - freshness(weeks: covered)
+        let weighted = interests.entries.map { ($0.key, $0.count) }
+        // (The exclusions are passed inline, not as a closure value, so nothing is boxed per reader.)
+        var picks = pool.pick(
+            limit: configuration.maxPicks, publishedFrom: publishedFrom, until: window.end, weights: weighted,
+            languages: languages, muted: preferences.mute
         ) { readIDs.contains($0) || history.readEarlier.contains($0) || history.recentPicks.contains($0) }
-        return WeeklyDigest(reader: reader, window: window, stats: stats, picks: picks)
+        if !preferences.follow.isEmpty, !(picks.first.map { preferences.follows(topics: $0.topics) } ?? false) {
+            // The best eligible article of a followed topic first (ranked as every pick is), then the
+            // rest as they came.
+            let followed = preferences.follow.filter { !preferences.mute.contains($0) }
+            if !followed.isEmpty,
+                let first = pool.pick(
+                    limit: 1, publishedFrom: publishedFrom, until: window.end, weights: weighted, languages: languages,
+                    muted: preferences.mute, within: followed
+                ) { readIDs.contains($0) || history.readEarlier.contains($0) || history.recentPicks.contains($0) }.first
+            {
+                picks.removeAll { $0.id == first.id }
+                picks.insert(first, at: 0)
+                if picks.count > configuration.maxPicks { picks.removeLast(picks.count - configuration.maxPicks) }
+            }
+        }
+        return WeeklyDigest(reader: reader, window: window, stats: stats, picks: picks, coveredWeeks: covered)
+    }
+
+    /// The day (an index into `dayStarts`' days) an instant falls on, or `nil` outside them.
+    static func dayIndex(of instant: Int64, in dayStarts: [Int64]) -> Int? {
+        let last = dayStarts.count - 1
+        guard instant >= dayStarts[0], instant < dayStarts[last] else { return nil }
+        var low = 0
+        var high = last
+        while high - low > 1 {
+            let mid = (low + high) / 2
+            if dayStarts[mid] <= instant { low = mid } else { high = mid }
+        }
+        return low
     }
 
     /// Whole minutes, at least 1 when anything was read.

@@ -5,12 +5,16 @@ public struct WeeklyDigest: Sendable {
     public let stats: WeeklyStats
     /// Up to five unread articles, best first.
     public let picks: [Article]
+    /// How many weeks the stats and picks cover, the week itself the last of them (a reader's pace,
+    /// ``ReaderPreferences/coveredWeeks``); the previous numbers are those of as many weeks before.
+    package let coveredWeeks: Int
 
-    public init(reader: Reader, window: WeekWindow, stats: WeeklyStats, picks: [Article]) {
+    public init(reader: Reader, window: WeekWindow, stats: WeeklyStats, picks: [Article], coveredWeeks: Int = 1) {
         self.reader = reader
         self.window = window
         self.stats = stats
         self.picks = picks
+        self.coveredWeeks = max(1, coveredWeeks)
     }
 
     /// A user who read nothing this week gets the re-engagement template.
@@ -22,7 +26,8 @@ public struct WeeklyDigest: Sendable {
 
 /// The numbers of a user's week.
 public struct WeeklyStats: Sendable, Hashable {
-    /// Distinct articles read in the week.
+    /// Distinct articles read in the week (in the weeks a digest covers, ``WeeklyDigest/coveredWeeks``;
+    /// so for the other numbers, and the previous ones are of as many weeks before them).
     public var articlesRead: Int
     /// Reading time, rounded to whole minutes.
     public var minutesRead: Int

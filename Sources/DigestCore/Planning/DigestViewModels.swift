@@ -18,6 +18,12 @@ package struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
     package var change: String
     package var topPick: String
     package var picksCount: Int
+    /// For a digest covering more than one week (a reader's pace), the weeks as a plural phrase ("2
+    /// weeks", in other cases `weeksAccusative` and so on); empty, so no value and a closed
+    /// `{{#weeks}}` section, for a weekly digest.
+    package var weeks: String = ""
+    /// How many weeks the digest covers (1 for a weekly one).
+    package var weeksCount: Int = 1
     /// The counts in the cases other than the nominative, by template name (`minutesAccusative`).
     package var caseForms: [String: String]
 
@@ -64,6 +70,11 @@ package struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
             topPick: digest.picks.first.map { TextRules.clean($0.title) } ?? "",
             picksCount: digest.picks.count,
             caseForms: caseForms)
+        if digest.coveredWeeks > 1 {
+            weeks = templates.plural("weeks", digest.coveredWeeks)
+            weeksCount = digest.coveredWeeks
+            templates.casePhrases("weeks", digest.coveredWeeks, into: &self.caseForms)
+        }
     }
 
     /// The reading time a digest shows: at least 1 minute when at least one article was read (a read
@@ -80,6 +91,7 @@ package struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
         case "minutesCount": minutesCount
         case "daysCount": daysCount
         case "picksCount": picksCount
+        case "weeksCount": weeksCount
         default: text(named: name)
         }
     }
@@ -97,11 +109,14 @@ package struct DigestViewModel: MustacheParent, TemplateValues, Sendable {
         case "change": change.isEmpty ? nil : change
         case "topPick": topPick.isEmpty ? nil : topPick
         case "picksCount": String(picksCount)
+        case "weeks": weeks.isEmpty ? nil : weeks
+        case "weeksCount": String(weeksCount)
         default: caseForm(name, caseForms) { slot in
             switch slot {
             case "articles": articles
             case "minutes": minutes
             case "days": days
+            case "weeks": weeks.isEmpty ? nil : weeks
             default: nil
             }
         }

@@ -31,6 +31,8 @@ public final class WeekCalendar: Sendable {
     /// Habit timing's caches: slots by zone and local minute, and each zone's offsets.
     private let habitSlots = Mutex<[HabitSlotKey: (now: Int64, ttl: Int64, slot: DeliverySlot)]>([:])
     private let offsets = Mutex<[String: ZoneOffsets]>([:])
+    /// Multi-week spans (readers with a pace), by length and zone (``span(forZone:weeks:)``).
+    let spans = Mutex<[SpanKey: CoveredSpan]>([:])
 
     private struct HabitSlotKey: Hashable {
         var zone: String

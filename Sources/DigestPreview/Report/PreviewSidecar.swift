@@ -77,6 +77,53 @@ package struct PreviewSidecar: Codable, Sendable {
         }
     }
 
+    /// What the reader chose (README, "What the reader chooses"), every key with its default filled in.
+    package struct Preferences: Codable, Sendable, Hashable {
+        package var every: Int
+        /// The ISO week the pace counts from (`2026-W45`), if any.
+        package var from: String?
+        /// No digest due on this local date or before it (`2026-12-14`), if any.
+        package var pausedUntil: String?
+        package var follow: [String]
+        package var mute: [String]
+        package var off: Bool
+
+        package init(_ preferences: ReaderPreferences) {
+            every = preferences.every
+            from = preferences.from?.description
+            pausedUntil = preferences.pausedUntil?.description
+            follow = preferences.follow
+            mute = preferences.mute
+            off = preferences.off
+        }
+
+        /// `every 2 weeks from 2026-W45 · paused until 2026-12-14 · follow: science · mute: sports`,
+        /// or `defaults` when nothing differs from them.
+        package var line: String {
+            var parts: [String] = []
+            if every > 1 { parts.append("every \(every) weeks" + (from.map { " from \($0)" } ?? "")) }
+            if let pausedUntil { parts.append("paused until \(pausedUntil)") }
+            if !follow.isEmpty { parts.append("follow: \(follow.joined(separator: ", "))") }
+            if !mute.isEmpty { parts.append("mute: \(mute.joined(separator: ", "))") }
+            if off { parts.append("off") }
+            return parts.isEmpty ? "defaults" : parts.joined(separator: " · ")
+        }
+    }
+
+    /// A candidate the reader's preferences kept out of the picks.
+    package struct LeftOut: Codable, Sendable, Hashable {
+        package var id: String
+        package var title: String
+        /// `muted: sports`, `followed first: science`.
+        package var reason: String
+
+        package init(id: String, title: String, reason: String) {
+            self.id = id
+            self.title = title
+            self.reason = reason
+        }
+    }
+
     /// `outbox` (the enqueued message), `computed` (what a run would enqueue now) or `file`.
     package var source: String
     package var userID: String?
@@ -87,12 +134,20 @@ package struct PreviewSidecar: Codable, Sendable {
     package var previews: [Entry]
     /// When the user's message is due and why (`nil` for a message from a file).
     package var due: Due?
+    /// The reader's preferences (`nil` for a message from a file).
+    package var preferences: Preferences?
+    /// The best candidates the reader's preferences left out of the picks, and why (`nil` or empty
+    /// when they left none out, or for a message from the outbox or a file).
+    package var leftOut: [LeftOut]?
 
     package init(
         source: String, userID: String? = nil, week: String? = nil, variant: String? = nil, rules: [String] = [],
-        budgets: [BudgetUse] = [], previews: [Entry] = [], due: Due? = nil
+        budgets: [BudgetUse] = [], previews: [Entry] = [], due: Due? = nil, preferences: Preferences? = nil,
+        leftOut: [LeftOut] = []
     ) {
         self.due = due
+        self.preferences = preferences
+        self.leftOut = leftOut.isEmpty ? nil : leftOut
         self.source = source
         self.userID = userID
         self.week = week
