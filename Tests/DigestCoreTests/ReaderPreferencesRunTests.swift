@@ -264,6 +264,22 @@ struct ReaderPreferencesRunTests {
         #expect(texts.header == header)
     }
 
+    /// The longest title: Polish over two weeks, past 50 characters from 10 articles or 100 minutes on,
+    /// cut by the title rule like any other.
+    @Test func aLongPolishMultiWeekTitleIsCutLikeAnyOther() throws {
+        let reader = Reader(id: "u1", locale: "pl", timeZone: "Europe/Warsaw", optedOut: false, devices: [])
+        let stats = WeeklyStats(articlesRead: 12, minutesRead: 145, activeDays: 9, topTopic: "swift", previousArticlesRead: 2, previousMinutesRead: 20)
+        let digest = WeeklyDigest(reader: reader, window: PlanFixture.window, stats: stats, picks: PlanFixture.articles(["Pick", "Other"]), coveredWeeks: 2)
+        let plan = try PlanFixture.plan(digest)
+        #expect(plan.title == "W ciągu ostatnich 2 tygodni: 12 artykułów, 145…")
+        #expect(plan.rules.contains { $0.hasPrefix("title.truncated") })
+        let short = WeeklyDigest(
+            reader: reader, window: PlanFixture.window,
+            stats: WeeklyStats(articlesRead: 9, minutesRead: 95, activeDays: 9, topTopic: "swift", previousArticlesRead: 2, previousMinutesRead: 20),
+            picks: PlanFixture.articles(["Pick", "Other"]), coveredWeeks: 2)
+        #expect(try PlanFixture.plan(short).title == "W ciągu ostatnich 2 tygodni: 9 artykułów, 95 minut")
+    }
+
     @Test func theWeeksInEveryCase() {
         let ru = shippedCatalog.localized(for: "ru")
         #expect((1...5).map { ru.plural("weeks", $0) } == ["1 неделя", "2 недели", "3 недели", "4 недели", "5 недель"])
