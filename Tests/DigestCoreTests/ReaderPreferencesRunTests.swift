@@ -374,6 +374,33 @@ struct ReaderPreferencesRunTests {
         #expect(Set(batch.messages.map(\.userID)) == ["plain", "due"])
     }
 
+    /// Habit timing: a reader reading at 19:00 UTC is due Monday 19:00 (or at the fallback 09:00 in
+    /// the control group); a pause checks that due time, and a paused reader is in no timing group
+    /// nor any variant split.
+    @Test func preferencesApplyAlikeInEveryTimingGroupAndArm() async throws {
+        let evening = ReaderHistory(reads: (0..<6).map {
+            ReadEvent(articleID: "e\($0)", topics: ["swift"], readAt: Self.monday + Int64($0) * Self.day + 19 * 3600 + 300, seconds: 300, language: "en")
+        })
+        for control in [0, 100] {
+            var configuration = BatchComposer.Configuration(week: Self.week)
+            configuration.habit = HabitDelivery(control: ControlGroup(percent: control))
+            configuration.planner.policy = .split(imagePercent: 50)
+            let composer = BatchComposer(
+                configuration: configuration, articles: Self.articles, templates: shippedCatalog, attachments: NoAttachments(), now: Self.now)
+            let readers = [
+                Self.reader(id: "plain"),
+                Self.reader(.init(pausedUntil: CivilDate(year: 2026, month: 11, day: 23)), id: "paused"),
+                Self.reader(.init(every: 2, from: ISOWeek(year: 2026, week: 46)!), id: "not-due"),
+            ]
+            let batch = await composer.compose(readers, histories: Array(repeating: evening, count: 3), batch: 0)
+            #expect(batch.counters.skipped == ["paused": 1, "not_this_week": 1])
+            #expect(batch.counters.timings == [control == 0 ? "habit" : "control": 1])
+            #expect(batch.counters.variants.values.reduce(0, +) == 1)
+            #expect(batch.messages.map(\.userID) == ["plain"])
+            #expect(batch.messages.first?.availableAt == Self.monday + 7 * Self.day + (control == 0 ? 19 : 9) * 3600)
+        }
+    }
+
     /// Preferences left at their defaults change nothing: the same messages, byte for byte.
     @Test func defaultPreferencesGiveTheSameMessages() async throws {
         var stated = Self.reader()
