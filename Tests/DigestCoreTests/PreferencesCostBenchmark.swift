@@ -39,7 +39,8 @@ struct PreferencesCostBenchmark {
         mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
     }
 
-    static func data(users: Int) -> (articles: [Article], readers: [Reader], preferred: [Reader], histories: [ReaderHistory]) {
+    /// `worst`: every reader with preferences has the dearest kind (`DIGEST_PREFERENCES_BENCH_MIX=worst`).
+    static func data(users: Int, worst: Bool = false) -> (articles: [Article], readers: [Reader], preferred: [Reader], histories: [ReaderHistory]) {
         var random = Random(state: 41)
         let articles = (0..<2_000).map { index in
             Article(
@@ -58,18 +59,24 @@ struct PreferencesCostBenchmark {
             var chosen = reader
             if random.below(100) < 30 {
                 var preferences = ReaderPreferences()
-                switch random.below(5) {
+                switch worst ? 5 : random.below(5) {
                 case 0: preferences.mute = [topics[random.below(topics.count)], topics[random.below(topics.count)]]
                 case 1: preferences.follow = [topics[random.below(topics.count)]]
                 case 2:
                     preferences.every = [2, 4][random.below(2)]
                     preferences.from = ISOWeek(year: 2026, week: 40 + random.below(8))
                 case 3: preferences.pausedUntil = CivilDate(year: 2026, month: 11, day: 15 + random.below(20))
-                default:
+                case 4:
                     preferences.mute = [topics[random.below(topics.count)]]
                     preferences.follow = [topics[random.below(topics.count)]]
                     preferences.every = 2
                     preferences.from = ISOWeek(year: 2026, week: 45)
+                default:
+                    // The dearest: two mutes, a follow and a monthly pace due this week.
+                    preferences.mute = [topics[random.below(topics.count)], topics[random.below(topics.count)]]
+                    preferences.follow = [topics[random.below(topics.count)]]
+                    preferences.every = 4
+                    preferences.from = ISOWeek(year: 2026, week: 43)
                 }
                 chosen.preferences = preferences
             }
@@ -104,7 +111,8 @@ struct PreferencesCostBenchmark {
 
     @Test func preferencesCostLittle() async throws {
         let users = Int(ProcessInfo.processInfo.environment["DIGEST_PREFERENCES_BENCH_USERS"] ?? "") ?? 100_000
-        let (articles, readers, preferred, histories) = Self.data(users: users)
+        let worst = ProcessInfo.processInfo.environment["DIGEST_PREFERENCES_BENCH_MIX"] == "worst"
+        let (articles, readers, preferred, histories) = Self.data(users: users, worst: worst)
         let templates = try TemplateCatalog(directory: templatesDirectory)
         func composer() -> BatchComposer {
             BatchComposer(configuration: .init(week: Self.week), articles: articles, templates: templates, attachments: NoAttachments(), now: Self.now)
@@ -133,8 +141,8 @@ struct PreferencesCostBenchmark {
         let bDigested = median(chosen) / Double(counters.chosen.digested) * 1e6
         print(
             String(
-                format: "preferences bench: %d users, CPU (median of 5) per user: none %.2f µs, 30%% with preferences %.2f µs (%+.1f%%); per digested user: %.2f µs, %.2f µs (%+.1f%%); A %@ s; B %@ s; B skipped %@",
-                users, a, b, (b / a - 1) * 100, aDigested, bDigested, (bDigested / aDigested - 1) * 100,
+                format: "preferences bench%@: %d users, CPU (median of 5) per user: none %.2f µs, 30%% with preferences %.2f µs (%+.1f%%); per digested user: %.2f µs, %.2f µs (%+.1f%%); A %@ s; B %@ s; B skipped %@",
+                worst ? " (worst mix)" : "", users, a, b, (b / a - 1) * 100, aDigested, bDigested, (bDigested / aDigested - 1) * 100,
                 plain.map { String(format: "%.2f", $0) }.joined(separator: " "),
                 chosen.map { String(format: "%.2f", $0) }.joined(separator: " "),
                 counters.chosen.skipped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))

@@ -151,6 +151,39 @@ struct ReaderPreferencesRunTests {
         #expect(composer.leftOut(plain, history: Self.history).isEmpty)
     }
 
+    /// The followed topics' best article, scored alone, is the first of them in the full ranking
+    /// (the same weights, window, languages, mutes and exclusions), on 300 random pools and readers.
+    @Test func theFollowedPickIsTheFirstOfItsTopicsInTheRanking() {
+        var random = PreferencesCostBenchmark.Random(state: 7)
+        let topics = (0..<12).map { "t\($0)" }
+        for round in 0..<300 {
+            let articles = (0..<(20 + random.below(200))).map { index in
+                Article(
+                    id: "a\(index)", title: "A\(index)", url: "https://news.example/\(index)", imageURL: nil,
+                    topics: (0..<(1 + random.below(3))).map { _ in topics[random.below(topics.count)] },
+                    publishedAt: Self.monday + Int64(random.below(20 * 86_400)) - 6 * Self.day, readingMinutes: 3,
+                    language: ["en", "pl", nil][random.below(3)])
+            }
+            let pool = CandidatePool(articles: articles)
+            let weights = (0..<random.below(6)).map { _ in (topic: topics[random.below(topics.count)], weight: 1 + random.below(9)) }
+            var unique: [(topic: String, weight: Int)] = []
+            for entry in weights where !unique.contains(where: { $0.topic == entry.topic }) { unique.append(entry) }
+            let muted = random.below(2) == 0 ? [] : [topics[random.below(topics.count)]]
+            let within = (0..<(1 + random.below(2))).map { _ in topics[random.below(topics.count)] }
+            let languages: [String]? = random.below(3) == 0 ? nil : ["en"]
+            let excluded = Set((0..<random.below(10)).map { _ in "a\(random.below(articles.count))" })
+            let from = Self.monday + 7 * Self.day - 14 * Self.day, until = Self.monday + 7 * Self.day
+            let ranking = pool.pick(
+                limit: articles.count, publishedFrom: from, until: until, weights: unique, languages: languages, muted: muted
+            ) { excluded.contains($0) }
+            let expected = ranking.first { $0.topics.contains { within.contains($0) } }
+            let best = pool.best(
+                publishedFrom: from, until: until, weights: unique, languages: languages, muted: muted, within: within
+            ) { excluded.contains($0) }
+            #expect(best?.id == expected?.id, "round \(round)")
+        }
+    }
+
     // MARK: every
 
     @Test func aPaceHasADigestOnlyInItsWeeks() throws {
