@@ -305,7 +305,7 @@ enum PreviewPageHTML {
       }
       const t = result.totals;
       section.replaceChildren(el('h3', {}, `Template comparison: ${t.changed} of ${t.messages} messages change`),
-        el('div', {}, `old ${result.old} → new ${result.new}; variant switches ${t.variantSwitches}, newly cut ${t.newlyCut}, no longer cut ${t.noLongerCut}, budgets newly exceeded ${t.newlyOverBudget}, rules fired differently ${t.rulesChanged}; shaped by the reader's preferences ${t.byPreferences}${t.skippedByPreferences ? ', skipped by their pace or pause' : ''}`));
+        el('div', {}, `old ${result.old} → new ${result.new}; variant switches ${t.variantSwitches}, newly cut ${t.newlyCut}, no longer cut ${t.noLongerCut}, budgets newly exceeded ${t.newlyOverBudget}, rules fired differently ${t.rulesChanged}; messages shaped by the reader's preferences ${t.byPreferences}${t.skippedByPreferences ? ', skipped by their pace or pause' : ''}`));
       for (const e of result.entries) {
         section.append(el('h4', {}, `${e.platform} · ${e.locale} · ${(e.old && e.old.variant) || 'none'} → ${(e.new && e.new.variant) || 'none'}: ${e.changes.join(', ')}`));
         if (e.error) section.append(el('div', { class: 'notes' }, e.error));

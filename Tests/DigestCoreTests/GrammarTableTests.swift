@@ -52,6 +52,7 @@ struct GrammarTableTests {
             "days.nominative": Forms("{n} {w}", "days day days days days days days days days days days days days days days"),
             "more.nominative": Forms("+{n} more {w} in the app",
                 "picks pick picks picks picks picks picks picks picks picks picks picks picks picks picks"),
+            "weeks.nominative": Forms("{n} {w}", "weeks week weeks weeks weeks weeks weeks weeks weeks weeks weeks weeks weeks weeks weeks"),
         ],
         "pl": [
             "articles.nominative": Forms("{n} {w}",
@@ -66,6 +67,11 @@ struct GrammarTableTests {
             "days.nominative": Forms("{n} {w}", "dni dzień dni dni dni dni dni dni dni dni dni dni dni dni dni"),
             "more.nominative": Forms("Jeszcze {n} {w} w aplikacji",
                 "propozycji propozycja propozycje propozycje propozycje propozycji propozycji propozycji propozycji propozycji propozycje propozycji propozycji propozycji propozycji"),
+            "weeks.nominative": Forms("{n} {w}",
+                "tygodni tydzień tygodnie tygodnie tygodnie tygodni tygodni tygodni tygodni tygodni tygodnie tygodni tygodni tygodni tygodni"),
+            // "w ciągu ostatnich 2 tygodni", "wobec poprzednich 2 tygodni".
+            "weeks.genitive": Forms("{n} {w}",
+                "tygodni tygodnia tygodni tygodni tygodni tygodni tygodni tygodni tygodni tygodni tygodni tygodni tygodni tygodni tygodni"),
         ],
         "ru": [
             "articles.nominative": Forms("{n} {w}",
@@ -79,12 +85,21 @@ struct GrammarTableTests {
             "days.nominative": Forms("{n} {w}", "дней день дня дня дня дней дней дней дней день дня дней день дней дней"),
             "more.nominative": Forms("Ещё {n} {w} в приложении",
                 "статей статья статьи статьи статьи статей статей статей статей статья статьи статей статья статей статей"),
+            "weeks.nominative": Forms("{n} {w}",
+                "недель неделя недели недели недели недель недель недель недель неделя недели недель неделя недель недель"),
+            // "за эти 2 недели".
+            "weeks.accusative": Forms("{n} {w}",
+                "недель неделю недели недели недели недель недель недель недель неделю недели недель неделю недель недель"),
+            // "к предыдущим 2 неделям".
+            "weeks.dative": Forms("{n} {w}",
+                "неделям неделе неделям неделям неделям неделям неделям неделям неделям неделе неделям неделям неделе неделям неделям"),
         ],
         "zh-Hans": [
             "articles.nominative": Forms("{n}{w}", every: "篇文章"),
             "minutes.nominative": Forms("{n}{w}", every: "分钟"),
             "days.nominative": Forms("{n}{w}", every: "天"),
             "more.nominative": Forms("应用内还有{n}{w}", every: "篇推荐"),
+            "weeks.nominative": Forms("{n}{w}", every: "周"),
         ],
     ]
 
@@ -131,6 +146,27 @@ struct GrammarTableTests {
             .reengageBody: "本周推荐：Pick",
             .bullet: "• Pick",
             .more: "{more}",
+        ],
+    ]
+
+    /// What each template prints for a digest of several weeks (a reader's pace: `{weeks}` is 2 or 4),
+    /// where it differs from the weekly sentence.
+    static let multiWeekSentences: [String: [TemplateCatalog.Piece: String]] = [
+        "en": [
+            .title: "In these {weeks}: {articles}, {minutes}",
+            .reengageBody: "Catch up on these {weeks}: Pick",
+        ],
+        "pl": [
+            .title: "W ciągu ostatnich {weeks.genitive}: {articles}, {minutes}",
+            .header: "Aktywność: {days} · główny temat: bazy danych",
+        ],
+        "ru": [
+            .title: "За эти {weeks.accusative}: {articles}, {minutes}",
+        ],
+        "zh-Hans": [
+            .title: "这{weeks}：{articles}，{minutes}",
+            .defaultBody: "这{weeks}你读了{articles}，共{minutes}。推荐：Pick",
+            .reengageBody: "这{weeks}推荐：Pick",
         ],
     ]
 
@@ -181,6 +217,31 @@ struct GrammarTableTests {
             let grammaticalCase = try #require(GrammaticalCase(rawValue: parts[1]))
             for count in Self.counts {
                 #expect(templates.plural(parts[0], count, case: grammaticalCase) == forms.text(count), "\(locale) \(key) \(count)")
+            }
+        }
+    }
+
+    /// A digest of 2 and of 4 weeks: every template, each count slot at every count, is the table's
+    /// multi-week sentence (the weekly one where the template says nothing of the weeks).
+    @Test(arguments: locales)
+    func everyTemplateOfSeveralWeeks(locale: String) throws {
+        let templates = shippedCatalog.localized(for: locale)
+        let weekly = try #require(Self.sentences[locale])
+        let sentences = weekly.merging(try #require(Self.multiWeekSentences[locale])) { _, multi in multi }
+        for weeks in [2, 4] {
+            for slot in ["articles", "minutes", "days"] {
+                for count in Self.counts {
+                    var values = ["articles": Self.fixed, "minutes": Self.fixed, "days": Self.fixed, "more": Self.fixed, "weeks": weeks]
+                    values[slot] = count
+                    let week = weekDigest(articles: values["articles"]!, minutes: values["minutes"]!, days: values["days"]!, locale: locale)
+                    let digest = WeeklyDigest(reader: week.reader, window: week.window, stats: week.stats, picks: week.picks, coveredWeeks: weeks)
+                    let model = DigestViewModel(digest, templates: templates)
+                    if values["articles"]! > 0 && values["minutes"] == 0 { values["minutes"] = 1 }
+                    for piece in TemplateCatalog.Piece.allCases where piece != .bullet && piece != .more {
+                        let expected = try Self.expected(try #require(sentences[piece]), locale: locale, values: values)
+                        #expect(templates.render(piece, model) == expected, "\(locale)/\(piece.rawValue) over \(weeks) weeks with \(slot) = \(count)")
+                    }
+                }
             }
         }
     }

@@ -151,6 +151,39 @@ struct ReaderPreferencesRunTests {
         #expect(composer.leftOut(plain, history: Self.history).isEmpty)
     }
 
+    /// The followed topics' best article, scored alone, is the first of them in the full ranking
+    /// (the same weights, window, languages, mutes and exclusions), on 300 random pools and readers.
+    @Test func theFollowedPickIsTheFirstOfItsTopicsInTheRanking() {
+        var random = PreferencesCostBenchmark.Random(state: 7)
+        let topics = (0..<12).map { "t\($0)" }
+        for round in 0..<300 {
+            let articles = (0..<(20 + random.below(200))).map { index in
+                Article(
+                    id: "a\(index)", title: "A\(index)", url: "https://news.example/\(index)", imageURL: nil,
+                    topics: (0..<(1 + random.below(3))).map { _ in topics[random.below(topics.count)] },
+                    publishedAt: Self.monday + Int64(random.below(20 * 86_400)) - 6 * Self.day, readingMinutes: 3,
+                    language: ["en", "pl", nil][random.below(3)])
+            }
+            let pool = CandidatePool(articles: articles)
+            let weights = (0..<random.below(6)).map { _ in (topic: topics[random.below(topics.count)], weight: 1 + random.below(9)) }
+            var unique: [(topic: String, weight: Int)] = []
+            for entry in weights where !unique.contains(where: { $0.topic == entry.topic }) { unique.append(entry) }
+            let muted = random.below(2) == 0 ? [] : [topics[random.below(topics.count)]]
+            let within = (0..<(1 + random.below(2))).map { _ in topics[random.below(topics.count)] }
+            let languages: [String]? = random.below(3) == 0 ? nil : ["en"]
+            let excluded = Set((0..<random.below(10)).map { _ in "a\(random.below(articles.count))" })
+            let from = Self.monday + 7 * Self.day - 14 * Self.day, until = Self.monday + 7 * Self.day
+            let ranking = pool.pick(
+                limit: articles.count, publishedFrom: from, until: until, weights: unique, languages: languages, muted: muted
+            ) { excluded.contains($0) }
+            let expected = ranking.first { $0.topics.contains { within.contains($0) } }
+            let best = pool.best(
+                publishedFrom: from, until: until, weights: unique, languages: languages, muted: muted, within: within
+            ) { excluded.contains($0) }
+            #expect(best?.id == expected?.id, "round \(round)")
+        }
+    }
+
     // MARK: every
 
     @Test func aPaceHasADigestOnlyInItsWeeks() throws {
@@ -264,6 +297,22 @@ struct ReaderPreferencesRunTests {
         #expect(texts.header == header)
     }
 
+    /// The longest title: Polish over two weeks, past 50 characters from 10 articles or 100 minutes on,
+    /// cut by the title rule like any other.
+    @Test func aLongPolishMultiWeekTitleIsCutLikeAnyOther() throws {
+        let reader = Reader(id: "u1", locale: "pl", timeZone: "Europe/Warsaw", optedOut: false, devices: [])
+        let stats = WeeklyStats(articlesRead: 12, minutesRead: 145, activeDays: 9, topTopic: "swift", previousArticlesRead: 2, previousMinutesRead: 20)
+        let digest = WeeklyDigest(reader: reader, window: PlanFixture.window, stats: stats, picks: PlanFixture.articles(["Pick", "Other"]), coveredWeeks: 2)
+        let plan = try PlanFixture.plan(digest)
+        #expect(plan.title == "W ciągu ostatnich 2 tygodni: 12 artykułów, 145…")
+        #expect(plan.rules.contains { $0.hasPrefix("title.truncated") })
+        let short = WeeklyDigest(
+            reader: reader, window: PlanFixture.window,
+            stats: WeeklyStats(articlesRead: 9, minutesRead: 95, activeDays: 9, topTopic: "swift", previousArticlesRead: 2, previousMinutesRead: 20),
+            picks: PlanFixture.articles(["Pick", "Other"]), coveredWeeks: 2)
+        #expect(try PlanFixture.plan(short).title == "W ciągu ostatnich 2 tygodni: 9 artykułów, 95 minut")
+    }
+
     @Test func theWeeksInEveryCase() {
         let ru = shippedCatalog.localized(for: "ru")
         #expect((1...5).map { ru.plural("weeks", $0) } == ["1 неделя", "2 недели", "3 недели", "4 недели", "5 недель"])
@@ -356,6 +405,33 @@ struct ReaderPreferencesRunTests {
         #expect(batch.counters.variants.values.reduce(0, +) == 2)
         #expect(batch.counters.messages == 2)
         #expect(Set(batch.messages.map(\.userID)) == ["plain", "due"])
+    }
+
+    /// Habit timing: a reader reading at 19:00 UTC is due Monday 19:00 (or at the fallback 09:00 in
+    /// the control group); a pause checks that due time, and a paused reader is in no timing group
+    /// nor any variant split.
+    @Test func preferencesApplyAlikeInEveryTimingGroupAndArm() async throws {
+        let evening = ReaderHistory(reads: (0..<6).map {
+            ReadEvent(articleID: "e\($0)", topics: ["swift"], readAt: Self.monday + Int64($0) * Self.day + 19 * 3600 + 300, seconds: 300, language: "en")
+        })
+        for control in [0, 100] {
+            var configuration = BatchComposer.Configuration(week: Self.week)
+            configuration.habit = HabitDelivery(control: ControlGroup(percent: control))
+            configuration.planner.policy = .split(imagePercent: 50)
+            let composer = BatchComposer(
+                configuration: configuration, articles: Self.articles, templates: shippedCatalog, attachments: NoAttachments(), now: Self.now)
+            let readers = [
+                Self.reader(id: "plain"),
+                Self.reader(.init(pausedUntil: CivilDate(year: 2026, month: 11, day: 23)), id: "paused"),
+                Self.reader(.init(every: 2, from: ISOWeek(year: 2026, week: 46)!), id: "not-due"),
+            ]
+            let batch = await composer.compose(readers, histories: Array(repeating: evening, count: 3), batch: 0)
+            #expect(batch.counters.skipped == ["paused": 1, "not_this_week": 1])
+            #expect(batch.counters.timings == [control == 0 ? "habit" : "control": 1])
+            #expect(batch.counters.variants.values.reduce(0, +) == 1)
+            #expect(batch.messages.map(\.userID) == ["plain"])
+            #expect(batch.messages.first?.availableAt == Self.monday + 7 * Self.day + (control == 0 ? 19 : 9) * 3600)
+        }
     }
 
     /// Preferences left at their defaults change nothing: the same messages, byte for byte.

@@ -28,6 +28,10 @@ import Testing
             #expect(!image.contains("data-natural-width=\"0\""), "\(image)")
         }
         #expect(dom.contains("data-user=\"u-pl\""), "the search listed the user")
+        // The reader's preferences card (the store's readers have the defaults).
+        let card = try #require(dom.range(of: "id=\"preferences\""), "no #preferences in:\n\(dom.prefix(2000))")
+        let inside = dom[card.upperBound...].prefix(300)
+        #expect(inside.contains("Reader's preferences") && inside.contains("defaults"), "\(inside)")
     }
 
     /// A link with the reader, week and source opens that reader's previews, and the page keeps the

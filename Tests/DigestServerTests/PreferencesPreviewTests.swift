@@ -114,7 +114,8 @@ import Testing
                 let preferences = try #require(page["preferences"] as? [String: Any])
                 #expect(preferences["every"] as? Int == 1 && preferences["off"] as? Bool == false)
                 #expect(preferences["follow"] as? [String] == [] && preferences["mute"] as? [String] == [])
-                #expect(preferences["from"] == nil && preferences["pausedUntil"] == nil)
+                // Every key, as the API answers: `null` for none.
+                #expect(preferences["from"] is NSNull && preferences["pausedUntil"] is NSNull)
                 #expect(page["leftOut"] as? [Any] == nil || (page["leftOut"] as? [Any])?.isEmpty == true)
             }
             try await client.execute(uri: "/api/preview?user=u-out&week=2026-W46", method: .get) { response in

@@ -196,13 +196,16 @@ public struct BatchComposer: Sendable {
         let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)
         user.week = window.week
         user.timeZoneFellBack = zoneFellBack
-        let delivery = deliveryChoice(for: reader, window: window, reads: history.reads)
+        // A pause needs the due time, so the delivery choice first; the others get it as before.
+        var delivery: DeliveryChoice?
         if reader.preferences.pausedUntil != nil {
-            let due = slot(for: reader, choice: delivery).availableAt
+            let choice = deliveryChoice(for: reader, window: window, reads: history.reads)
+            let due = slot(for: reader, choice: choice).availableAt
             if reader.preferences.isPaused(on: calendar.localDate(of: due, zone: reader.timeZone)) {
                 user.skipped = .paused
                 return .finished(user)
             }
+            delivery = choice
         }
         if builder.isDormant(window: window, reads: history.reads) {
             user.skipped = .dormant
@@ -210,7 +213,7 @@ public struct BatchComposer: Sendable {
         }
         let digest = builder.build(reader: reader, window: window, history: history, span: span(for: reader))
         user.isReengagement = digest.isReengagement
-        user.delivery = delivery
+        user.delivery = delivery ?? deliveryChoice(for: reader, window: window, reads: history.reads)
         return .digested(user, window, digest)
     }
 

@@ -107,12 +107,11 @@ public struct CandidatePool: Sendable {
         pick(limit: limit, publishedFrom: from, until: until, weights: weights, languages: languages, muted: [], isExcluded: isExcluded)
     }
 
-    /// As above, never an article carrying one of `muted` (a reader's muted topics), and with
-    /// `within`, only articles carrying one of those topics (a reader's followed ones; `nil`: any).
-    /// Both are applied to the candidates' bit sets before anything is scored.
+    /// As above, never an article carrying one of `muted` (a reader's muted topics): their sets are
+    /// taken out of the candidates before anything is scored.
     package func pick(
         limit: Int, publishedFrom from: Int64, until: Int64, weights: [(topic: String, weight: Int)], languages: [String]?,
-        muted: [String], within: [String]? = nil, isExcluded: (String) -> Bool
+        muted: [String], isExcluded: (String) -> Bool
     ) -> [Article] {
         guard limit > 0, !articles.isEmpty else { return [] }
         // The window as an index range: articles are newest first.
@@ -128,11 +127,8 @@ public struct CandidatePool: Sendable {
         }
         sets.sort { $0.weight != $1.weight ? $0.weight > $1.weight : $0.topic < $1.topic }
         let languageSets = languages.map { $0.compactMap { languageOffsets[$0] } }
-        // Muted topics' sets are taken out of the candidates; with `within`, only its sets' articles
-        // stay (none when the pool has none of its topics). No array for a reader without either.
+        // Muted topics' sets are taken out of the candidates (no array for a reader without any).
         let mutedSets = muted.isEmpty ? [] : muted.compactMap { topicOffsets[$0] }
-        let withinSets = within.map { $0.compactMap { topicOffsets[$0] } }
-        if let withinSets, withinSets.isEmpty { return [] }
         let low = first >> 6
         let count = (end - 1) >> 6 - low + 1
         let topics = sets.count
@@ -159,11 +155,6 @@ public struct CandidatePool: Sendable {
                         mask &= allowed
                     }
                     for set in mutedSets { mask &= ~bitWords[set + word] }
-                    if let withinSets {
-                        var allowed: UInt64 = 0
-                        for set in withinSets { allowed |= bitWords[set + word] }
-                        mask &= allowed
-                    }
                     candidates[slot] = mask
                     covered[slot] = 0
                 }
@@ -258,6 +249,52 @@ public struct CandidatePool: Sendable {
                 return picked
             }
         }
+    }
+
+    /// The article ``pick(limit:publishedFrom:until:weights:languages:muted:isExcluded:)`` with a limit
+    /// of 1 would give if only articles carrying one of `within` were candidates (the best by the sum
+    /// of `weights` of its topics, then the newest): found by scoring just those articles in the
+    /// window and languages, none of `muted` (a followed topic's few), without the ranking's tables.
+    package func best(
+        publishedFrom from: Int64, until: Int64, weights: [(topic: String, weight: Int)], languages: [String]?, muted: [String],
+        within: [String], isExcluded: (String) -> Bool
+    ) -> Article? {
+        let first = firstIndex { $0.publishedAt < until }
+        let end = firstIndex { $0.publishedAt < from }
+        let withinSets = within.compactMap { topicOffsets[$0] }
+        guard first < end, !withinSets.isEmpty else { return nil }
+        let mutedSets = muted.compactMap { topicOffsets[$0] }
+        let languageSets = languages.map { $0.compactMap { languageOffsets[$0] } }
+        // Scored by the weighted topics' bit sets, as the ranking scores (no article is read).
+        var weightSets: [(offset: Int, weight: Int)] = []
+        for entry in weights where entry.weight > 0 {
+            if let offset = topicOffsets[entry.topic] { weightSets.append((offset, entry.weight)) }
+        }
+        var best: (score: Int, index: Int)?
+        for word in (first >> 6)...((end - 1) >> 6) {
+            var mask: UInt64 = 0
+            for set in withinSets { mask |= bits[set + word] }
+            if word == first >> 6 { mask &= ~0 << UInt64(first & 63) }
+            if word == (end - 1) >> 6, end & 63 != 0 { mask &= (1 << UInt64(end & 63)) - 1 }
+            if let languageSets {
+                var allowed = bits[word]
+                for set in languageSets { allowed |= bits[set + word] }
+                mask &= allowed
+            }
+            for set in mutedSets { mask &= ~bits[set + word] }
+            while mask != 0 {
+                let bit = mask & (~mask &+ 1)
+                let index = word << 6 | mask.trailingZeroBitCount
+                mask &= mask - 1
+                // Indices rise: on an equal score the one found first is the newer.
+                var score = 0
+                for set in weightSets where bits[set.offset + word] & bit != 0 { score += set.weight }
+                if let current = best, current.score >= score { continue }
+                if isExcluded(ids[index]) { continue }
+                best = (score, index)
+            }
+        }
+        return best.map { articles[$0.index] }
     }
 
     /// The first index whose article satisfies `isPast` (`articles.count` if none); `isPast` must be

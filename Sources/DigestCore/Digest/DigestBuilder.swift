@@ -161,15 +161,14 @@ public struct DigestBuilder: Sendable {
         ) { readIDs.contains($0) || history.readEarlier.contains($0) || history.recentPicks.contains($0) }
         if !preferences.follow.isEmpty, !(picks.first.map { preferences.follows(topics: $0.topics) } ?? false) {
             // The best eligible article of a followed topic first (ranked as every pick is), then the
-            // rest as they came.
-            let followed = preferences.follow.filter { !preferences.mute.contains($0) }
-            if !followed.isEmpty,
-                let first = pool.pick(
-                    limit: 1, publishedFrom: publishedFrom, until: window.end, weights: weighted, languages: languages,
-                    muted: preferences.mute, within: followed
-                ) { readIDs.contains($0) || history.readEarlier.contains($0) || history.recentPicks.contains($0) }.first
-            {
-                picks.removeAll { $0.id == first.id }
+            // rest as they came. Picks are the best eligible articles: a followed one among them is the
+            // best of its topics; else the followed topics' articles are scored alone.
+            if let index = picks.firstIndex(where: { preferences.follows(topics: $0.topics) }) {
+                picks.insert(picks.remove(at: index), at: 0)
+            } else if let first = pool.best(
+                publishedFrom: publishedFrom, until: window.end, weights: weighted, languages: languages, muted: preferences.mute,
+                within: preferences.follow.filter { !preferences.mute.contains($0) }
+            ) { readIDs.contains($0) || history.readEarlier.contains($0) || history.recentPicks.contains($0) } {
                 picks.insert(first, at: 0)
                 if picks.count > configuration.maxPicks { picks.removeLast(picks.count - configuration.maxPicks) }
             }

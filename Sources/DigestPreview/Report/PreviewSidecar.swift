@@ -88,6 +88,19 @@ package struct PreviewSidecar: Codable, Sendable {
         package var mute: [String]
         package var off: Bool
 
+        enum CodingKeys: String, CodingKey { case every, from, pausedUntil, follow, mute, off }
+
+        /// Every key, `null` for a `from` or `pausedUntil` the reader has none of (as the API answers).
+        package func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(every, forKey: .every)
+            try container.encode(from, forKey: .from)
+            try container.encode(pausedUntil, forKey: .pausedUntil)
+            try container.encode(follow, forKey: .follow)
+            try container.encode(mute, forKey: .mute)
+            try container.encode(off, forKey: .off)
+        }
+
         package init(_ preferences: ReaderPreferences) {
             every = preferences.every
             from = preferences.from?.description
