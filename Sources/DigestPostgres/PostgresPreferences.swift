@@ -14,10 +14,22 @@ enum PostgresPreferences {
         p.every::int8, p.from_week::text, (p.paused_until::date - DATE '1970-01-01')::int8, p.follow::text[], p.mute::text[]
         """
 
-    /// What a users query of `digest_users u` joins for ``columns``.
+    /// What a users query of `digest_users u` joins for ``columns``: each reader's row of the view
+    /// found by its key, one probe a reader (`LATERAL … LIMIT 1`: a plain join of a large batch may be
+    /// planned as a hash join over the whole view, and a view with two rows for a reader gives one).
     static let join = """
-        LEFT JOIN digest_reader_preferences p ON p.id COLLATE "C" = u.id COLLATE "C"
+        LEFT JOIN LATERAL (SELECT x.every, x.from_week, x.paused_until, x.follow, x.mute FROM digest_reader_preferences x
+                           WHERE x.id COLLATE "C" = u.id COLLATE "C" LIMIT 1) p ON true
         """
+
+    /// ``join`` for a chunk of consecutive ids: the view's rows in the same range (`range`, on `p.id`,
+    /// with the users' binds), merged with the users' in one pass of each index rather than probed
+    /// one by one, and never the whole view.
+    static func join(range: String) -> String {
+        """
+        LEFT JOIN digest_reader_preferences p ON p.id COLLATE "C" = u.id COLLATE "C" AND \(range)
+        """
+    }
 
     /// The columns ``columns`` reads, in order.
     typealias Row = (every: Int?, from: String?, pausedDays: Int?, follow: [String]?, mute: [String]?)
@@ -181,8 +193,11 @@ extension PostgresDatabase: PreferenceStore {
             let rows = try await pool.rows(
                 PostgresQuery(
                     unsafeSQL: """
-                        SELECT u.opted_out, \(PostgresPreferences.columns), coalesce((to_jsonb(p) ->> 'version')::int8, 0)
-                        FROM digest_users u \(PostgresPreferences.join)
+                        SELECT u.opted_out, \(PostgresPreferences.columns), coalesce(p.version, 0)
+                        FROM digest_users u
+                        LEFT JOIN LATERAL (SELECT x.every, x.from_week, x.paused_until, x.follow, x.mute,
+                                                  (to_jsonb(x) ->> 'version')::int8 AS version
+                                           FROM digest_reader_preferences x WHERE x.id COLLATE "C" = u.id COLLATE "C" LIMIT 1) p ON true
                         WHERE u.id COLLATE "C" = $1::text LIMIT 1
                         """,
                     binds: { var binds = PostgresBindings(); binds.append(readerID); return binds }()))
