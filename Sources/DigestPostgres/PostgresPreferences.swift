@@ -1,6 +1,5 @@
 public import DigestCore
 public import DigestStore
-import Foundation
 import PostgresNIO
 
 /// Readers' preferences on PostgreSQL (docs/005, "Reader preferences"): the run reads them from the
@@ -161,22 +160,6 @@ enum PostgresPreferences {
         return writer.string
     }
 
-    /// Preferences from the JSON ``ReaderPreferences/json`` wrote (a recorded change's `before` or
-    /// `after`); keys it lacks at their defaults.
-    static func preferences(json: String) -> ReaderPreferences {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
-            return ReaderPreferences()
-        }
-        var preferences = ReaderPreferences()
-        if let every = (object["every"] as? NSNumber)?.intValue { preferences.every = every }
-        if let from = object["from"] as? String { preferences.from = try? ISOWeek(parsing: from) }
-        if let paused = object["pausedUntil"] as? String { preferences.pausedUntil = CivilDate(parsing: paused) }
-        if let follow = object["follow"] as? [String] { preferences.follow = follow }
-        if let mute = object["mute"] as? [String] { preferences.mute = mute }
-        if let off = object["off"] as? Bool { preferences.off = off }
-        return preferences
-    }
-
     static func binds(_ ids: [String]) -> PostgresBindings {
         var binds = PostgresBindings()
         binds.append(ids)
@@ -251,8 +234,8 @@ extension PostgresDatabase: PreferenceStore {
                 guard let source = PreferenceSource(rawValue: sourceName) else { continue }
                 changes.append(
                     PreferenceChange(
-                        at: at, source: source, messageID: messageID, before: PostgresPreferences.preferences(json: before),
-                        after: PostgresPreferences.preferences(json: after)))
+                        at: at, source: source, messageID: messageID, before: ReaderPreferences(json: before) ?? ReaderPreferences(),
+                        after: ReaderPreferences(json: after) ?? ReaderPreferences()))
             }
             return changes
         }

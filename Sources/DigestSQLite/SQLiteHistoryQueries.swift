@@ -24,13 +24,13 @@ final class SQLiteHistoryQueries {
 
     func users(after key: Int64, limit: Int) throws -> [StoredReader] {
         let statement = try connection.statement(
-            "SELECT pk, id, locale, time_zone, opted_out FROM users WHERE pk > ? ORDER BY pk LIMIT ?")
+            "SELECT pk, id, locale, time_zone, opted_out, \(SQLitePreferences.columns) FROM users WHERE pk > ? ORDER BY pk LIMIT ?")
         statement.bind(key, at: 1)
         statement.bind(limit, at: 2)
         var users: [StoredReader] = []
         users.reserveCapacity(limit)
         while try statement.step() {
-            users.append(Self.storedReader(statement))
+            users.append(Self.storedReader(statement, preferencesAt: 5))
         }
         guard let first = users.first, let last = users.last else { return [] }
         let devices = try connection.statement(
@@ -312,7 +312,7 @@ final class SQLiteHistoryQueries {
         var last = zones.map(\.seq)
         while users.count < limit, let head = heads.pop() {
             let stream = streams[head.stream]
-            users.append(Self.storedReader(stream))
+            users.append(Self.storedReader(stream, preferencesAt: 6))
             taken[head.stream] += 1
             last[head.stream] = head.seq
             if try stream.step() {
@@ -344,7 +344,10 @@ final class SQLiteHistoryQueries {
         if let statement = zoneStatements[zone] { return statement }
         let statement = try SQLiteStatement(
             connection: connection,
-            sql: "SELECT pk, id, locale, time_zone, opted_out, seq FROM users WHERE time_zone = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
+            sql: """
+                SELECT pk, id, locale, time_zone, opted_out, seq, \(SQLitePreferences.columns) FROM users
+                WHERE time_zone = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3
+                """)
         zoneStatements[zone] = statement
         return statement
     }
@@ -395,12 +398,12 @@ final class SQLiteHistoryQueries {
 
     private func users(where condition: String, bind value: String, limit: Int) throws -> [StoredReader] {
         let statement = try connection.statement(
-            "SELECT pk, id, locale, time_zone, opted_out FROM users WHERE \(condition) ORDER BY id LIMIT ?2")
+            "SELECT pk, id, locale, time_zone, opted_out, \(SQLitePreferences.columns) FROM users WHERE \(condition) ORDER BY id LIMIT ?2")
         statement.bind(value, at: 1)
         statement.bind(limit, at: 2)
         var users: [StoredReader] = []
         while try statement.step() {
-            users.append(Self.storedReader(statement))
+            users.append(Self.storedReader(statement, preferencesAt: 5))
         }
         let devices = try connection.statement("SELECT \(Self.deviceColumns) FROM devices d WHERE d.user_pk = ? ORDER BY \(Self.deviceOrder)")
         for index in users.indices {
@@ -411,13 +414,14 @@ final class SQLiteHistoryQueries {
         return users
     }
 
-    /// A user from a row of `SELECT pk, id, locale, time_zone, opted_out FROM users`, devices to come.
-    private static func storedReader(_ statement: SQLiteStatement) -> StoredReader {
-        StoredReader(
-            key: statement.int64(0),
-            reader: Reader(
-                id: statement.string(1), locale: statement.string(2), timeZone: statement.string(3),
-                optedOut: statement.int64(4) != 0, devices: []))
+    /// A user from a row of `SELECT pk, id, locale, time_zone, opted_out, … FROM users` with
+    /// ``SQLitePreferences/columns`` from column `preferencesAt`, devices to come.
+    private static func storedReader(_ statement: SQLiteStatement, preferencesAt column: Int32) -> StoredReader {
+        var reader = Reader(
+            id: statement.string(1), locale: statement.string(2), timeZone: statement.string(3), optedOut: statement.int64(4) != 0,
+            devices: [])
+        if !statement.isNull(column) { reader.preferences = SQLitePreferences.decode(statement, at: column, off: reader.optedOut) }
+        return StoredReader(key: statement.int64(0), reader: reader)
     }
 
     static func encodeTopics(_ topics: [String]) -> String {

@@ -15,8 +15,9 @@ final class SQLiteImportQueries {
         self.connection = connection
     }
 
-    /// Writes a batch in one transaction, records in order.
-    func write(_ batch: ImportBatch) throws -> ImportBatchResult {
+    /// Writes a batch in one transaction, records in order, at `now` (the import's clock: when
+    /// preference changes are recorded, and the week a new pace counts from).
+    func write(_ batch: ImportBatch, at now: Int64) throws -> ImportBatchResult {
         try connection.transaction {
             var result = ImportBatchResult()
             func count(_ changed: Bool) {
@@ -24,7 +25,7 @@ final class SQLiteImportQueries {
             }
             switch batch {
             case .users(let users):
-                for user in users { count(try upsert(user: user)) }
+                for user in users { count(try upsert(user: user, at: now)) }
             case .articles(let articles):
                 for article in articles { count(try upsert(article: article)) }
             case .reads(let reads):
@@ -46,25 +47,41 @@ final class SQLiteImportQueries {
         case rejected(ImportBatchResult.Rejection.Reason)
     }
 
-    private func upsert(user imported: ImportedUser) throws -> Bool {
-        var user = imported.reader
-        user.optedOut = imported.off ?? false
+    private func upsert(user imported: ImportedUser, at now: Int64) throws -> Bool {
+        let user = imported.reader
+        // What the line says of preferences and `off` (nil: as stored), against what is stored: read
+        // only when it says something.
+        let says = imported.preferences != nil || imported.off != nil
+        let before = says ? try SQLitePreferences.stored(connection, id: user.id) : nil
         // `seq` orders users for rolling runs (docs/001): a new user, one that moved zone or opted back in, and one
         // that gained a device take the next number, so the runs of weeks already under way find them.
         let upsert = try connection.statement(
             """
             INSERT INTO users (id, locale, time_zone, opted_out, seq)
-            VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(seq), 0) + 1 FROM users))
-            ON CONFLICT (id) DO UPDATE SET locale = ?2, time_zone = ?3, opted_out = ?4,
-                seq = CASE WHEN time_zone IS NOT ?3 OR (opted_out AND NOT ?4) THEN (SELECT max(seq) + 1 FROM users) ELSE seq END
-            WHERE locale IS NOT ?2 OR time_zone IS NOT ?3 OR opted_out IS NOT ?4
+            VALUES (?1, ?2, ?3, coalesce(?4, 0), (SELECT coalesce(max(seq), 0) + 1 FROM users))
+            ON CONFLICT (id) DO UPDATE SET locale = ?2, time_zone = ?3, opted_out = coalesce(?4, opted_out),
+                seq = CASE WHEN time_zone IS NOT ?3 OR (opted_out AND NOT coalesce(?4, opted_out)) THEN (SELECT max(seq) + 1 FROM users)
+                      ELSE seq END
+            WHERE locale IS NOT ?2 OR time_zone IS NOT ?3 OR opted_out IS NOT coalesce(?4, opted_out)
             """)
         let rowBefore = connection.lastInsertRowID
-        upsert.bind([user.id, user.locale, user.timeZone, user.optedOut ? 1 : 0])
+        upsert.bind([user.id, user.locale, user.timeZone, imported.off.map { $0 ? 1 : 0 }])
         try upsert.run()
         var changed = connection.changes > 0
         let inserted = connection.lastInsertRowID != rowBefore
         guard let key = try userKey(user.id) else { return changed }
+        if says {
+            // `off` is written above; the rest of the preferences, their version and the change here.
+            let stored = before?.stored ?? StoredPreferences(preferences: ReaderPreferences(), version: 0)
+            var after = stored.preferences
+            if let given = imported.preferences {
+                after = given.resolvingFrom(stored: stored.preferences, currentWeek: ISOWeek(utcInstant: now))
+            }
+            if let off = imported.off { after.off = off }
+            let result = try SQLitePreferences.change(
+                connection, key: key, from: stored, to: after, writeOff: false, source: .import, messageID: nil, at: now)
+            changed = changed || result != stored
+        }
         // Devices: remove the ones no longer listed, add the new ones.
         let tokens = SQLiteHistoryQueries.encodeTopics(user.devices.map(\.token))
         let remove = try connection.statement(

@@ -1,4 +1,5 @@
 public import DigestStore
+import Foundation
 
 /// ``HistoryImportSink`` on SQLite: each batch is one transaction on the store's writer connection
 /// (whose thread keeps the import's key caches for the scope); re-importing the same records changes
@@ -10,7 +11,12 @@ public final class SQLiteImportSink: HistoryImportSink {
         self.scope = scope
     }
 
+    /// Writes `batch` by the wall clock.
     public func write(_ batch: ImportBatch) async throws -> ImportBatchResult {
-        try await scope.run { try $0.write(batch) }
+        try await write(batch, at: Int64(Date().timeIntervalSince1970))
+    }
+
+    public func write(_ batch: ImportBatch, at now: Int64) async throws -> ImportBatchResult {
+        try await scope.run { try $0.write(batch, at: now) }
     }
 }

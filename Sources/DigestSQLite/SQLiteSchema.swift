@@ -305,6 +305,32 @@ package enum SQLiteSchema {
             PRIMARY KEY (message_id, type, action)
         ) WITHOUT ROWID;
         """,
+        // 17: readers' preferences (docs/010, "Preferences"): on `users`, NULL for a reader who chose
+        // nothing (most of them), so the run reads them with the row at no cost; `pref_every` NULL
+        // means none stored (`off` stays `opted_out`); `pref_from` an ISO week (`2026-W45`),
+        // `pref_paused_until` a date (`2026-12-14`), `pref_follow`/`pref_mute` topics joined with a
+        // line feed (a topic holds no control character; NULL for none); `pref_version` 0 until the
+        // first change, raised by each. Every change is recorded (`digest_preference_changes`: before
+        // and after as `ReaderPreferences.json`), found by reader, newest first. Columns with constant
+        // defaults: no rewrite.
+        """
+        ALTER TABLE users ADD COLUMN pref_every INTEGER;
+        ALTER TABLE users ADD COLUMN pref_from TEXT;
+        ALTER TABLE users ADD COLUMN pref_paused_until TEXT;
+        ALTER TABLE users ADD COLUMN pref_follow TEXT;
+        ALTER TABLE users ADD COLUMN pref_mute TEXT;
+        ALTER TABLE users ADD COLUMN pref_version INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE digest_preference_changes (
+            id INTEGER PRIMARY KEY,
+            user_pk INTEGER NOT NULL REFERENCES users(pk) ON DELETE CASCADE,
+            at INTEGER NOT NULL,
+            source TEXT NOT NULL CHECK (source IN ('import', 'api', 'cli', 'action')),
+            message_id TEXT,
+            before TEXT NOT NULL,
+            after TEXT NOT NULL
+        );
+        CREATE INDEX digest_preference_changes_user ON digest_preference_changes (user_pk, at, id);
+        """,
     ]
 
     /// The version a store has once every migration ran.

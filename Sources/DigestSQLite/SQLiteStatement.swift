@@ -99,6 +99,12 @@ public final class SQLiteStatement {
     }
 
     public func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
+
+    /// `body` on the UTF-8 bytes of a text column (valid only during the call), without a `String`.
+    func withText<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        guard let text = sqlite3_column_text(handle, column) else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
+        return body(UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column))))
+    }
 }
 
 /// A value that can be bound to a statement parameter.

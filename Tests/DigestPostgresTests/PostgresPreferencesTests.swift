@@ -6,10 +6,24 @@ import Testing
 
 @testable import DigestPostgres
 
-/// Reader preferences on PostgreSQL (docs/005, "Reader preferences"): what only this store has — the
-/// view a publisher may own, the import's bulk statements, two writers of one reader at once. What
-/// both stores must do alike is the conformance suite's.
+/// Reader preferences on PostgreSQL (docs/005, "Reader preferences"): the conformance suite every
+/// store runs, and what only this store has — the view a publisher may own, the import's bulk
+/// statements, two writers of one reader at once.
 @Suite struct PostgresPreferencesTests {
+    @Test(arguments: PreferencesConformanceTests.Case.allCases)
+    func conformance(_ testCase: PreferencesConformanceTests.Case) async throws {
+        guard testCase == .everyReadPathReadsThePreferences else {
+            return try await PreferencesConformanceTests.run(testCase, on: .postgres)
+        }
+        // The case walks the run's batches as SQLite hands them out, without the split (`begin`) and
+        // zone plan (`zoneCursors`) that PostgreSQL's chunks are claimed from, so it finds no batch
+        // here (DeviceSelectionConformanceTests does both per backend); theRunsBatchesCarryThePreferences
+        // reads both kinds of batch on PostgreSQL meanwhile. Once the suite does, this fails: remove it.
+        await withKnownIssue("PreferencesConformanceTests reads PostgreSQL's batches without a split or a zone plan") {
+            try await PreferencesConformanceTests.run(testCase, on: .postgres)
+        }
+    }
+
     /// A fixed instant (Unix seconds) and its ISO week in UTC.
     static let now: Int64 = 1_795_000_000
     static let week = ISOWeek(utcInstant: now)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a reader chose about their digest: how often, from which week, a pause, topics to follow and
 /// to mute, and whether they want it at all (README, "What the reader chooses"; docs/010 for the
 /// `users.jsonl` field, docs/009 for the API).
@@ -130,6 +132,31 @@ public struct ReaderPreferences: Sendable, Hashable {
         var writer = JSONWriter(capacity: 128)
         write(to: &writer)
         return writer.string
+    }
+
+    /// Preferences from their ``json`` (as the change history keeps them), or `nil` when `json` is
+    /// not such an object. Values are taken as written (the writer checked them).
+    package init?(json: String) {
+        struct Coded: Decodable {
+            var every: Int
+            var from: String?
+            var pausedUntil: String?
+            var follow: [String]
+            var mute: [String]
+            var off: Bool
+        }
+        guard let coded = try? JSONDecoder().decode(Coded.self, from: Data(json.utf8)) else { return nil }
+        var from: ISOWeek?
+        if let text = coded.from {
+            guard let week = try? ISOWeek(parsing: text) else { return nil }
+            from = week
+        }
+        var pausedUntil: CivilDate?
+        if let text = coded.pausedUntil {
+            guard let date = CivilDate(parsing: text) else { return nil }
+            pausedUntil = date
+        }
+        self.init(every: coded.every, from: from, pausedUntil: pausedUntil, follow: coded.follow, mute: coded.mute, off: coded.off)
     }
 }
 

@@ -73,7 +73,8 @@ public protocol PreferenceStore: Sendable {
         of readerID: String, to preferences: ReaderPreferences, ifVersion: Int?, source: PreferenceSource, messageID: String?,
         at: Int64
     ) async throws -> PreferenceWrite
-    /// The reader's recorded changes, newest first (then by the order they were stored), at most
-    /// `limit`; `nil` when the store holds no reader with that id.
+    /// The reader's recorded changes, newest first: by `at`, and of changes at the same instant the
+    /// one stored later first (so each change's `before` is the next one's `after`); at most `limit`;
+    /// `nil` when the store holds no reader with that id.
     func preferenceChanges(of readerID: String, limit: Int) async throws -> [PreferenceChange]?
 }

@@ -186,7 +186,10 @@ import Testing
                 "ALTER TABLE digest_outbox DROP COLUMN provider", "ALTER TABLE digest_outbox DROP COLUMN target",
                 "ALTER TABLE digest_outbox DROP COLUMN headers", "ALTER TABLE digest_outbox DROP COLUMN timing",
                 "ALTER TABLE digest_outbox DROP COLUMN due_local", "ALTER TABLE devices DROP COLUMN keys_p256dh",
-                "ALTER TABLE devices DROP COLUMN keys_auth", "DROP TABLE digest_test_events", "DROP TABLE digest_test_sends", insert,
+                "ALTER TABLE devices DROP COLUMN keys_auth", "DROP TABLE digest_test_events", "DROP TABLE digest_test_sends",
+                "DROP TABLE digest_preference_changes", "ALTER TABLE users DROP COLUMN pref_every", "ALTER TABLE users DROP COLUMN pref_from",
+                "ALTER TABLE users DROP COLUMN pref_paused_until", "ALTER TABLE users DROP COLUMN pref_follow",
+                "ALTER TABLE users DROP COLUMN pref_mute", "ALTER TABLE users DROP COLUMN pref_version", insert,
                 "UPDATE digest_schema SET version = 12",
             ] {
                 try store.sql(statement)
@@ -209,7 +212,7 @@ import Testing
             case .postgres: try PostgresDatabase.postgres(url: store.url!).runningUntilClosed()
             }
         let migration = try await database.migrate()
-        #expect(migration.from == 12 && migration.to == SQLiteSchema.latestVersion)
+        #expect(migration.from == 12 && migration.to == (backend == .sqlite ? SQLiteSchema.latestVersion : PostgresSchema.latestVersion))
         let rows = try await database.peek(limit: 10, state: nil)
         #expect(rows.map(\.provider) == [.fcm, .fcm])
         #expect(rows.map(\.target) == ["t-before", ""])
