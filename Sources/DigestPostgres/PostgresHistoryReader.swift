@@ -133,7 +133,7 @@ public actor PostgresHistoryReader: HistoryReader {
         users.reserveCapacity(rows.count)
         for row in rows {
             let (id, locale, zone, optedOut, every, from, paused, follow, mute) =
-                try row.decode((String, String, String, Bool, Int?, String?, Int?, [String]?, [String]?).self)
+                try row.decode((String, String, String, Bool, Int?, String?, Int?, String?, String?).self)
             // A reader the preferences view has twice comes twice from a chunk's join: once is the reader.
             if users.last?.reader.id == id { continue }
             var reader = Reader(id: id, locale: locale, timeZone: zone, optedOut: optedOut, devices: [])

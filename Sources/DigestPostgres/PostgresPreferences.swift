@@ -10,7 +10,7 @@ enum PostgresPreferences {
     /// The preferences' columns a users query selects after `id, locale, time_zone, opted_out`, from
     /// `digest_reader_preferences p` (NULL for a reader without a row: ``preferences(off:_:)``).
     static let columns = """
-        p.every::int8, p.from_week::text, (p.paused_until::date - DATE '1970-01-01')::int8, p.follow::text[], p.mute::text[]
+        p.every::int8, p.from_week::text, (p.paused_until::date - DATE '1970-01-01')::int8, array_to_string(p.follow::text[], E'\\n'), array_to_string(p.mute::text[], E'\\n')
         """
 
     /// What a users query of `digest_users u` joins for ``columns``: each reader's row of the view
@@ -31,7 +31,8 @@ enum PostgresPreferences {
     }
 
     /// The columns ``columns`` reads, in order.
-    typealias Row = (every: Int?, from: String?, pausedDays: Int?, follow: [String]?, mute: [String]?)
+    /// (The topics come as one text each, on lines of their own: one value to decode, not an array's.)
+    typealias Row = (every: Int?, from: String?, pausedDays: Int?, follow: String?, mute: String?)
 
     /// A reader's preferences from their ``columns`` and `opted_out`: the defaults for a reader
     /// without a row (no work beyond the check); a value outside the contract (a pace other than 1,
@@ -42,11 +43,34 @@ enum PostgresPreferences {
         }
         var preferences = ReaderPreferences(off: off)
         if let every = row.every, ReaderPreferences.allowedEvery.contains(every) { preferences.every = every }
-        if let from = row.from { preferences.from = try? ISOWeek(parsing: from) }
+        if let from = row.from { preferences.from = week(from) }
         if let days = row.pausedDays { preferences.pausedUntil = CivilDate(daysSinceEpoch: days) }
-        preferences.follow = row.follow ?? []
-        preferences.mute = row.mute ?? []
+        preferences.follow = topics(row.follow)
+        preferences.mute = topics(row.mute)
         return preferences
+    }
+
+    /// Topics from their lines (a topic has no control character); none from NULL or ''.
+    static func topics(_ lines: String?) -> [String] {
+        guard let lines, !lines.isEmpty else { return [] }
+        return lines.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { String(Substring($0)) }
+    }
+
+    /// The week `text` names: `2026-W45` (as digest writes it) read from its bytes, anything else as
+    /// ``ISOWeek/init(parsing:)`` reads it; `nil` when it names none.
+    static func week(_ text: String) -> ISOWeek? {
+        let fast: ISOWeek?? = text.utf8.withContiguousStorageIfAvailable { bytes -> ISOWeek? in
+            guard bytes.count == 8, bytes[4] == UInt8(ascii: "-"), bytes[5] == UInt8(ascii: "W") else { return nil }
+            var year = 0, week = 0
+            for index in [0, 1, 2, 3, 6, 7] {
+                let digit = Int(bytes[index]) - 48
+                guard (0...9).contains(digit) else { return nil }
+                if index < 4 { year = year * 10 + digit } else { week = week * 10 + digit }
+            }
+            return ISOWeek(year: year, week: week)
+        }
+        if case .some(.some(let week)) = fast { return week }
+        return try? ISOWeek(parsing: text)
     }
 
     /// Whether `digest_users` and `digest_reader_preferences` are both digest's own views (their
@@ -80,7 +104,7 @@ enum PostgresPreferences {
         stored.reserveCapacity(rows.count)
         for row in rows {
             let (id, off, every, from, paused, follow, mute, version) =
-                try row.decode((String, Bool, Int?, String?, Int?, [String]?, [String]?, Int).self)
+                try row.decode((String, Bool, Int?, String?, Int?, String?, String?, Int).self)
             stored[id] = StoredPreferences(preferences: preferences(off: off, (every, from, paused, follow, mute)), version: version)
         }
         return stored
@@ -186,7 +210,7 @@ extension PostgresDatabase: PreferenceStore {
                     binds: { var binds = PostgresBindings(); binds.append(readerID); return binds }()))
             guard let row = rows.first else { return nil }
             let (off, every, from, paused, follow, mute, version) =
-                try row.decode((Bool, Int?, String?, Int?, [String]?, [String]?, Int).self)
+                try row.decode((Bool, Int?, String?, Int?, String?, String?, Int).self)
             return StoredPreferences(
                 preferences: PostgresPreferences.preferences(off: off, (every, from, paused, follow, mute)), version: version)
         }

@@ -271,3 +271,15 @@ import Testing
         #expect(try await database.preferences(of: "a") == nil)
     }
 }
+
+extension PostgresPreferencesTests {
+    @Test func aStoredWeekReadsFromItsBytesOrAsISOWeekParsesIt() throws {
+        #expect(PostgresPreferences.week("2026-W45") == ISOWeek(year: 2026, week: 45))
+        #expect(PostgresPreferences.week("2026-W53") == ISOWeek(year: 2026, week: 53))
+        #expect(PostgresPreferences.week("2027-W53") == nil)
+        #expect(PostgresPreferences.week("2026-W00") == nil)
+        #expect(PostgresPreferences.week("2026w45") == ISOWeek(year: 2026, week: 45))
+        #expect(PostgresPreferences.week("20x6-W45") == nil)
+        #expect(PostgresPreferences.week("") == nil)
+    }
+}
