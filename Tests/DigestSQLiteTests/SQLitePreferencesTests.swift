@@ -67,6 +67,36 @@ import DigestImport
         #expect(try connection.lines("SELECT coalesce(pref_every, '-'), coalesce(pref_from, '-'), pref_version FROM users") == "-|-|2")
     }
 
+    /// Rolling runs find a reader who opts back in (the next `seq`, by import or by the preferences
+    /// store), and only then: a line that leaves `off` as it is, or another change, keeps their place.
+    @Test func optingBackInTakesTheNextSeqAndNothingElseDoes() async throws {
+        let directory = try TemporaryDirectory()
+        let database = SQLiteDatabase.sqlite(path: directory.path("store.sqlite"))
+        func importLines(_ lines: [String]) async throws {
+            let path = try directory.write("users-\(UUID().uuidString).jsonl", lines: lines)
+            _ = try await database.withImportSink { sink in
+                var importer = HistoryImporter(sink: sink)
+                importer.now = { 1_795_003_200 }
+                return try await importer.importFile(path, as: .users)
+            }
+        }
+        let connection = try database.connect()
+        func seq() throws -> String { try connection.lines("SELECT seq FROM users WHERE id = 'u1'") }
+        try await importLines([#"{"id":"u1","optedOut":true}"#, #"{"id":"u2"}"#])
+        #expect(try seq() == "1")
+        try await importLines([#"{"id":"u1"}"#, #"{"id":"u1x","preferences":{"mute":["a"]}}"#])
+        #expect(try seq() == "1")
+        try await importLines([#"{"id":"u1","optedOut":true,"preferences":{"every":2}}"#])
+        #expect(try seq() == "1")
+        try await importLines([#"{"id":"u1","optedOut":false}"#])
+        #expect(try seq() == "4")
+        #expect(try await database.preferences(of: "u1")?.preferences == ReaderPreferences(every: 2, from: try ISOWeek(parsing: "2026-W47")))
+        _ = try await database.setPreferences(of: "u1", to: ReaderPreferences(off: true), ifVersion: nil, source: .api, messageID: nil, at: 1)
+        #expect(try seq() == "4")
+        _ = try await database.setPreferences(of: "u1", to: ReaderPreferences(), ifVersion: nil, source: .api, messageID: nil, at: 2)
+        #expect(try seq() == "5")
+    }
+
     /// The change history reads its JSON back whatever the topics hold (quotes, backslashes, emoji).
     @Test func preferencesComeBackFromTheirJSON() throws {
         let preferences = ReaderPreferences(
