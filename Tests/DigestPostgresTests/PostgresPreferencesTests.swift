@@ -283,3 +283,45 @@ extension PostgresPreferencesTests {
         #expect(PostgresPreferences.week("") == nil)
     }
 }
+
+extension PostgresPreferencesTests {
+    /// Rolling runs find a reader who opts back in (the next `seq`, by import or by
+    /// `setPreferences`), and only then.
+    @Test func optingBackInTakesTheNextSeqAndNothingElseDoes() async throws {
+        let (store, database) = try await Self.store()
+        func seq() throws -> Int { Int(try store.sql("SELECT seq FROM digest_import_users WHERE id = 'u1'")) ?? -1 }
+        _ = try await Self.importUsers([ImportedUser(reader: Self.reader("u1"), preferences: nil, off: true)], into: database)
+        let first = try seq()
+        _ = try await Self.importUsers([ImportedUser(reader: Self.reader("u1"), preferences: nil, off: nil)], into: database)
+        _ = try await Self.importUsers(
+            [ImportedUser(reader: Self.reader("u1"), preferences: ReaderPreferences(every: 2, mute: ["a"], off: true), off: true)],
+            into: database)
+        _ = try await database.setPreferences(
+            of: "u1", to: ReaderPreferences(pausedUntil: CivilDate(year: 2027, month: 1, day: 1), off: true), ifVersion: nil, source: .api,
+            messageID: nil, at: Self.now)
+        #expect(try seq() == first)
+        _ = try await Self.importUsers([ImportedUser(reader: Self.reader("u1"), preferences: nil, off: false)], into: database)
+        let second = try seq()
+        #expect(second > first)
+        _ = try await database.setPreferences(of: "u1", to: ReaderPreferences(off: true), ifVersion: nil, source: .api, messageID: nil, at: Self.now)
+        #expect(try seq() == second)
+        _ = try await database.setPreferences(of: "u1", to: ReaderPreferences(), ifVersion: nil, source: .api, messageID: nil, at: Self.now)
+        #expect(try seq() > second)
+    }
+
+    /// Topics of any text come back as stored: through the import's statements, the run's reads and the
+    /// change history's JSON.
+    @Test func topicsOfAnyTextComeBackAsStored() async throws {
+        let (store, database) = try await Self.store()
+        let topics = [#"quo"te"#, #"back\slash"#, "emoji 🧪", "ünïcode ✓", "comma, {brace}", "'single'", String(repeating: "é", count: 64)]
+        let preferences = ReaderPreferences(follow: topics, mute: Array(topics.reversed()))
+        _ = try await Self.importUsers([ImportedUser(reader: Self.reader("a"), preferences: preferences, off: nil)], into: database)
+        _ = try await Self.importUsers([ImportedUser(reader: Self.reader("b"), preferences: nil, off: nil)], into: database)
+        _ = try await database.setPreferences(of: "b", to: preferences, ifVersion: nil, source: .cli, messageID: nil, at: Self.now)
+        for id in ["a", "b"] {
+            #expect(try await database.preferences(of: id)?.preferences == preferences, "\(id)")
+            #expect(try await store.withReader { try await $0.user(id: id) }?.reader.preferences == preferences, "\(id)")
+            #expect(try await database.preferenceChanges(of: id, limit: 1)?.first?.after == preferences, "\(id)")
+        }
+    }
+}
