@@ -325,3 +325,31 @@ extension PostgresPreferencesTests {
         }
     }
 }
+
+extension PostgresPreferencesTests {
+    /// An import's batch and an API write of the same reader at once take turns: both changes are
+    /// recorded, each one's `before` the other's `after`, and the version counts them.
+    @Test func anImportAndAWriteOfTheSameReaderTakeTurns() async throws {
+        let (store, database) = try await Self.store()
+        let ids = (0..<200).map { "r\(1000 + $0)" }
+        _ = try await Self.importUsers(ids.map { ImportedUser(reader: Self.reader($0), preferences: nil, off: nil) }, into: database)
+        for round in 0..<4 {
+            let target = ids[round * 50 + 25]
+            let imported = ReaderPreferences(mute: ["import-\(round)"])
+            let written = ReaderPreferences(follow: ["api-\(round)"])
+            async let batch = Self.importUsers(
+                ids.map { ImportedUser(reader: Self.reader($0), preferences: $0 == target ? imported : nil, off: nil) }, into: database)
+            async let write = database.setPreferences(of: target, to: written, ifVersion: nil, source: .api, messageID: nil, at: Self.now)
+            _ = try await (batch, write)
+            let changes = try #require(try await database.preferenceChanges(of: target, limit: 10))
+            #expect(changes.count == 2, "\(target): \(changes)")
+            #expect(Set(changes.map(\.source)) == [.import, .api])
+            if changes.count == 2 {
+                #expect(changes[0].before == changes[1].after)
+                #expect(changes[1].before == ReaderPreferences())
+            }
+            #expect(try await database.preferences(of: target) == StoredPreferences(preferences: changes[0].after, version: 2))
+        }
+        withExtendedLifetime(store) {}
+    }
+}
