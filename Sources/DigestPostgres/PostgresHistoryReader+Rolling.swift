@@ -37,7 +37,7 @@ extension PostgresHistoryReader {
             let users = try await withDevices(
                 try await pool.rows(
                     """
-                    SELECT \(unescaped: Self.userColumns)
+                    SELECT \(unescaped: Self.userColumns())
                     WHERE u.time_zone = \(zone) AND u.seq > \(after) AND u.seq <= \(through)
                     ORDER BY u.id COLLATE "C"
                     """))

@@ -104,18 +104,20 @@ public actor PostgresHistoryReader: HistoryReader {
 
     private func users(after: String?, through: String?) async throws -> [StoredReader] {
         let range = Self.range("u.id", after: after, through: through)
+        // The same binds, on the view's key.
+        let preferences = Self.range("p.id", after: after, through: through).sql
         let query = PostgresQuery(
-            unsafeSQL: "SELECT \(Self.userColumns) WHERE \(range.sql) ORDER BY u.id COLLATE \"C\"",
+            unsafeSQL: "SELECT \(Self.userColumns(PostgresPreferences.join(range: preferences))) WHERE \(range.sql) ORDER BY u.id COLLATE \"C\"",
             binds: range.binds)
         return try await withDevices(try await pool.rows(query))
     }
 
-    /// What a users query selects (ending with its `FROM`): a reader's columns of `digest_users u`
-    /// and their preferences from `digest_reader_preferences`, joined (NULL for the readers without a
-    /// row, who cost the query a probe of the view's key and the decoder five NULLs).
-    static let userColumns = """
-        u.id, u.locale, u.time_zone, u.opted_out, \(PostgresPreferences.columns) FROM digest_users u \(PostgresPreferences.join)
-        """
+    /// What a users query selects, with its `FROM`: a reader's columns of `digest_users u` and their
+    /// preferences from `digest_reader_preferences` by `join` (NULL for the readers without a row, who
+    /// cost the query a look in the view's key and the decoder five NULLs).
+    static func userColumns(_ join: String = PostgresPreferences.join) -> String {
+        "u.id, u.locale, u.time_zone, u.opted_out, \(PostgresPreferences.columns) FROM digest_users u \(join)"
+    }
 
     /// Users from rows of ``userColumns`` (id, locale, time zone, opted out, preferences) in id byte order, keyed by position,
     /// with their devices (one query: by the range of their ids, or by their list under ``byList``),
@@ -129,12 +131,14 @@ public actor PostgresHistoryReader: HistoryReader {
     func withDevices(_ rows: [PostgresRow]) async throws -> [StoredReader] {
         var users: [StoredReader] = []
         users.reserveCapacity(rows.count)
-        for (index, row) in rows.enumerated() {
+        for row in rows {
             let (id, locale, zone, optedOut, every, from, paused, follow, mute) =
-                try row.decode((String, String, String, Bool, Int?, String?, Int?, [String]?, [String]?).self)
+                try row.decode((String, String, String, Bool, Int?, String?, Int?, String?, String?).self)
+            // A reader the preferences view has twice comes twice from a chunk's join: once is the reader.
+            if users.last?.reader.id == id { continue }
             var reader = Reader(id: id, locale: locale, timeZone: zone, optedOut: optedOut, devices: [])
             reader.preferences = PostgresPreferences.preferences(off: optedOut, (every, from, paused, follow, mute))
-            users.append(StoredReader(key: Int64(index + 1), reader: reader))
+            users.append(StoredReader(key: Int64(users.count + 1), reader: reader))
         }
         guard !users.isEmpty else { return [] }
         var binds = PostgresBindings()
@@ -421,7 +425,7 @@ public actor PostgresHistoryReader: HistoryReader {
         binds.append(limit)
         let rows = try await pool.rows(
             PostgresQuery(
-                unsafeSQL: "SELECT \(Self.userColumns) WHERE \(condition) ORDER BY u.id COLLATE \"C\" LIMIT $2",
+                unsafeSQL: "SELECT \(Self.userColumns()) WHERE \(condition) ORDER BY u.id COLLATE \"C\" LIMIT $2",
                 binds: binds))
         return try await withDevices(rows)
     }

@@ -1,6 +1,5 @@
 public import DigestCore
 public import DigestStore
-import Foundation
 import PostgresNIO
 
 /// Readers' preferences on PostgreSQL (docs/005, "Reader preferences"): the run reads them from the
@@ -11,16 +10,29 @@ enum PostgresPreferences {
     /// The preferences' columns a users query selects after `id, locale, time_zone, opted_out`, from
     /// `digest_reader_preferences p` (NULL for a reader without a row: ``preferences(off:_:)``).
     static let columns = """
-        p.every::int8, p.from_week::text, (p.paused_until::date - DATE '1970-01-01')::int8, p.follow::text[], p.mute::text[]
+        p.every::int8, p.from_week::text, (p.paused_until::date - DATE '1970-01-01')::int8, array_to_string(p.follow::text[], E'\\n'), array_to_string(p.mute::text[], E'\\n')
         """
 
-    /// What a users query of `digest_users u` joins for ``columns``.
+    /// What a users query of `digest_users u` joins for ``columns``: each reader's row of the view
+    /// found by its key, one probe a reader (`LATERAL … LIMIT 1`: a plain join of a large batch may be
+    /// planned as a hash join over the whole view, and a view with two rows for a reader gives one).
     static let join = """
-        LEFT JOIN digest_reader_preferences p ON p.id COLLATE "C" = u.id COLLATE "C"
+        LEFT JOIN LATERAL (SELECT x.every, x.from_week, x.paused_until, x.follow, x.mute FROM digest_reader_preferences x
+                           WHERE x.id COLLATE "C" = u.id COLLATE "C" LIMIT 1) p ON true
         """
+
+    /// ``join`` for a chunk of consecutive ids: the view's rows in the same range (`range`, on `p.id`,
+    /// with the users' binds), merged with the users' in one pass of each index rather than probed
+    /// one by one, and never the whole view.
+    static func join(range: String) -> String {
+        """
+        LEFT JOIN digest_reader_preferences p ON p.id COLLATE "C" = u.id COLLATE "C" AND \(range)
+        """
+    }
 
     /// The columns ``columns`` reads, in order.
-    typealias Row = (every: Int?, from: String?, pausedDays: Int?, follow: [String]?, mute: [String]?)
+    /// (The topics come as one text each, on lines of their own: one value to decode, not an array's.)
+    typealias Row = (every: Int?, from: String?, pausedDays: Int?, follow: String?, mute: String?)
 
     /// A reader's preferences from their ``columns`` and `opted_out`: the defaults for a reader
     /// without a row (no work beyond the check); a value outside the contract (a pace other than 1,
@@ -31,11 +43,34 @@ enum PostgresPreferences {
         }
         var preferences = ReaderPreferences(off: off)
         if let every = row.every, ReaderPreferences.allowedEvery.contains(every) { preferences.every = every }
-        if let from = row.from { preferences.from = try? ISOWeek(parsing: from) }
+        if let from = row.from { preferences.from = week(from) }
         if let days = row.pausedDays { preferences.pausedUntil = CivilDate(daysSinceEpoch: days) }
-        preferences.follow = row.follow ?? []
-        preferences.mute = row.mute ?? []
+        preferences.follow = topics(row.follow)
+        preferences.mute = topics(row.mute)
         return preferences
+    }
+
+    /// Topics from their lines (a topic has no control character); none from NULL or ''.
+    static func topics(_ lines: String?) -> [String] {
+        guard let lines, !lines.isEmpty else { return [] }
+        return lines.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { String(Substring($0)) }
+    }
+
+    /// The week `text` names: `2026-W45` (as digest writes it) read from its bytes, anything else as
+    /// ``ISOWeek/init(parsing:)`` reads it; `nil` when it names none.
+    static func week(_ text: String) -> ISOWeek? {
+        let fast: ISOWeek?? = text.utf8.withContiguousStorageIfAvailable { bytes -> ISOWeek? in
+            guard bytes.count == 8, bytes[4] == UInt8(ascii: "-"), bytes[5] == UInt8(ascii: "W") else { return nil }
+            var year = 0, week = 0
+            for index in [0, 1, 2, 3, 6, 7] {
+                let digit = Int(bytes[index]) - 48
+                guard (0...9).contains(digit) else { return nil }
+                if index < 4 { year = year * 10 + digit } else { week = week * 10 + digit }
+            }
+            return ISOWeek(year: year, week: week)
+        }
+        if case .some(.some(let week)) = fast { return week }
+        return try? ISOWeek(parsing: text)
     }
 
     /// Whether `digest_users` and `digest_reader_preferences` are both digest's own views (their
@@ -69,7 +104,7 @@ enum PostgresPreferences {
         stored.reserveCapacity(rows.count)
         for row in rows {
             let (id, off, every, from, paused, follow, mute, version) =
-                try row.decode((String, Bool, Int?, String?, Int?, [String]?, [String]?, Int).self)
+                try row.decode((String, Bool, Int?, String?, Int?, String?, String?, Int).self)
             stored[id] = StoredPreferences(preferences: preferences(off: off, (every, from, paused, follow, mute)), version: version)
         }
         return stored
@@ -149,22 +184,6 @@ enum PostgresPreferences {
         return writer.string
     }
 
-    /// Preferences from the JSON ``ReaderPreferences/json`` wrote (a recorded change's `before` or
-    /// `after`); keys it lacks at their defaults.
-    static func preferences(json: String) -> ReaderPreferences {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
-            return ReaderPreferences()
-        }
-        var preferences = ReaderPreferences()
-        if let every = (object["every"] as? NSNumber)?.intValue { preferences.every = every }
-        if let from = object["from"] as? String { preferences.from = try? ISOWeek(parsing: from) }
-        if let paused = object["pausedUntil"] as? String { preferences.pausedUntil = CivilDate(parsing: paused) }
-        if let follow = object["follow"] as? [String] { preferences.follow = follow }
-        if let mute = object["mute"] as? [String] { preferences.mute = mute }
-        if let off = object["off"] as? Bool { preferences.off = off }
-        return preferences
-    }
-
     static func binds(_ ids: [String]) -> PostgresBindings {
         var binds = PostgresBindings()
         binds.append(ids)
@@ -181,14 +200,17 @@ extension PostgresDatabase {
             let rows = try await pool.rows(
                 PostgresQuery(
                     unsafeSQL: """
-                        SELECT u.opted_out, \(PostgresPreferences.columns), coalesce((to_jsonb(p) ->> 'version')::int8, 0)
-                        FROM digest_users u \(PostgresPreferences.join)
+                        SELECT u.opted_out, \(PostgresPreferences.columns), coalesce(p.version, 0)
+                        FROM digest_users u
+                        LEFT JOIN LATERAL (SELECT x.every, x.from_week, x.paused_until, x.follow, x.mute,
+                                                  (to_jsonb(x) ->> 'version')::int8 AS version
+                                           FROM digest_reader_preferences x WHERE x.id COLLATE "C" = u.id COLLATE "C" LIMIT 1) p ON true
                         WHERE u.id COLLATE "C" = $1::text LIMIT 1
                         """,
                     binds: { var binds = PostgresBindings(); binds.append(readerID); return binds }()))
             guard let row = rows.first else { return nil }
             let (off, every, from, paused, follow, mute, version) =
-                try row.decode((Bool, Int?, String?, Int?, [String]?, [String]?, Int).self)
+                try row.decode((Bool, Int?, String?, Int?, String?, String?, Int).self)
             return StoredPreferences(
                 preferences: PostgresPreferences.preferences(off: off, (every, from, paused, follow, mute)), version: version)
         }
@@ -236,8 +258,8 @@ extension PostgresDatabase {
                 guard let source = PreferenceSource(rawValue: sourceName) else { continue }
                 changes.append(
                     PreferenceChange(
-                        at: at, source: source, messageID: messageID, before: PostgresPreferences.preferences(json: before),
-                        after: PostgresPreferences.preferences(json: after)))
+                        at: at, source: source, messageID: messageID, before: ReaderPreferences(json: before) ?? ReaderPreferences(),
+                        after: ReaderPreferences(json: after) ?? ReaderPreferences()))
             }
             return changes
         }

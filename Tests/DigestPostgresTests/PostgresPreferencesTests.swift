@@ -6,10 +6,24 @@ import Testing
 
 @testable import DigestPostgres
 
-/// Reader preferences on PostgreSQL (docs/005, "Reader preferences"): what only this store has — the
-/// view a publisher may own, the import's bulk statements, two writers of one reader at once. What
-/// both stores must do alike is the conformance suite's.
+/// Reader preferences on PostgreSQL (docs/005, "Reader preferences"): the conformance suite every
+/// store runs, and what only this store has — the view a publisher may own, the import's bulk
+/// statements, two writers of one reader at once.
 @Suite struct PostgresPreferencesTests {
+    @Test(arguments: PreferencesConformanceTests.Case.allCases)
+    func conformance(_ testCase: PreferencesConformanceTests.Case) async throws {
+        guard testCase == .everyReadPathReadsThePreferences else {
+            return try await PreferencesConformanceTests.run(testCase, on: .postgres)
+        }
+        // The case walks the run's batches as SQLite hands them out, without the split (`begin`) and
+        // zone plan (`zoneCursors`) that PostgreSQL's chunks are claimed from, so it finds no batch
+        // here (DeviceSelectionConformanceTests does both per backend); theRunsBatchesCarryThePreferences
+        // reads both kinds of batch on PostgreSQL meanwhile. Once the suite does, this fails: remove it.
+        await withKnownIssue("PreferencesConformanceTests reads PostgreSQL's batches without a split or a zone plan") {
+            try await PreferencesConformanceTests.run(testCase, on: .postgres)
+        }
+    }
+
     /// A fixed instant (Unix seconds) and its ISO week in UTC.
     static let now: Int64 = 1_795_000_000
     static let week = ISOWeek(utcInstant: now)
@@ -255,5 +269,87 @@ import Testing
         // The reads join the publisher's readers to digest's preferences, whatever the ids' collation.
         #expect(try await database.preferences(of: "b") == StoredPreferences(preferences: ReaderPreferences(mute: ["x"]), version: 1))
         #expect(try await database.preferences(of: "a") == nil)
+    }
+}
+
+extension PostgresPreferencesTests {
+    @Test func aStoredWeekReadsFromItsBytesOrAsISOWeekParsesIt() throws {
+        #expect(PostgresPreferences.week("2026-W45") == ISOWeek(year: 2026, week: 45))
+        #expect(PostgresPreferences.week("2026-W53") == ISOWeek(year: 2026, week: 53))
+        #expect(PostgresPreferences.week("2027-W53") == nil)
+        #expect(PostgresPreferences.week("2026-W00") == nil)
+        #expect(PostgresPreferences.week("2026w45") == ISOWeek(year: 2026, week: 45))
+        #expect(PostgresPreferences.week("20x6-W45") == nil)
+        #expect(PostgresPreferences.week("") == nil)
+    }
+}
+
+extension PostgresPreferencesTests {
+    /// Rolling runs find a reader who opts back in (the next `seq`, by import or by
+    /// `setPreferences`), and only then.
+    @Test func optingBackInTakesTheNextSeqAndNothingElseDoes() async throws {
+        let (store, database) = try await Self.store()
+        func seq() throws -> Int { Int(try store.sql("SELECT seq FROM digest_import_users WHERE id = 'u1'")) ?? -1 }
+        _ = try await Self.importUsers([ImportedUser(reader: Self.reader("u1"), preferences: nil, off: true)], into: database)
+        let first = try seq()
+        _ = try await Self.importUsers([ImportedUser(reader: Self.reader("u1"), preferences: nil, off: nil)], into: database)
+        _ = try await Self.importUsers(
+            [ImportedUser(reader: Self.reader("u1"), preferences: ReaderPreferences(every: 2, mute: ["a"], off: true), off: true)],
+            into: database)
+        _ = try await database.setPreferences(
+            of: "u1", to: ReaderPreferences(pausedUntil: CivilDate(year: 2027, month: 1, day: 1), off: true), ifVersion: nil, source: .api,
+            messageID: nil, at: Self.now)
+        #expect(try seq() == first)
+        _ = try await Self.importUsers([ImportedUser(reader: Self.reader("u1"), preferences: nil, off: false)], into: database)
+        let second = try seq()
+        #expect(second > first)
+        _ = try await database.setPreferences(of: "u1", to: ReaderPreferences(off: true), ifVersion: nil, source: .api, messageID: nil, at: Self.now)
+        #expect(try seq() == second)
+        _ = try await database.setPreferences(of: "u1", to: ReaderPreferences(), ifVersion: nil, source: .api, messageID: nil, at: Self.now)
+        #expect(try seq() > second)
+    }
+
+    /// Topics of any text come back as stored: through the import's statements, the run's reads and the
+    /// change history's JSON.
+    @Test func topicsOfAnyTextComeBackAsStored() async throws {
+        let (store, database) = try await Self.store()
+        let topics = [#"quo"te"#, #"back\slash"#, "emoji 🧪", "ünïcode ✓", "comma, {brace}", "'single'", String(repeating: "é", count: 64)]
+        let preferences = ReaderPreferences(follow: topics, mute: Array(topics.reversed()))
+        _ = try await Self.importUsers([ImportedUser(reader: Self.reader("a"), preferences: preferences, off: nil)], into: database)
+        _ = try await Self.importUsers([ImportedUser(reader: Self.reader("b"), preferences: nil, off: nil)], into: database)
+        _ = try await database.setPreferences(of: "b", to: preferences, ifVersion: nil, source: .cli, messageID: nil, at: Self.now)
+        for id in ["a", "b"] {
+            #expect(try await database.preferences(of: id)?.preferences == preferences, "\(id)")
+            #expect(try await store.withReader { try await $0.user(id: id) }?.reader.preferences == preferences, "\(id)")
+            #expect(try await database.preferenceChanges(of: id, limit: 1)?.first?.after == preferences, "\(id)")
+        }
+    }
+}
+
+extension PostgresPreferencesTests {
+    /// An import's batch and an API write of the same reader at once take turns: both changes are
+    /// recorded, each one's `before` the other's `after`, and the version counts them.
+    @Test func anImportAndAWriteOfTheSameReaderTakeTurns() async throws {
+        let (store, database) = try await Self.store()
+        let ids = (0..<200).map { "r\(1000 + $0)" }
+        _ = try await Self.importUsers(ids.map { ImportedUser(reader: Self.reader($0), preferences: nil, off: nil) }, into: database)
+        for round in 0..<4 {
+            let target = ids[round * 50 + 25]
+            let imported = ReaderPreferences(mute: ["import-\(round)"])
+            let written = ReaderPreferences(follow: ["api-\(round)"])
+            async let batch = Self.importUsers(
+                ids.map { ImportedUser(reader: Self.reader($0), preferences: $0 == target ? imported : nil, off: nil) }, into: database)
+            async let write = database.setPreferences(of: target, to: written, ifVersion: nil, source: .api, messageID: nil, at: Self.now)
+            _ = try await (batch, write)
+            let changes = try #require(try await database.preferenceChanges(of: target, limit: 10))
+            #expect(changes.count == 2, "\(target): \(changes)")
+            #expect(Set(changes.map(\.source)) == [.import, .api])
+            if changes.count == 2 {
+                #expect(changes[0].before == changes[1].after)
+                #expect(changes[1].before == ReaderPreferences())
+            }
+            #expect(try await database.preferences(of: target) == StoredPreferences(preferences: changes[0].after, version: 2))
+        }
+        withExtendedLifetime(store) {}
     }
 }
