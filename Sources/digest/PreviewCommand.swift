@@ -166,6 +166,9 @@ extension PreviewCommand {
         print(
             "  variant switches \(totals.variantSwitches), newly cut \(totals.newlyCut), no longer cut \(totals.noLongerCut), "
                 + "budgets newly exceeded \(totals.newlyOverBudget), rules fired differently \(totals.rulesChanged), errors \(totals.failed)")
+        print(
+            "  apart from the templates: \(totals.byPreferences) messages shaped by the readers' preferences, "
+                + "\(totals.skippedByPreferences) readers skipped by their pace or pause")
         for group in totals.changedBy { print("  \(group.locale) \(group.variant) \(group.platform): \(group.messages) changed") }
         print("  \(out.appendingPathComponent("index.html").path), \(out.appendingPathComponent("compare.json").path)")
     }
@@ -268,18 +271,14 @@ struct PreviewFiles {
         return PreviewFiles(directory: directory, sidecar: sidecar)
     }
 
-    /// Previews of a user's messages, with the plan's rules and bytes in the sidecar.
+    /// Previews of a user's messages, with the plan's rules and bytes, the reader's preferences and
+    /// the candidates they left out in the sidecar.
     static func write(
         _ messages: UserMessages, budget: Int, platforms: Set<Platform>?, scale: Int, pool: PreviewPool, to directory: URL
     ) async throws -> PreviewFiles {
         try await write(
             messages: Platform.allCases.compactMap { messages.messages[$0] },
-            sidecar: PreviewSidecar(
-                source: messages.source.rawValue, userID: messages.userID, week: messages.week, variant: messages.variant,
-                rules: messages.rules,
-                budgets: Platform.allCases.compactMap { platform in
-                    messages.bytes[platform].map { .init(platform: platform, bytes: $0, budget: budget) }
-                }, due: messages.due),
+            sidecar: messages.sidecar(budget: budget),
             budget: budget, platforms: platforms, scale: scale, pool: pool, to: directory)
     }
 

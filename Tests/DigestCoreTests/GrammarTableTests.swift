@@ -157,7 +157,7 @@ struct GrammarTableTests {
             .reengageBody: "Catch up on these {weeks}: Pick",
         ],
         "pl": [
-            .title: "W ciągu ostatnich {weeks.genitive}: {articles}, {minutes}",
+            .title: "Ostatnie {weeks}: {articles}, {minutes}",
             .header: "Aktywność: {days} · główny temat: bazy danych",
         ],
         "ru": [

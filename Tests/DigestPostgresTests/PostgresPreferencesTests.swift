@@ -12,16 +12,7 @@ import Testing
 @Suite struct PostgresPreferencesTests {
     @Test(arguments: PreferencesConformanceTests.Case.allCases)
     func conformance(_ testCase: PreferencesConformanceTests.Case) async throws {
-        guard testCase == .everyReadPathReadsThePreferences else {
-            return try await PreferencesConformanceTests.run(testCase, on: .postgres)
-        }
-        // The case walks the run's batches as SQLite hands them out, without the split (`begin`) and
-        // zone plan (`zoneCursors`) that PostgreSQL's chunks are claimed from, so it finds no batch
-        // here (DeviceSelectionConformanceTests does both per backend); theRunsBatchesCarryThePreferences
-        // reads both kinds of batch on PostgreSQL meanwhile. Once the suite does, this fails: remove it.
-        await withKnownIssue("PreferencesConformanceTests reads PostgreSQL's batches without a split or a zone plan") {
-            try await PreferencesConformanceTests.run(testCase, on: .postgres)
-        }
+        try await PreferencesConformanceTests.run(testCase, on: .postgres)
     }
 
     /// A fixed instant (Unix seconds) and its ISO week in UTC.

@@ -343,6 +343,10 @@ package enum PreferencesConformanceTests {
             Dictionary(uniqueKeysWithValues: users.map { ($0.reader.id, $0.reader.preferences) })
         }
         let weekOfRun = week("2026-W48")
+        // PostgreSQL hands out a week's batches as chunks of the week's split, made when its run begins.
+        if store.backend == .postgres {
+            _ = try await store.withLedger { try await $0.begin(week: weekOfRun, now: 0) }
+        }
         try await store.withReader { reader in
             // The run's batches by cursor (the opted-out reader too, when the store reads them), in batches of 2.
             var byCursor: [StoredReader] = []
@@ -350,14 +354,23 @@ package enum PreferencesConformanceTests {
             while let batch = try await reader.nextBatch(week: weekOfRun, after: cursor, limit: 2) {
                 byCursor += batch.users
                 cursor = batch.position
+                if store.backend == .postgres {
+                    // A chunk done, so the next call claims the next one.
+                    _ = try await store.withLedger {
+                        try await $0.commit(week: weekOfRun, through: batch.position, messages: [], counters: RunCounters(), now: 0)
+                    }
+                }
             }
             for (id, value) in preferences(byCursor) { #expect(value == expected[id], "nextBatch(after:) \(id)") }
             #expect(Set(byCursor.map(\.reader.id)).isSuperset(of: ["r1", "r2", "r3", "r4"]))
-            // By zones.
-            let zones = try await reader.timeZones()
-            let byZones = try await reader.nextBatch(week: weekOfRun, zones: zones.map { ZoneCursor(zone: $0, seq: 0) }, limit: 10).users
-            for (id, value) in preferences(byZones) { #expect(value == expected[id], "nextBatch(zones:) \(id)") }
-            #expect(Set(byZones.map(\.reader.id)).isSuperset(of: ["r1", "r2", "r3", "r4"]))
+            // By zones (SQLite: PostgreSQL claims a zone's chunks from a rolling run's plan, which
+            // PostgresPreferencesTests reads apart).
+            if store.backend == .sqlite {
+                let zones = try await reader.timeZones()
+                let byZones = try await reader.nextBatch(week: weekOfRun, zones: zones.map { ZoneCursor(zone: $0, seq: 0) }, limit: 10).users
+                for (id, value) in preferences(byZones) { #expect(value == expected[id], "nextBatch(zones:) \(id)") }
+                #expect(Set(byZones.map(\.reader.id)).isSuperset(of: ["r1", "r2", "r3", "r4"]))
+            }
             // One by one, by prefix, after an id.
             for (id, value) in expected {
                 let user = try await reader.user(id: id)
