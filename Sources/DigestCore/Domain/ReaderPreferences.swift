@@ -21,6 +21,10 @@ public struct ReaderPreferences: Sendable, Hashable {
     public var mute: [String]
     /// The reader stopped the digest (what `optedOut` says in `users.jsonl`).
     public var off: Bool
+    /// Topics the reader pressed "Fewer like this" on, each until its end (``ReaderAction/fewer``).
+    /// Only a press changes them: an import's or the API's object replaces the other keys and leaves
+    /// these as stored.
+    public var fewer: [FewerTopic] = []
 
     public init(
         every: Int = 1, from: ISOWeek? = nil, pausedUntil: CivilDate? = nil, follow: [String] = [], mute: [String] = [],
@@ -41,6 +45,12 @@ public struct ReaderPreferences: Sendable, Hashable {
     /// A topic key's length: 1 to this many Unicode characters (code points, as PostgreSQL's
     /// `char_length` counts them).
     package static let maxTopicLength = 64
+
+    /// The topics held back ("fewer") for a digest due at `dueAt` (Unix seconds): those whose press
+    /// has not ended by then.
+    package func fewerTopics(dueAt: Int64) -> [String] {
+        fewer.isEmpty ? [] : fewer.filter { $0.until > dueAt }.map(\.topic)
+    }
 
     /// Whether nothing differs from the defaults.
     package var isDefault: Bool { self == ReaderPreferences() }
@@ -124,7 +134,36 @@ public struct ReaderPreferences: Sendable, Hashable {
         writer.endArray()
         writer.key("off")
         writer.value(off)
+        // Only while a press holds some: the six keys above are the object a publisher reads and writes.
+        if !fewer.isEmpty {
+            writer.key("fewer")
+            writer.beginArray()
+            for entry in fewer {
+                writer.beginObject()
+                writer.field("topic", entry.topic)
+                writer.field("until", Self.rfc3339(entry.until))
+                writer.endObject()
+            }
+            writer.endArray()
+        }
         writer.endObject()
+    }
+
+    /// `2026-11-23T09:14:03Z`.
+    package static func rfc3339(_ instant: Int64) -> String {
+        let days = instant >= 0 ? instant / 86_400 : (instant - 86_399) / 86_400
+        let seconds = Int(instant - days * 86_400)
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(CivilDate(daysSinceEpoch: Int(days)))T\(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60))Z"
+    }
+
+    /// The instant of ``rfc3339(_:)``'s text, or `nil`.
+    package static func instant(rfc3339 text: String) -> Int64? {
+        let parts = text.split(separator: "T")
+        guard parts.count == 2, let date = CivilDate(parsing: String(parts[0])), parts[1].hasSuffix("Z") else { return nil }
+        let time = parts[1].dropLast().split(separator: ":")
+        guard time.count == 3, let h = Int(time[0]), let m = Int(time[1]), let sec = Int(time[2]), h < 24, m < 60, sec < 60 else { return nil }
+        return Int64(date.daysSinceEpoch) * 86_400 + Int64(h * 3600 + m * 60 + sec)
     }
 
     /// ``write(to:)`` as text.
@@ -144,6 +183,11 @@ public struct ReaderPreferences: Sendable, Hashable {
             var follow: [String]
             var mute: [String]
             var off: Bool
+            var fewer: [Fewer]?
+        }
+        struct Fewer: Decodable {
+            var topic: String
+            var until: String
         }
         guard let coded = try? JSONDecoder().decode(Coded.self, from: Data(json.utf8)) else { return nil }
         var from: ISOWeek?
@@ -157,6 +201,10 @@ public struct ReaderPreferences: Sendable, Hashable {
             pausedUntil = date
         }
         self.init(every: coded.every, from: from, pausedUntil: pausedUntil, follow: coded.follow, mute: coded.mute, off: coded.off)
+        for entry in coded.fewer ?? [] {
+            guard let until = Self.instant(rfc3339: entry.until) else { return nil }
+            fewer.append(FewerTopic(topic: entry.topic, until: until))
+        }
     }
 }
 
