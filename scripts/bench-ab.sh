@@ -301,9 +301,9 @@ if [[ " $PARTS " == *" previews "* ]]; then
   done
 fi
 
-python3 - "$RESULTS" "$A" "$B" "$DATA" "$OUT" <<'PY' | tee "$OUT/ab.md"
+python3 - "$RESULTS" "$A" "$B" "$DATA" "$OUT" "$GENERATE_APART" <<'PY' | tee "$OUT/ab.md"
 import os, statistics, sys
-path, a, b, data, out = sys.argv[1:6]
+path, a, b, data, out, apart = sys.argv[1:7]
 rows = [line.rstrip("\n").split("\t") for line in open(path)][1:]
 units = {"sqlite": "user", "postgres": "user", "send": "message", "send-h2": "message", "previews": "PNG"}
 print(f"A = {a}, B = {b}; turns A B, B A, …; CPU = user + system time of the measured process "
@@ -313,7 +313,8 @@ if data == "own":
           "generator with its own defaults, at the same user count, the way each one's own `make bench` measures "
           "it; not the same rows.\n")
 else:
-    print("Data: A's (AB_DATA=same): both builds ran on the same rows, made by A's generators.\n")
+    print("Data: A's (AB_DATA=same): both builds ran on the same rows, made by A's generators"
+          + (" (SQLite: each build's own rows, with its AB_GENERATE_FLAGS_A/B, below)" if apart == "1" else "") + ".\n")
 notes = [(part, build) for part in ["sqlite", "postgres"] for build in "AB"
          if os.path.exists(os.path.join(out, f"data-{part}-{build}.txt"))]
 for part, build in notes:
