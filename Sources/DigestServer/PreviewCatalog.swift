@@ -90,7 +90,7 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
             variant: messages.variant, skipped: messages.skipped, rules: messages.rules, budgets: [], surfaces: [], due: messages.due)
         page.compares = oldTemplates != nil
         page.preferences = messages.preferences.map(PreviewSidecar.Preferences.init)
-        page.leftOut = messages.leftOut.map { PreviewSidecar.LeftOut(id: $0.id, title: $0.title, reason: $0.reason) }
+        page.leftOut = messages.leftOut
         let outbox = try await database.outboxRows(week: messages.week, userID: userID)
         page.outbox = outbox.map {
             PreviewPage.OutboxEntry(

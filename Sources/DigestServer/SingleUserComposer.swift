@@ -115,7 +115,7 @@ package struct UserMessages: Sendable {
             budgets: Platform.allCases.compactMap { platform in
                 bytes[platform].map { .init(platform: platform, bytes: $0, budget: budget) }
             }, due: due, preferences: preferences.map(PreviewSidecar.Preferences.init),
-            leftOut: leftOut.map { PreviewSidecar.LeftOut(id: $0.id, title: $0.title, reason: $0.reason) })
+            leftOut: leftOut)
     }
 }
 

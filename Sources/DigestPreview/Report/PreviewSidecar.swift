@@ -123,19 +123,9 @@ package struct PreviewSidecar: Codable, Sendable {
         }
     }
 
-    /// A candidate the reader's preferences kept out of the picks.
-    package struct LeftOut: Codable, Sendable, Hashable {
-        package var id: String
-        package var title: String
-        /// `muted: sports`, `followed first: science`.
-        package var reason: String
-
-        package init(id: String, title: String, reason: String) {
-            self.id = id
-            self.title = title
-            self.reason = reason
-        }
-    }
+    /// A candidate the reader's preferences kept out of the picks (`muted: sports`, `followed first:
+    /// science`).
+    package typealias LeftOut = LeftOutCandidate
 
     /// `outbox` (the enqueued message), `computed` (what a run would enqueue now) or `file`.
     package var source: String
