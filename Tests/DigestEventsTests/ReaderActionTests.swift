@@ -92,6 +92,8 @@ import Testing
         #expect(changes.map(\.after.off) == [true, false, false])
         #expect(changes.last?.after.pausedUntil == CivilDate(year: 2026, month: 12, day: 22))
         #expect(changes[1].after.fewer == expected.fewer)
+        // The run reads them with the reader.
+        #expect(try await store.withReader { try await $0.users(idPrefix: "u1", limit: 10) }.map(\.reader.preferences) == [expected])
 
         // The API's object (and an import's) keeps the stored "fewer".
         let write = try await store.database.setPreferences(
@@ -106,6 +108,29 @@ import Testing
         _ = try await store.withImporter { try await $0.sink.write(.users([imported])) }
         let after = try #require(try await store.database.preferences(of: "u1"))
         #expect(after.preferences.every == 4 && after.preferences.fewer == expected.fewer)
+    }
+
+    /// On PostgreSQL with the publisher's own preferences view (no `fewer` column: none), a press is
+    /// recorded and changes nothing.
+    @Test func aPressIsRecordedButManagedElsewhereUnderThePublishersView() async throws {
+        let (store, a1, _, _) = try await Self.store(.postgres)
+        try store.sql(
+            """
+            CREATE TABLE app_settings (account text PRIMARY KEY, pace smallint);
+            INSERT INTO app_settings VALUES ('u1', 2);
+            DROP VIEW digest_reader_preferences;
+            CREATE VIEW digest_reader_preferences AS SELECT account AS id, pace AS every, NULL::text AS from_week,
+                NULL::date AS paused_until, NULL::text[] AS follow, NULL::text[] AS mute FROM app_settings;
+            """)
+        let result = try await store.withCollector(keys: AppKeys(keys: [Self.appKey]), replyKeys: try Self.replyKeys()) { port in
+            try await Self.post(port, [Self.press(a1.messageID, "off", key: try Self.sign(a1.messageID))])
+        }
+        #expect(result == EventBatchResult(accepted: 1))
+        #expect(try await store.database.preferences(of: "u1") == StoredPreferences(preferences: ReaderPreferences(every: 2), version: 0))
+        #expect(try store.sql("SELECT count(*) FROM digest_preference_changes") == "0")
+        let outcome = try await (store.database as! any ReaderActionStore).applyAction(
+            .off, messageID: a1.messageID, at: StoreHarness.createdAt + 60, recordedAt: StoreHarness.now)
+        #expect(outcome == .managedElsewhere)
     }
 
     /// Without `--reply-key-file` every press that changes preferences is refused; a test send's press
