@@ -110,6 +110,35 @@ import Testing
         #expect(after.preferences.every == 4 && after.preferences.fewer == expected.fewer)
     }
 
+    /// The first press wins per week: next week's message's press applies again (a `fewer` renewed to
+    /// 8 weeks after it, a pause extended), and a pause never shortens one already stored.
+    @Test(arguments: Backend.allCases) func aNewWeeksPressAppliesAgain(backend: Backend) async throws {
+        let (store, a1, _, _) = try await Self.store(backend)
+        let next = FixtureMessage(user: "u1", week: "2026-W48")
+        try await store.write([next])
+        try store.sql(
+            "UPDATE digest_outbox SET report = '{\"fewer_topic\":\"politics\"}'\(backend == .postgres ? "::jsonb" : "") WHERE message_id = '\(next.messageID)'")
+        let actions = try #require(store.database as? any ReaderActionStore)
+        let t1 = StoreHarness.createdAt + 60, t2 = StoreHarness.createdAt + 7 * 86_400
+        #expect(try await actions.applyAction(.fewer, messageID: a1.messageID, at: t1, recordedAt: t1) != .alreadyPressed)
+        #expect(try await actions.applyAction(.fewer, messageID: a1.messageID, at: t2, recordedAt: t2) == .alreadyPressed)
+        guard case .applied(let renewed) = try await actions.applyAction(.fewer, messageID: next.messageID, at: t2, recordedAt: t2) else {
+            Issue.record("next week's fewer not applied")
+            return
+        }
+        #expect(renewed.preferences.fewer == [FewerTopic(topic: "politics", until: t2 + 8 * 7 * 86_400)])
+        guard case .applied(let paused) = try await actions.applyAction(.pause, messageID: next.messageID, at: t2, recordedAt: t2) else {
+            Issue.record("pause not applied")
+            return
+        }
+        // 2026-11-30T09:01Z is 18:01 in Tokyo: 28 days after the 30th.
+        #expect(paused.preferences.pausedUntil == CivilDate(year: 2026, month: 12, day: 28))
+        // An earlier press of another week's message does not shorten it.
+        #expect(try await actions.applyAction(.pause, messageID: a1.messageID, at: t1, recordedAt: t2) == .unchanged(paused))
+        #expect(try await actions.applyAction(.off, messageID: String(repeating: "0", count: 32), at: t2, recordedAt: t2) == .unknownMessage)
+        #expect(try await store.database.preferenceChanges(of: "u1", limit: 10)?.count == 3)
+    }
+
     /// On PostgreSQL with the publisher's own preferences view (no `fewer` column: none), a press is
     /// recorded and changes nothing.
     @Test func aPressIsRecordedButManagedElsewhereUnderThePublishersView() async throws {
