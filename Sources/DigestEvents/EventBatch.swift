@@ -1,3 +1,4 @@
+package import DigestCore
 package import DigestStore
 import DigestImport
 
@@ -23,6 +24,8 @@ package struct EventBatch: Sendable, Hashable {
     package var events: [IndexedEvent]
     /// The refused ones.
     package var rejected: [RejectedEvent]
+    /// The `reply_key` of the events that carry one (a string), by index in the request.
+    package var replyKeys: [Int: String] = [:]
 
     package init(events: [IndexedEvent] = [], rejected: [RejectedEvent] = []) {
         self.events = events
@@ -49,7 +52,9 @@ package struct EventBatch: Sendable, Hashable {
         batch.events.reserveCapacity(elements.count)
         for (index, element) in elements.enumerated() {
             switch event(element, now: now) {
-            case .success(let event): batch.events.append(IndexedEvent(index: index, event: event))
+            case .success(let event):
+                batch.events.append(IndexedEvent(index: index, event: event))
+                if case .object(let fields) = element, case .string(let replyKey)? = fields["reply_key"] { batch.replyKeys[index] = replyKey }
             case .failure(let reason): batch.rejected.append(RejectedEvent(index: index, reason: reason.rejection))
             }
         }
@@ -81,6 +86,34 @@ package struct EventBatch: Sendable, Hashable {
         guard let at = Timestamp.parse(text) else { return .failure(Refusal(.badAt)) }
         guard at <= now + maxFuture else { return .failure(Refusal(.future)) }
         return .success(AppEvent(messageID: id, type: type, action: action, at: at))
+    }
+
+    /// Moves the presses of ``ReaderAction`` buttons (`fewer`, `pause`, `off`) without a reply key
+    /// that `keys` verifies for their message id (any, when `keys` is `nil`) to ``rejected`` as
+    /// ``EventRejection/badReplyKey``; returns the presses that stay, with their action.
+    package mutating func screenReplyKeys(_ keys: ReplyKeys?) -> [(IndexedEvent, ReaderAction)] {
+        var presses: [(IndexedEvent, ReaderAction)] = []
+        var kept: [IndexedEvent] = []
+        kept.reserveCapacity(events.count)
+        var refused = false
+        for item in events {
+            guard item.event.type == .action, let action = ReaderAction(rawValue: item.event.action) else {
+                kept.append(item)
+                continue
+            }
+            guard let keys, let replyKey = replyKeys[item.index], keys.verifies(replyKey, messageID: item.event.messageID) else {
+                rejected.append(RejectedEvent(index: item.index, reason: .badReplyKey))
+                refused = true
+                continue
+            }
+            presses.append((item, action))
+            kept.append(item)
+        }
+        if refused {
+            events = kept
+            rejected.sort { $0.index < $1.index }
+        }
+        return presses
     }
 
     /// 32 lowercase hex digits, as ``OutboxMessage/messageID(dedupeKey:position:)`` makes them (and

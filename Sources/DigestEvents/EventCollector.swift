@@ -1,3 +1,4 @@
+package import DigestCore
 package import DigestStore
 import Foundation
 package import Hummingbird
@@ -41,21 +42,30 @@ package struct EventCollector<Sink: EventSink>: Sendable {
     package let logger: Logger
     /// The preferences API for the publisher's backend (`--server-key-file`); `nil`: not served.
     package let preferences: PreferencesAPI?
+    /// The secrets that verify the buttons' `reply_key` (`--reply-key-file`); `nil`: every press of
+    /// `fewer`, `pause` or `off` is refused `bad_reply_key`.
+    package let replyKeys: ReplyKeyFile?
+    /// Where a press is applied to its reader's preferences (the store); `nil`: presses are only
+    /// recorded.
+    package let actions: (any ReaderActionStore)?
 
     package init(
-        sink: Sink, keys: AppKeys, configuration: Configuration, preferences: PreferencesAPI? = nil,
-        logger: Logger = Logger(label: "digest.collect")
+        sink: Sink, keys: AppKeys, configuration: Configuration, preferences: PreferencesAPI? = nil, replyKeys: ReplyKeyFile? = nil,
+        actions: (any ReaderActionStore)? = nil, logger: Logger = Logger(label: "digest.collect")
     ) {
         self.sink = sink
         self.keys = keys
         self.configuration = configuration
         self.preferences = preferences
+        self.replyKeys = replyKeys
+        self.actions = actions
         self.logger = logger
     }
 
     package func router() -> Router<BasicRequestContext> {
         let router = Router()
         let sink = self.sink, keys = self.keys, now = configuration.now, logger = self.logger
+        let replyKeys = self.replyKeys, actions = self.actions
         router.get("healthz") { _, _ in "ok\n" }
         preferences?.add(to: router)
         router.post("v1/events") { request, _ -> Response in
@@ -70,13 +80,25 @@ package struct EventCollector<Sink: EventSink>: Sendable {
             var request = request
             let buffer = try await request.collectBody(upTo: EventBatch.maxBodyBytes)
             let received = now()
-            let batch: EventBatch
+            var batch: EventBatch
             do {
                 batch = try EventBatch.parse(Array(buffer.readableBytesView), now: received)
             } catch let error as EventBodyError {
                 throw HTTPError(error.code == .notJSON ? .badRequest : .contentTooLarge, message: error.message)
             }
+            // Presses that change preferences need their message's reply key; refused ones are not recorded.
+            let presses = batch.screenReplyKeys(replyKeys?.keys)
             var result = try await sink.record(batch.events, now: received)
+            // Applied after recording, each in a transaction of its own: a press the store refused
+            // (unknown message, before it) changes nothing; a test send's is not in the outbox
+            // (``ActionOutcome/unknownMessage``): answered in `test`, nothing changed.
+            if let actions, !presses.isEmpty {
+                let refused = Set(result.rejected.map(\.index))
+                for (item, action) in presses where !refused.contains(item.index) {
+                    let outcome = try await actions.applyAction(action, messageID: item.event.messageID, at: item.event.at, recordedAt: received)
+                    logger.debug("action", metadata: ["digest.action": "\(action.rawValue)", "digest.outcome": "\(outcome)"])
+                }
+            }
             result.rejected = (result.rejected + batch.rejected).sorted { $0.index < $1.index }
             logger.debug(
                 "events", metadata: ["digest.accepted": "\(result.accepted)", "digest.duplicates": "\(result.duplicates)", "digest.rejected": "\(result.rejected.count)"])

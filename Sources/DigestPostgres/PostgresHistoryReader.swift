@@ -132,12 +132,12 @@ public actor PostgresHistoryReader: HistoryReader {
         var users: [StoredReader] = []
         users.reserveCapacity(rows.count)
         for row in rows {
-            let (id, locale, zone, optedOut, every, from, paused, follow, mute) =
-                try row.decode((String, String, String, Bool, Int?, String?, Int?, String?, String?).self)
+            let (id, locale, zone, optedOut, every, from, paused, follow, mute, fewer) =
+                try row.decode((String, String, String, Bool, Int?, String?, Int?, String?, String?, String?).self)
             // A reader the preferences view has twice comes twice from a chunk's join: once is the reader.
             if users.last?.reader.id == id { continue }
             var reader = Reader(id: id, locale: locale, timeZone: zone, optedOut: optedOut, devices: [])
-            reader.preferences = PostgresPreferences.preferences(off: optedOut, (every, from, paused, follow, mute))
+            reader.preferences = PostgresPreferences.preferences(off: optedOut, (every, from, paused, follow, mute, fewer))
             users.append(StoredReader(key: Int64(users.count + 1), reader: reader))
         }
         guard !users.isEmpty else { return [] }

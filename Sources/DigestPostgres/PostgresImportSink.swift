@@ -73,6 +73,8 @@ public final class PostgresImportSink: HistoryImportSink {
             let before = stored[id] ?? StoredPreferences(preferences: ReaderPreferences(), version: 0)
             var after = line.preferences?.resolvingFrom(stored: before.preferences, currentWeek: week) ?? before.preferences
             after.off = line.off ?? before.preferences.off
+            // Only a press changes "fewer": an import keeps what is stored.
+            after.fewer = before.preferences.fewer
             users[index].preferences = after
             if ours && after != before.preferences { changes.append(.init(id: id, before: before, after: after)) }
         }

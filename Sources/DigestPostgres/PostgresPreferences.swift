@@ -10,15 +10,15 @@ enum PostgresPreferences {
     /// The preferences' columns a users query selects after `id, locale, time_zone, opted_out`, from
     /// `digest_reader_preferences p` (NULL for a reader without a row: ``preferences(off:_:)``).
     static let columns = """
-        p.every::int8, p.from_week::text, (p.paused_until::date - DATE '1970-01-01')::int8, array_to_string(p.follow::text[], E'\\n'), array_to_string(p.mute::text[], E'\\n')
+        p.every::int8, p.from_week::text, (p.paused_until::date - DATE '1970-01-01')::int8, array_to_string(p.follow::text[], E'\\n'), array_to_string(p.mute::text[], E'\\n'), p.fewer::text
         """
 
     /// What a users query of `digest_users u` joins for ``columns``: each reader's row of the view
     /// found by its key, one probe a reader (`LATERAL … LIMIT 1`: a plain join of a large batch may be
     /// planned as a hash join over the whole view, and a view with two rows for a reader gives one).
     static let join = """
-        LEFT JOIN LATERAL (SELECT x.every, x.from_week, x.paused_until, x.follow, x.mute FROM digest_reader_preferences x
-                           WHERE x.id COLLATE "C" = u.id COLLATE "C" LIMIT 1) p ON true
+        LEFT JOIN LATERAL (SELECT x.every, x.from_week, x.paused_until, x.follow, x.mute, \(fewer) AS fewer
+                           FROM digest_reader_preferences x WHERE x.id COLLATE "C" = u.id COLLATE "C" LIMIT 1) p ON true
         """
 
     /// ``join`` for a chunk of consecutive ids: the view's rows in the same range (`range`, on `p.id`,
@@ -26,19 +26,25 @@ enum PostgresPreferences {
     /// one by one, and never the whole view.
     static func join(range: String) -> String {
         """
-        LEFT JOIN digest_reader_preferences p ON p.id COLLATE "C" = u.id COLLATE "C" AND \(range)
+        LEFT JOIN (SELECT x.id, x.every, x.from_week, x.paused_until, x.follow, x.mute, \(fewer) AS fewer
+                   FROM digest_reader_preferences x) p ON p.id COLLATE "C" = u.id COLLATE "C" AND \(range)
         """
     }
 
+    /// The view row `x`'s "fewer" topics (digest's view has them; a publisher's view without the
+    /// column reads as none): a line each, `topic<TAB>until` in Unix seconds.
+    static let fewer = "(to_jsonb(x) ->> 'fewer')"
+
     /// The columns ``columns`` reads, in order.
     /// (The topics come as one text each, on lines of their own: one value to decode, not an array's.)
-    typealias Row = (every: Int?, from: String?, pausedDays: Int?, follow: String?, mute: String?)
+    typealias Row = (every: Int?, from: String?, pausedDays: Int?, follow: String?, mute: String?, fewer: String?)
 
     /// A reader's preferences from their ``columns`` and `opted_out`: the defaults for a reader
     /// without a row (no work beyond the check); a value outside the contract (a pace other than 1,
     /// 2 or 4, a week that does not parse, NULL) reads as its default.
     static func preferences(off: Bool, _ row: Row) -> ReaderPreferences {
-        guard row.every != nil || row.from != nil || row.pausedDays != nil || row.follow != nil || row.mute != nil else {
+        guard row.every != nil || row.from != nil || row.pausedDays != nil || row.follow != nil || row.mute != nil || row.fewer != nil
+        else {
             return ReaderPreferences(off: off)
         }
         var preferences = ReaderPreferences(off: off)
@@ -47,7 +53,21 @@ enum PostgresPreferences {
         if let days = row.pausedDays { preferences.pausedUntil = CivilDate(daysSinceEpoch: days) }
         preferences.follow = topics(row.follow)
         preferences.mute = topics(row.mute)
+        if let fewer = row.fewer { preferences.fewer = fewerTopics(fewer) }
         return preferences
+    }
+
+    /// "Fewer" topics as `fewer` holds them: a line each, the topic and its end (Unix seconds)
+    /// separated by a tab; `nil` for none. A line that does not read is skipped.
+    static func fewerText(_ fewer: [FewerTopic]) -> String? {
+        fewer.isEmpty ? nil : fewer.map { "\($0.topic)\t\($0.until)" }.joined(separator: "\n")
+    }
+
+    static func fewerTopics(_ text: String) -> [FewerTopic] {
+        text.split(separator: "\n").compactMap { line in
+            guard let tab = line.lastIndex(of: "\t"), let until = Int64(line[line.index(after: tab)...]) else { return nil }
+            return FewerTopic(topic: String(line[..<tab]), until: until)
+        }
     }
 
     /// Topics from their lines (a topic has no control character); none from NULL or ''.
@@ -103,9 +123,9 @@ enum PostgresPreferences {
         var stored: [String: StoredPreferences] = [:]
         stored.reserveCapacity(rows.count)
         for row in rows {
-            let (id, off, every, from, paused, follow, mute, version) =
-                try row.decode((String, Bool, Int?, String?, Int?, String?, String?, Int).self)
-            stored[id] = StoredPreferences(preferences: preferences(off: off, (every, from, paused, follow, mute)), version: version)
+            let (id, off, every, from, paused, follow, mute, fewer, version) =
+                try row.decode((String, Bool, Int?, String?, Int?, String?, String?, String?, Int).self)
+            stored[id] = StoredPreferences(preferences: preferences(off: off, (every, from, paused, follow, mute, fewer)), version: version)
         }
         return stored
     }
@@ -133,7 +153,8 @@ enum PostgresPreferences {
     /// any number of readers. Opting back in takes a new `seq` (rolling runs find the reader, as when
     /// an import opts them back in). The caller holds the readers' rows locked.
     static func store(
-        _ changes: [Change], source: PreferenceSource, messageID: String?, at: Int64, on connection: PostgresConnection
+        _ changes: [Change], source: PreferenceSource, messageID: String?, at: Int64, action: ReaderAction? = nil,
+        on connection: PostgresConnection
     ) async throws {
         guard !changes.isEmpty else { return }
         let ids = changes.map(\.id)
@@ -154,23 +175,24 @@ enum PostgresPreferences {
         let follows = changes.map { topicsJSON($0.after.follow) }
         let mutes = changes.map { topicsJSON($0.after.mute) }
         let versions = changes.map { Int64($0.before.version + 1) }
+        let fewers = changes.map { fewerText($0.after.fewer) ?? "" }
         try await connection.run(
             """
-            INSERT INTO digest_import_reader_preferences (id, every, from_week, paused_until, follow, mute, version)
+            INSERT INTO digest_import_reader_preferences (id, every, from_week, paused_until, follow, mute, version, fewer)
             SELECT c.id, c.every, nullif(c.from_week, ''), nullif(c.paused, '')::date,
                    ARRAY(SELECT jsonb_array_elements_text(c.follow::jsonb)), ARRAY(SELECT jsonb_array_elements_text(c.mute::jsonb)),
-                   c.version
+                   c.version, nullif(c.fewer, '')
             FROM unnest(\(ids)::text[], \(everies)::int8[], \(froms)::text[], \(paused)::text[], \(follows)::text[], \(mutes)::text[],
-                        \(versions)::int8[]) AS c(id, every, from_week, paused, follow, mute, version)
+                        \(versions)::int8[], \(fewers)::text[]) AS c(id, every, from_week, paused, follow, mute, version, fewer)
             ON CONFLICT (id) DO UPDATE SET every = excluded.every, from_week = excluded.from_week, paused_until = excluded.paused_until,
-                follow = excluded.follow, mute = excluded.mute, version = excluded.version
+                follow = excluded.follow, mute = excluded.mute, version = excluded.version, fewer = excluded.fewer
             """)
         let befores = changes.map(\.before.preferences.json)
         let afters = changes.map(\.after.json)
         try await connection.run(
             """
-            INSERT INTO digest_preference_changes (user_id, at, source, message_id, before, after)
-            SELECT c.id, to_timestamp(\(at)), \(source.rawValue), \(messageID), c.before::json, c.after::json
+            INSERT INTO digest_preference_changes (user_id, at, source, message_id, before, after, action)
+            SELECT c.id, to_timestamp(\(at)), \(source.rawValue), \(messageID), c.before::json, c.after::json, \(action?.rawValue)
             FROM unnest(\(ids)::text[], \(befores)::text[], \(afters)::text[]) WITH ORDINALITY AS c(id, before, after, n)
             ORDER BY c.n
             """)
@@ -203,16 +225,16 @@ extension PostgresDatabase {
                         SELECT u.opted_out, \(PostgresPreferences.columns), coalesce(p.version, 0)
                         FROM digest_users u
                         LEFT JOIN LATERAL (SELECT x.every, x.from_week, x.paused_until, x.follow, x.mute,
-                                                  (to_jsonb(x) ->> 'version')::int8 AS version
+                                                  \(PostgresPreferences.fewer) AS fewer, (to_jsonb(x) ->> 'version')::int8 AS version
                                            FROM digest_reader_preferences x WHERE x.id COLLATE "C" = u.id COLLATE "C" LIMIT 1) p ON true
                         WHERE u.id COLLATE "C" = $1::text LIMIT 1
                         """,
                     binds: { var binds = PostgresBindings(); binds.append(readerID); return binds }()))
             guard let row = rows.first else { return nil }
-            let (off, every, from, paused, follow, mute, version) =
-                try row.decode((Bool, Int?, String?, Int?, String?, String?, Int).self)
+            let (off, every, from, paused, follow, mute, fewer, version) =
+                try row.decode((Bool, Int?, String?, Int?, String?, String?, String?, Int).self)
             return StoredPreferences(
-                preferences: PostgresPreferences.preferences(off: off, (every, from, paused, follow, mute)), version: version)
+                preferences: PostgresPreferences.preferences(off: off, (every, from, paused, follow, mute, fewer)), version: version)
         }
     }
 
@@ -230,7 +252,9 @@ extension PostgresDatabase {
                 try await PostgresPreferences.lockUsers([readerID], on: connection)
                 guard let stored = try await PostgresPreferences.stored([readerID], on: connection)[readerID] else { return .noReader }
                 if let ifVersion, ifVersion != stored.version { return .versionMoved(current: stored) }
-                let resolved = preferences.resolvingFrom(stored: stored.preferences, currentWeek: ISOWeek(utcInstant: at))
+                var resolved = preferences.resolvingFrom(stored: stored.preferences, currentWeek: ISOWeek(utcInstant: at))
+                // Only a press changes "fewer" (``applyAction(_:messageID:at:recordedAt:)``): kept as stored.
+                resolved.fewer = stored.preferences.fewer
                 guard resolved != stored.preferences else { return .stored(stored) }
                 try await PostgresPreferences.store(
                     [.init(id: readerID, before: stored, after: resolved)], source: source, messageID: messageID, at: at, on: connection)
@@ -262,6 +286,42 @@ extension PostgresDatabase {
                         after: ReaderPreferences(json: after) ?? ReaderPreferences()))
             }
             return changes
+        }
+    }
+}
+
+extension PostgresDatabase: ReaderActionStore {
+    /// A press of a message's button in one transaction: the message's reader, week and
+    /// `fewer_topic` from its outbox row; ``ActionOutcome/managedElsewhere`` while either view is the
+    /// publisher's own; the reader's row locked (as every writer of preferences does), then "the first
+    /// press wins" from the recorded changes (their `action`, joined to the outbox by message id for
+    /// the reader's week).
+    package func applyAction(_ action: ReaderAction, messageID: String, at: Int64, recordedAt: Int64) async throws -> ActionOutcome {
+        try await withPool { pool in
+            try await pool.transaction { connection in
+                let found = try await connection.rows(
+                    "SELECT user_id, week, report->>'fewer_topic' FROM digest_outbox WHERE message_id = \(messageID)")
+                guard let row = found.first else { return .unknownMessage }
+                let (userID, week, fewerTopic) = try row.decode((String, String, String?).self)
+                guard try await PostgresPreferences.viewsAreDigests(connection) else { return .managedElsewhere }
+                try await PostgresPreferences.lockUsers([userID], on: connection)
+                guard let stored = try await PostgresPreferences.stored([userID], on: connection)[userID] else { return .noReader }
+                let pressed = try await connection.rows(
+                    """
+                    SELECT 1 FROM digest_preference_changes c JOIN digest_outbox o ON o.message_id = c.message_id
+                    WHERE c.user_id = \(userID) AND c.source = 'action' AND c.action = \(action.rawValue)
+                      AND o.week = \(week) AND o.user_id = \(userID) LIMIT 1
+                    """)
+                guard pressed.isEmpty else { return .alreadyPressed }
+                let zone = try await connection.rows("SELECT time_zone FROM digest_import_users WHERE id = \(userID)")
+                let timeZone = try zone.first?.decode(String.self) ?? "UTC"
+                let after = ReaderActionEffect.apply(action, to: stored.preferences, fewerTopic: fewerTopic, at: at, timeZone: timeZone)
+                guard after != stored.preferences else { return .unchanged(stored) }
+                try await PostgresPreferences.store(
+                    [.init(id: userID, before: stored, after: after)], source: .action, messageID: messageID, at: recordedAt, action: action,
+                    on: connection)
+                return .applied(StoredPreferences(preferences: after, version: stored.version + 1))
+            }
         }
     }
 }

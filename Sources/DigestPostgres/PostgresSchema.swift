@@ -344,6 +344,16 @@ package enum PostgresSchema {
         );
         CREATE INDEX IF NOT EXISTS digest_preference_changes_user ON digest_preference_changes (user_id, at, id)
         """,
+        // 18: the notification's buttons (docs/009, "Actions"; docs/005): `fewer` the topics a "Fewer
+        // like this" press holds back, a line each, `topic<TAB>until` (Unix seconds; NULL for none),
+        // changed only by presses, and in digest's own view (appended: a publisher's view stays as it
+        // is, and one without the column reads as none); a change's `action` (`fewer`, `pause`, `off`;
+        // NULL for other sources) for "the first press of a week wins".
+        """
+        ALTER TABLE digest_import_reader_preferences ADD COLUMN IF NOT EXISTS fewer text;
+        ALTER TABLE digest_preference_changes ADD COLUMN IF NOT EXISTS action text;
+        DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_views WHERE viewname = 'digest_reader_preferences' AND schemaname = current_schema() AND definition LIKE '%digest_import_reader_preferences%') THEN CREATE OR REPLACE VIEW digest_reader_preferences AS SELECT id, every, from_week, paused_until, follow, mute, version, fewer FROM digest_import_reader_preferences; END IF; END $$
+        """,
     ]
 
     /// The version a store has once every migration ran.

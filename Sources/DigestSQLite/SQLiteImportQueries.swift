@@ -78,6 +78,8 @@ final class SQLiteImportQueries {
                 after = given.resolvingFrom(stored: stored.preferences, currentWeek: ISOWeek(utcInstant: now))
             }
             if let off = imported.off { after.off = off }
+            // Only a press changes "fewer": an import keeps what is stored.
+            after.fewer = stored.preferences.fewer
             let result = try SQLitePreferences.change(
                 connection, key: key, from: stored, to: after, writeOff: false, source: .import, messageID: nil, at: now)
             changed = changed || result != stored

@@ -7,7 +7,7 @@ import DigestStore
 /// caller's connection.
 enum SQLitePreferences {
     /// The preference columns as every user query selects them, in this order (``decode(_:at:off:)``).
-    static let columns = "pref_every, pref_from, pref_paused_until, pref_follow, pref_mute"
+    static let columns = "pref_every, pref_from, pref_paused_until, pref_follow, pref_mute, pref_fewer"
 
     /// The preferences of a user row whose ``columns`` start at `column`, `off` from its `opted_out`.
     /// A reader who chose nothing (`pref_every` NULL, most of them) costs one type check.
@@ -20,6 +20,7 @@ enum SQLitePreferences {
         if !row.isNull(column + 2) { preferences.pausedUntil = row.withText(column + 2, date) }
         if !row.isNull(column + 3) { preferences.follow = row.withText(column + 3, topics) }
         if !row.isNull(column + 4) { preferences.mute = row.withText(column + 4, topics) }
+        if !row.isNull(column + 5) { preferences.fewer = fewer(row.string(column + 5)) }
         return preferences
     }
 
@@ -67,16 +68,34 @@ enum SQLitePreferences {
         return topics
     }
 
+    /// "Fewer" topics as `pref_fewer` holds them: a line each, the topic and its end (Unix seconds)
+    /// separated by a tab (no topic holds a control character); NULL for none.
+    static func fewerText(_ fewer: [FewerTopic]) -> String? {
+        fewer.isEmpty ? nil : fewer.map { "\($0.topic)\t\($0.until)" }.joined(separator: "\n")
+    }
+
+    /// ``fewerText(_:)``'s topics back; a line that does not read is skipped.
+    static func fewer(_ text: String) -> [FewerTopic] {
+        text.split(separator: "\n").compactMap { line in
+            guard let tab = line.lastIndex(of: "\t"), let until = Int64(line[line.index(after: tab)...]) else { return nil }
+            return FewerTopic(topic: String(line[..<tab]), until: until)
+        }
+    }
+
     /// What the columns hold for `preferences` (`off` is `opted_out`'s): all NULL when, `off` aside,
     /// they are the defaults.
-    static func values(_ preferences: ReaderPreferences) -> (every: Int64?, from: String?, paused: String?, follow: String?, mute: String?) {
+    static func values(
+        _ preferences: ReaderPreferences
+    ) -> (every: Int64?, from: String?, paused: String?, follow: String?, mute: String?, fewer: String?) {
         var rest = preferences
         rest.off = false
-        guard !rest.isDefault else { return (nil, nil, nil, nil, nil) }
+        // `fewer` counts: a reader with only a "fewer" press has `pref_every` set, as the run checks it first.
+        guard !rest.isDefault else { return (nil, nil, nil, nil, nil, nil) }
         return (
             Int64(preferences.every), preferences.from?.description, preferences.pausedUntil?.description,
             preferences.follow.isEmpty ? nil : preferences.follow.joined(separator: "\n"),
-            preferences.mute.isEmpty ? nil : preferences.mute.joined(separator: "\n")
+            preferences.mute.isEmpty ? nil : preferences.mute.joined(separator: "\n"),
+            fewerText(preferences.fewer)
         )
     }
 
@@ -97,13 +116,13 @@ enum SQLitePreferences {
     /// caller's transaction.
     static func change(
         _ connection: SQLiteConnection, key: Int64, from before: StoredPreferences, to after: ReaderPreferences, writeOff: Bool,
-        source: PreferenceSource, messageID: String?, at: Int64
+        source: PreferenceSource, messageID: String?, at: Int64, action: ReaderAction? = nil
     ) throws -> StoredPreferences {
         guard after != before.preferences else { return before }
         let values = values(after)
         let update = try connection.statement(
             """
-            UPDATE users SET pref_every = ?2, pref_from = ?3, pref_paused_until = ?4, pref_follow = ?5, pref_mute = ?6,
+            UPDATE users SET pref_every = ?2, pref_from = ?3, pref_paused_until = ?4, pref_follow = ?5, pref_mute = ?6, pref_fewer = ?9,
                 pref_version = pref_version + 1,
                 opted_out = CASE WHEN ?7 THEN ?8 ELSE opted_out END,
                 seq = CASE WHEN ?7 AND opted_out AND NOT ?8 THEN (SELECT max(seq) + 1 FROM users) ELSE seq END
@@ -117,15 +136,17 @@ enum SQLitePreferences {
         update.bind(values.mute, at: 6)
         update.bind(writeOff ? 1 : 0, at: 7)
         update.bind(after.off ? 1 : 0, at: 8)
+        update.bind(values.fewer, at: 9)
         try update.run()
         let record = try connection.statement(
-            "INSERT INTO digest_preference_changes (user_pk, at, source, message_id, before, after) VALUES (?, ?, ?, ?, ?, ?)")
+            "INSERT INTO digest_preference_changes (user_pk, at, source, message_id, before, after, action) VALUES (?, ?, ?, ?, ?, ?, ?)")
         record.bind(key, at: 1)
         record.bind(at, at: 2)
         record.bind(source.rawValue, at: 3)
         record.bind(messageID, at: 4)
         record.bind(before.preferences.json, at: 5)
         record.bind(after.json, at: 6)
+        record.bind(action?.rawValue, at: 7)
         try record.run()
         return StoredPreferences(preferences: after, version: before.version + 1)
     }

@@ -331,6 +331,14 @@ package enum SQLiteSchema {
         );
         CREATE INDEX digest_preference_changes_user ON digest_preference_changes (user_pk, at, id);
         """,
+        // 18: the notification's buttons (docs/009, "Actions"): `pref_fewer` the topics a "Fewer like
+        // this" press holds back, a line each, `topic<TAB>until` (Unix seconds; NULL for none), changed
+        // only by presses; a change's `action` (`fewer`, `pause`, `off`; NULL for other sources) for
+        // "the first press of a week wins".
+        """
+        ALTER TABLE users ADD COLUMN pref_fewer TEXT;
+        ALTER TABLE digest_preference_changes ADD COLUMN action TEXT;
+        """,
     ]
 
     /// The version a store has once every migration ran.

@@ -18,20 +18,21 @@ extension StoreHarness {
     /// Runs a collector over this store on a free loopback port for `body`, with the fixed clock.
     /// With `serverKeys`, the preferences API too.
     func withCollector<T: Sendable>(
-        keys: AppKeys, serverKeys: AppKeys? = nil, _ body: @Sendable @escaping (Int) async throws -> T
+        keys: AppKeys, serverKeys: AppKeys? = nil, replyKeys: ReplyKeyFile? = nil, _ body: @Sendable @escaping (Int) async throws -> T
     ) async throws -> T {
-        try await Self.withCollector(database, keys: keys, serverKeys: serverKeys, body)
+        try await Self.withCollector(database, keys: keys, serverKeys: serverKeys, replyKeys: replyKeys, body)
     }
 
     private static func withCollector<D: DigestDatabase, T: Sendable>(
-        _ database: D, keys: AppKeys, serverKeys: AppKeys?, _ body: @Sendable @escaping (Int) async throws -> T
+        _ database: D, keys: AppKeys, serverKeys: AppKeys?, replyKeys: ReplyKeyFile?, _ body: @Sendable @escaping (Int) async throws -> T
     ) async throws -> T {
         try await database.withEventSink { sink in
             var logger = Logger(label: "digest.collect.test")
             logger.logLevel = .critical  // not the server's cancellation at the end of each test
             let preferences = serverKeys.map { PreferencesAPI(store: database, serverKeys: $0, appKeys: keys, now: { now }) }
             let collector = EventCollector(
-                sink: sink, keys: keys, configuration: .init(port: 0, now: { now }), preferences: preferences, logger: logger)
+                sink: sink, keys: keys, configuration: .init(port: 0, now: { now }), preferences: preferences,
+                replyKeys: replyKeys, actions: database as? any ReaderActionStore, logger: logger)
             return try await withLoopbackApplication({ collector.application(onServerRunning: $0) }, body)
         }
     }

@@ -1,3 +1,4 @@
+import DigestCore
 import DigestEvents
 import DigestStore
 import Foundation
@@ -63,6 +64,7 @@ import Testing
         #expect(EventRejection.allCases.map(\.rawValue) == [
             "not_an_object", "bad_message_id", "unknown_message", "missing_type", "unknown_type", "missing_action",
             "unexpected_action", "bad_action", "missing_at", "bad_at", "future", "before_message",
+            "bad_reply_key",
         ])
     }
 
@@ -101,5 +103,31 @@ import Testing
         } catch {
             #expect(error.code == .tooLarge)
         }
+    }
+
+    /// `reply_key` is read where it is a string; a press of `fewer`, `pause` or `off` stays only with a
+    /// key valid for its message id, other events need none.
+    @Test func pressesAreScreenedByTheirReplyKey() throws {
+        let keys = try ReplyKeys(secrets: ["a-reply-secret-0123456789"])
+        let other = String(repeating: "cd", count: 16)
+        let body = #"""
+            {"events":[
+              {"message_id":"\#(Self.id)","type":"action","action":"pause","reply_key":"\#(keys.sign(messageID: Self.id))","at":"2026-11-23T09:00:00Z"},
+              {"message_id":"\#(Self.id)","type":"action","action":"off","reply_key":"\#(keys.sign(messageID: other))","at":"2026-11-23T09:00:00Z"},
+              {"message_id":"\#(Self.id)","type":"action","action":"fewer","reply_key":7,"at":"2026-11-23T09:00:00Z"},
+              {"message_id":"\#(Self.id)","type":"action","action":"later","at":"2026-11-23T09:00:00Z"},
+              {"message_id":"\#(Self.id)","type":"opened","at":"2026-11-23T09:00:00Z"}
+            ]}
+            """#
+        var batch = try EventBatch.parse(Array(body.utf8), now: Self.now)
+        #expect(batch.replyKeys == [0: keys.sign(messageID: Self.id), 1: keys.sign(messageID: other)])
+        var without = batch
+        #expect(without.screenReplyKeys(nil).isEmpty)
+        #expect(without.events.map(\.index) == [3, 4])
+        #expect(without.rejected == (0...2).map { RejectedEvent(index: $0, reason: .badReplyKey) })
+        let presses = batch.screenReplyKeys(keys)
+        #expect(presses.map(\.0.index) == [0] && presses.map(\.1) == [.pause])
+        #expect(batch.events.map(\.index) == [0, 3, 4])
+        #expect(batch.rejected == [1, 2].map { RejectedEvent(index: $0, reason: .badReplyKey) })
     }
 }

@@ -60,6 +60,9 @@ public enum EventRejection: String, Sendable, Hashable, CaseIterable, Codable {
     case future = "future"
     /// `at` is before the message was written to the outbox.
     case beforeMessage = "before_message"
+    /// An `action` of `fewer`, `pause` or `off` without a `reply_key` valid for its `message_id`
+    /// (or a collector without `--reply-key-file`): nothing recorded or changed.
+    case badReplyKey = "bad_reply_key"
 }
 
 /// An event's position in its request, and the event or why it was refused.
