@@ -189,7 +189,7 @@ import Testing
                 "ALTER TABLE devices DROP COLUMN keys_auth", "DROP TABLE digest_test_events", "DROP TABLE digest_test_sends",
                 "DROP TABLE digest_preference_changes", "ALTER TABLE users DROP COLUMN pref_every", "ALTER TABLE users DROP COLUMN pref_from",
                 "ALTER TABLE users DROP COLUMN pref_paused_until", "ALTER TABLE users DROP COLUMN pref_follow",
-                "ALTER TABLE users DROP COLUMN pref_mute", "ALTER TABLE users DROP COLUMN pref_version", insert,
+                "ALTER TABLE users DROP COLUMN pref_mute", "ALTER TABLE users DROP COLUMN pref_version", "ALTER TABLE users DROP COLUMN pref_fewer", insert,
                 "UPDATE digest_schema SET version = 12",
             ] {
                 try store.sql(statement)
