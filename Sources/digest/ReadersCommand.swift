@@ -162,6 +162,10 @@ struct ReaderView {
         lines.append("  paused until: \(p.pausedUntil?.description ?? "-")")
         lines.append("  follow: \(p.follow.isEmpty ? "-" : p.follow.joined(separator: ", "))")
         lines.append("  mute: \(p.mute.isEmpty ? "-" : p.mute.joined(separator: ", "))")
+        if !p.fewer.isEmpty {
+            let fewer = p.fewer.map { "\($0.topic) until \(Timestamp.format($0.until))" }
+            lines.append("  fewer (a button's press): \(fewer.joined(separator: ", "))")
+        }
         lines.append("devices (\(reader.devices.count)):")
         for device in reader.devices {
             lines.append("  \(device.provider.rawValue) \(device.platform.rawValue) \(device.maskedToken)")
