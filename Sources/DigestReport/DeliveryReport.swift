@@ -106,10 +106,20 @@ package struct DeliveryReport: Sendable, Hashable, Codable {
     /// `--deliver-at habit` with a control group: the timing groups and habit − control (`nil`, and
     /// absent from the JSON, without a control group).
     package var timing: Timing?
+    /// `fewer`, `pause` and `off` presses per 1,000 messages sent, per variant × platform (and arm /
+    /// timing group where the week has them), three rows a group.
+    package var actions: [ActionRow]
+    /// A week with a control group: the readers who paused or stopped with a button, habit − control
+    /// (`nil`, and absent from the JSON, without a control group).
+    package var stopped: Stopped?
 
-    package init(week: String, counts: [EventCounts], timing: [TimingReaders] = []) {
+    package init(
+        week: String, counts: [EventCounts], timing: [TimingReaders] = [], actions: [ActionCounts] = [], stopped: [StoppedReaders] = []
+    ) {
         self.week = week
         self.timing = Timing(timing)
+        self.actions = ActionRow.rows(actions)
+        self.stopped = Stopped(stopped)
         var groups: [[String]: EventCounts] = [:]
         var arms: [String: (sent: Int, opened: Int)] = [:]
         for item in counts {
@@ -179,6 +189,8 @@ package struct DeliveryReport: Sendable, Hashable, Codable {
                 }.joined(separator: "  ").trimmingTrailingSpaces())
         }
         if let timing { lines.append(contentsOf: timing.lines) }
+        lines.append(contentsOf: Self.actionLines(actions))
+        if let stopped { lines.append(contentsOf: stopped.lines) }
         if let split {
             lines.append("split:")
             for arm in split.arms {

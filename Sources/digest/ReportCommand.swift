@@ -16,7 +16,11 @@ struct ReportCommand: AsyncParsableCommand {
             draws the open rates per variant and arm with their intervals. A week run with --deliver-at habit \
             and --holdout adds the delivery timing groups (habit, control, fallback: readers sent to and readers \
             who opened, each reader once), habit − control with its 95% interval (Newcombe) and z-test, and each \
-            group's median minutes from due time to first open; below 100 readers a group, "not enough data".
+            group's median minutes from due time to first open; below 100 readers a group, "not enough data". \
+            The fewer, pause and off buttons' presses count per 1,000 messages sent, with 95% Wilson intervals, per \
+            variant and platform (and arm and timing group where the week has them); a week with a control group \
+            adds the share of readers who paused or stopped with a button within 7 days of their due time, habit \
+            − control with its 95% interval (Newcombe).
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -31,10 +35,13 @@ struct ReportCommand: AsyncParsableCommand {
 
     func run() async throws {
         let week = try ISOWeek(parsing: self.week).description
-        let (counts, timing) = try await database.withStore(existing: true) { store in
-            (try await store.eventCounts(week: week), try await store.readersByTiming(week: week))
+        let (counts, timing, actions, stopped) = try await database.withStore(existing: true) { store in
+            (
+                try await store.eventCounts(week: week), try await store.readersByTiming(week: week),
+                try await store.pressesByGroup(week: week), try await store.stoppedByTiming(week: week)
+            )
         }
-        let report = DeliveryReport(week: week, counts: counts, timing: timing)
+        let report = DeliveryReport(week: week, counts: counts, timing: timing, actions: actions, stopped: stopped)
         if let chart {
             do {
                 try Data(ReportChart.svg(report).utf8).write(to: URL(fileURLWithPath: chart), options: .atomic)
