@@ -33,20 +33,19 @@ extension PostgresDatabase: ActionViews {
         try await withPool { pool in
             let rows = try await pool.rows(
                 """
-                SELECT timing, stopped, count(*)::int8 FROM (
-                    SELECT r.timing AS timing, EXISTS (
-                        SELECT 1 FROM digest_preference_changes c
-                        WHERE c.user_id = r.user_id COLLATE "C" AND c.at >= r.due AND c.at < r.due + interval '7 days'  -- StoppedReaders.window
-                            AND c.source = 'action' AND c.action IN ('pause', 'off')) AS stopped
-                    FROM (
-                        SELECT user_id, timing, min(available_at) AS due FROM digest_outbox
-                        WHERE week = \(week) AND timing IS NOT NULL
-                        GROUP BY user_id, timing HAVING bool_or(state = 'sent')) r) s
-                GROUP BY 1, 2
+                SELECT r.timing, count(*)::int8, count(*) FILTER (WHERE EXISTS (
+                    SELECT 1 FROM digest_preference_changes c
+                    WHERE c.user_id = r.user_id COLLATE "C" AND c.at >= r.due AND c.at < r.due + interval '7 days'  -- StoppedReaders.window
+                        AND c.source = 'action' AND c.action IN ('pause', 'off')))::int8
+                FROM (
+                    SELECT user_id, timing, min(available_at) AS due FROM digest_outbox
+                    WHERE week = \(week) AND timing IS NOT NULL
+                    GROUP BY user_id, timing HAVING bool_or(state = 'sent')) r
+                GROUP BY 1
                 """
-            ).map { row -> (timing: String, stopped: Bool, readers: Int) in
-                let (timing, stopped, readers) = try row.decode((String, Bool, Int).self)
-                return (timing, stopped, readers)
+            ).map { row -> (timing: String, readers: Int, stopped: Int) in
+                let (timing, readers, stopped) = try row.decode((String, Int, Int).self)
+                return (timing, readers, stopped)
             }
             return StoppedReaders.merge(rows)
         }

@@ -34,23 +34,23 @@ extension SQLiteEventQueries {
     func stoppedReaders(week: String) throws -> [StoppedReaders] {
         let statement = try connection.statement(
             """
-            SELECT timing, stopped, count(*) FROM (
-                SELECT r.timing AS timing, EXISTS (
-                    SELECT 1 FROM users u JOIN digest_preference_changes c ON c.user_pk = u.pk
-                    WHERE u.id = r.user_id AND c.at >= r.due AND c.at < r.due + ?2
-                        AND c.source = 'action' AND c.action IN ('pause', 'off')) AS stopped
-                FROM (
-                    SELECT o.user_id AS user_id, o.timing AS timing, min(o.available_at) AS due
-                    FROM digest_outbox o
-                    WHERE o.dedupe_key >= ?1 || ':' AND o.dedupe_key < ?1 || ';' AND o.week = ?1 AND o.timing IS NOT NULL
-                    GROUP BY o.user_id, o.timing HAVING max(o.state = 'sent')) r)
-            GROUP BY 1, 2
+            SELECT r.timing, count(*), sum(EXISTS (
+                SELECT 1 FROM users u JOIN digest_preference_changes c ON c.user_pk = u.pk
+                WHERE u.id = r.user_id AND c.at >= r.due AND c.at < r.due + ?2
+                    AND c.source = 'action' AND c.action IN ('pause', 'off')))
+            FROM (
+                SELECT o.user_id AS user_id, o.timing AS timing, min(o.available_at) AS due
+                FROM digest_outbox o
+                WHERE o.dedupe_key >= ?1 || ':' AND o.dedupe_key < ?1 || ';' AND o.week = ?1 AND o.timing IS NOT NULL
+                GROUP BY o.user_id, o.timing HAVING max(o.state = 'sent')) r
+            GROUP BY 1
             """)
+        // The EXISTS inside the aggregate: one look-up of the changes' (user, at) index a reader.
         statement.bind(week, at: 1)
         statement.bind(StoppedReaders.window, at: 2)
-        var rows: [(timing: String, stopped: Bool, readers: Int)] = []
+        var rows: [(timing: String, readers: Int, stopped: Int)] = []
         while try statement.step() {
-            rows.append((statement.string(0), statement.int(1) != 0, statement.int(2)))
+            rows.append((statement.string(0), statement.int(1), statement.int(2)))
         }
         return StoppedReaders.merge(rows)
     }

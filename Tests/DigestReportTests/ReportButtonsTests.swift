@@ -86,7 +86,7 @@ import Testing
             ActionCounts(variant: "BigText", platform: "android", sent: 5),
             ActionCounts(variant: "BigText", platform: "android", timing: "habit", sent: 10, presses: ["pause": 2]),
         ])
-        let readers = StoppedReaders.merge([("habit", false, 90), ("control", true, 1), ("habit", true, 10), ("control", false, 99)])
+        let readers = StoppedReaders.merge([("habit", 90, 6), ("control", 1, 1), ("habit", 10, 4), ("control", 99, 0)])
         #expect(readers == [StoppedReaders(timing: "control", readers: 100, stopped: 1), StoppedReaders(timing: "habit", readers: 100, stopped: 10)])
     }
 }

@@ -61,13 +61,13 @@ package struct StoppedReaders: Sendable, Hashable {
         self.stopped = stopped
     }
 
-    /// Groups the stores' rows — per timing, whether the reader stopped and how many readers — sorted by timing.
-    package static func merge(_ rows: [(timing: String, stopped: Bool, readers: Int)]) -> [StoppedReaders] {
+    /// Groups the stores' rows — per timing, readers and those of them who stopped — sorted by timing.
+    package static func merge(_ rows: [(timing: String, readers: Int, stopped: Int)]) -> [StoppedReaders] {
         var groups: [String: StoppedReaders] = [:]
         for row in rows {
             var group = groups[row.timing] ?? StoppedReaders(timing: row.timing)
             group.readers += row.readers
-            if row.stopped { group.stopped += row.readers }
+            group.stopped += row.stopped
             groups[row.timing] = group
         }
         return groups.values.sorted { $0.timing < $1.timing }
