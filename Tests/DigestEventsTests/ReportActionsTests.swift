@@ -135,4 +135,42 @@ import Testing
         #expect(text.stdout.contains("  habit:   9 of 100 stopped, 9.0% ("), "\(text.stdout)")
         #expect(text.stdout.contains("  habit − control: +6.0 points (95% CI "), "\(text.stdout)")
     }
+
+    /// A split week without timing groups: a row group per arm, `arm` and no `group`, no `stopped`.
+    @Test(arguments: Backend.allCases) func aSplitWeekCountsPerArm(backend: Backend) async throws {
+        let store = try await StoreHarness(backend)
+        let users = (0..<8).map { "s\($0)" }
+        let readers = users.map {
+            Reader(id: $0, locale: "en", timeZone: "UTC", optedOut: false, devices: [Device(token: "tok-\($0)", platform: .android)])
+        }
+        _ = try await store.withImporter { try await $0.sink.write(.users(readers)) }
+        let messages = users.enumerated().map { index, user in
+            FixtureMessage(user: user, variant: index < 5 ? .image : .bigText, arm: index < 5 ? "image" : "text")
+        }
+        try await store.write(messages)
+        let keys = try ReplyKeys(secrets: [Self.secret])
+        func press(_ message: FixtureMessage, _ action: String) throws -> String {
+            #"{"message_id":"\#(message.messageID)","type":"action","action":"\#(action)","reply_key":"\#(try keys.sign(messageID: message.messageID))","at":"\#(Timestamp.format(StoreHarness.createdAt + 60))"}"#
+        }
+        let batch = [try press(messages[0], "off"), try press(messages[1], "off"), try press(messages[6], "fewer")]
+        let result = try await store.withCollector(keys: AppKeys(keys: [Self.appKey]), replyKeys: ReplyKeyFile(keys)) { port in
+            let (_, body) = try await HTTP.post(port: port, key: Self.appKey, body: HTTP.body(batch))
+            return try HTTP.result(body)
+        }
+        #expect(result.accepted == 3)
+        let db = store.url ?? store.directory.path("store.sqlite")
+        let json = try await DigestBinary.run(["report", "--db", db, "--week", "2026-W47", "--json"])
+        #expect(json.status == 0, "\(json.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["stopped"] == nil)
+        let rows = try #require(object["actions"] as? [[String: Any]])
+        let figures = rows.map { "\($0["variant"] as? String ?? "?") \($0["arm"] as? String ?? "?") \($0["action"] as? String ?? "?") \($0["presses"] as? Int ?? -1)/\($0["sent"] as? Int ?? -1)" }
+        #expect(figures == [
+            "BigText text fewer 1/3", "BigText text pause 0/3", "BigText text off 0/3",
+            "Image image fewer 0/5", "Image image pause 0/5", "Image image off 2/5",
+        ])
+        #expect(rows.allSatisfy { $0["group"] == nil })
+        let off = Self.wilson(2, 5)
+        #expect(Self.close(rows[5]["per_1000"], 400) && Self.close(rows[5]["per_1000_low"], off.low * 1000) && Self.close(rows[5]["per_1000_high"], off.high * 1000))
+    }
 }
