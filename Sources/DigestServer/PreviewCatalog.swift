@@ -98,7 +98,9 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         }
         let report = DeliveryReport(
             week: messages.week, counts: try await database.eventCounts(week: messages.week),
-            timing: try await database.readersByTiming(week: messages.week))
+            timing: try await database.readersByTiming(week: messages.week),
+            actions: try await database.pressesByGroup(week: messages.week),
+            stopped: try await database.stoppedByTiming(week: messages.week))
         page.report = report
         page.chart = report.rows.contains { $0.sent > 0 } ? ReportChart.svg(report) : nil
         for platform in Platform.allCases {
