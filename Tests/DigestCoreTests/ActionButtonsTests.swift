@@ -80,6 +80,26 @@ struct ActionButtonsTests {
         #expect(String(decoding: apns.payload, as: UTF8.self).contains(#""reply_key":""#))
     }
 
+    /// The planner's ladder measures the keys: a digest that just fits a budget without them is
+    /// shortened to fit it with them, on every platform.
+    @Test(arguments: Platform.allCases)
+    func theLadderMakesRoomForTheKeys(platform: Platform) throws {
+        let digest = PlanFixture.digest(picks: 5)
+        let templates = shippedCatalog.localized(for: "en")
+        var configuration = VariantPlanner.Configuration()
+        configuration.actions = [.open, .fewer, .pause]
+        let plain = try VariantPlanner(configuration: configuration).plan(digest, templates: templates, image: nil, platforms: [platform])
+        #expect(plain.rules.allSatisfy { !$0.hasPrefix("budget.") })
+        configuration.byteBudget = try #require(plain.bytes[platform])
+        let keyed = try VariantPlanner(configuration: configuration, encoder: Self.encoder()).plan(
+            digest, templates: templates, image: nil, platforms: [platform])
+        #expect(keyed.rules.contains { $0.hasPrefix("budget.") }, "\(keyed.rules)")
+        #expect(try #require(keyed.bytes[platform]) <= configuration.byteBudget)
+        let device = Device(token: "tok", platform: platform)
+        let body = Self.encoder().message(for: keyed, device: device)
+        #expect(String(decoding: body, as: UTF8.self).contains(#""reply_key":""#))
+    }
+
     /// iOS: the category and interruption level; the web: the first two buttons that are not `open`;
     /// Android: at most three.
     @Test func eachPlatformsButtons() throws {
