@@ -11,8 +11,11 @@ import Foundation  // URLComponents: whether a top pick's URL is one a notificat
 /// app `android.data` instead of the top-level `data`, so an Android message has no top-level
 /// `data`), in the top-level `data` on iOS (custom keys beside `aps` in the APNs payload) and on the
 /// web (the push's data). `message_id` (``OutboxMessage/messageID(dedupeKey:)``) is the one per-device
-/// key: the shared parts are encoded with a placeholder of its fixed length (so the budget counts the
-/// real bytes) and each device's message gets its own id in place.
+/// key, with, when the run has `--reply-key-file`, its `reply_key` (``ReplyKeys/sign(messageID:)``)
+/// right after it: the shared parts are encoded with placeholders of their fixed lengths (so the
+/// budget counts the real bytes) and each device's message gets its own id and key in place. A
+/// plan's `fewer_topic` follows them; Android's data carries `picks`, iOS's `aps` the category and,
+/// when set, the interruption level.
 public struct NotificationEncoder: Sendable {
     /// Delivery settings shared by every message of a run.
     public struct Configuration: Sendable, Hashable {
