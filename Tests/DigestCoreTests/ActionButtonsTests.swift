@@ -202,6 +202,14 @@ struct FewerRunTests {
         #expect(picks.contains(Fixture.picks(plain).first { Self.topics([$0]) == ["swift"] }!))
     }
 
+    /// The previews say which articles "fewer" held back.
+    @Test func thePreviewsSayWhatFewerHeldBack() async throws {
+        let composer = Self.composer()
+        let user = await composer.composeUser(Self.reader(fewer: [FewerTopic(topic: "swift", until: Self.due + 1)]), history: Fixture.history)
+        let left = composer.leftOut(user, history: Fixture.history)
+        #expect(!left.isEmpty && left.allSatisfy { $0.reason == "fewer: swift" }, "\(left)")
+    }
+
     /// A press that ends at or before the due time no longer holds anything back.
     @Test func anEndedPressChangesNothing() async throws {
         let plain = await Self.composer().composeUser(Fixture.reader(), history: Fixture.history)
