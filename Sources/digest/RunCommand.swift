@@ -287,14 +287,60 @@ struct PlanOptions: ParsableArguments {
     @Option(help: "Local hours in which no message becomes due or is sent, e.g. 21:00-08:00, or off.")
     var quietHours: String = "21:00-08:00"
 
+    @Option(help: """
+        The buttons, in order, from open, later, fewer, pause, off (default: open,later; open,fewer,pause \
+        with --reply-key-file). fewer, pause and off need --reply-key-file.
+        """)
+    var actions: String?
+
+    @Option(help: "Secrets that sign each message's reply_key, one a line: the first signs, every one verifies.")
+    var replyKeyFile: String?
+
+    @Option(help: "The iOS notification category (aps.category) the app registers the buttons under.")
+    var iosCategory: String = "digest"
+
+    @Option(help: "iOS aps.interruption-level: passive (into the notification summary, no sound) or active (default: no key).")
+    var iosInterruptionLevel: String?
+
     func validate() throws {
         _ = try deliverySettings()
+        _ = try actionIDs()
+        _ = try replyKeys()
+        guard !iosCategory.isEmpty else { throw ValidationError("--ios-category must not be empty") }
+        if let level = iosInterruptionLevel, !["passive", "active"].contains(level) {
+            throw ValidationError("--ios-interruption-level takes passive or active")
+        }
         guard (0...52).contains(dormantAfter) else { throw ValidationError("--dormant-after must be 0…52 weeks") }
         guard VariantPolicy(argument: policy) != nil else {
             throw ValidationError("--policy takes image, text or split:PERCENT (0-100)")
         }
         guard (256...4096).contains(byteBudget) else { throw ValidationError("--byte-budget must be 256…4096") }
         guard linkBase.hasPrefix("https://") else { throw ValidationError("--link-base must be an https URL") }
+    }
+
+    /// `--actions`, or its default; a button that changes preferences needs `--reply-key-file`.
+    func actionIDs() throws -> [NotificationActionID] {
+        guard let actions else { return NotificationActionID.defaults(replyKeys: replyKeyFile != nil) }
+        let ids: [NotificationActionID]
+        do {
+            ids = try NotificationActionID.parse(actions)
+        } catch {
+            throw ValidationError("--actions: \(error.description)")
+        }
+        if replyKeyFile == nil, let id = ids.first(where: \.needsReplyKey) {
+            throw ValidationError("--actions \(id.rawValue) needs --reply-key-file (a press changes the reader's preferences only with its message's reply_key)")
+        }
+        return ids
+    }
+
+    /// `--reply-key-file`'s secrets, if given.
+    func replyKeys() throws -> ReplyKeys? {
+        guard let replyKeyFile else { return nil }
+        do {
+            return try ReplyKeys(path: replyKeyFile)
+        } catch {
+            throw ValidationError("--reply-key-file \(error.message)")
+        }
     }
 
     func templatesDirectory() throws -> URL { try TemplateLocator.locate(templates) }
@@ -329,6 +375,10 @@ struct PlanOptions: ParsableArguments {
         configuration.planner.byteBudget = byteBudget
         configuration.encoder.linkBase = linkBase.hasSuffix("/") ? String(linkBase.dropLast()) : linkBase
         configuration.digest.dormantAfterWeeks = dormantAfter
+        configuration.planner.actions = try actionIDs()
+        configuration.compose.replyKeys = try replyKeys()
+        configuration.encoder.apnsCategory = iosCategory
+        configuration.encoder.iosInterruptionLevel = iosInterruptionLevel
         let (delivery, habit, quiet) = try deliverySettings()
         configuration.delivery = delivery
         configuration.compose.habit = habit

@@ -28,6 +28,8 @@ public struct BatchComposer: Sendable {
         public var digest = DigestBuilder.Configuration()
         public var planner = VariantPlanner.Configuration()
         public var encoder = NotificationEncoder.Configuration()
+        /// `--reply-key-file`: every message carries its `reply_key` (`nil`: none).
+        package var replyKeys: ReplyKeys?
 
         public init(week: ISOWeek) {
             self.week = week
@@ -63,7 +65,9 @@ public struct BatchComposer: Sendable {
         builder = DigestBuilder(pool: CandidatePool(articles: articles), configuration: configuration.digest)
         candidateIDs = builder.pool.ids
         self.templates = templates
-        planner = VariantPlanner(configuration: configuration.planner, encoder: NotificationEncoder(configuration: configuration.encoder))
+        planner = VariantPlanner(
+            configuration: configuration.planner,
+            encoder: NotificationEncoder(configuration: configuration.encoder, replyKeys: configuration.replyKeys))
         self.attachments = attachments
         sendNow = configuration.sendAt == .now ? now : nil
         habit = configuration.habit
@@ -196,9 +200,10 @@ public struct BatchComposer: Sendable {
         let (window, zoneFellBack) = calendar.window(forZone: reader.timeZone)
         user.week = window.week
         user.timeZoneFellBack = zoneFellBack
-        // A pause needs the due time, so the delivery choice first; the others get it as before.
+        // A pause and "fewer" need the due time, so the delivery choice first; the others get it as before.
         var delivery: DeliveryChoice?
-        if reader.preferences.pausedUntil != nil {
+        var fewer: [String] = []
+        if reader.preferences.pausedUntil != nil || !reader.preferences.fewer.isEmpty {
             let choice = deliveryChoice(for: reader, window: window, reads: history.reads)
             let due = slot(for: reader, choice: choice).availableAt
             if reader.preferences.isPaused(on: calendar.localDate(of: due, zone: reader.timeZone)) {
@@ -206,12 +211,13 @@ public struct BatchComposer: Sendable {
                 return .finished(user)
             }
             delivery = choice
+            fewer = reader.preferences.fewerTopics(dueAt: due)
         }
         if builder.isDormant(window: window, reads: history.reads) {
             user.skipped = .dormant
             return .finished(user)
         }
-        let digest = builder.build(reader: reader, window: window, history: history, span: span(for: reader))
+        let digest = builder.build(reader: reader, window: window, history: history, span: span(for: reader), fewer: fewer)
         user.isReengagement = digest.isReengagement
         user.delivery = delivery ?? deliveryChoice(for: reader, window: window, reads: history.reads)
         return .digested(user, window, digest)

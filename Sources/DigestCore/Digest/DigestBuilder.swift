@@ -92,7 +92,11 @@ public struct DigestBuilder: Sendable {
         build(reader: reader, window: window, history: history, span: nil)
     }
 
-    package func build(reader: Reader, window: WeekWindow, history: ReaderHistory, span: CoveredSpan?) -> WeeklyDigest {
+    /// `fewer`: the topics held back for this digest (``ReaderPreferences/fewerTopics(dueAt:)``): at
+    /// most one pick carries one of them, never the first (so never the Image variant's picture).
+    package func build(
+        reader: Reader, window: WeekWindow, history: ReaderHistory, span: CoveredSpan?, fewer fewerTopics: [String] = []
+    ) -> WeeklyDigest {
         let reads = history.reads
         // The weeks covered (1 without a span) and the local midnights of them and the weeks before.
         let covered = span?.weeks ?? 1
@@ -154,10 +158,14 @@ public struct DigestBuilder: Sendable {
         let preferences = reader.preferences
         let publishedFrom = window.end - freshness(weeks: covered)
         let weighted = interests.entries.map { ($0.key, $0.count) }
+        // "Fewer" topics (not muted ones, which no pick has anyway) are held back like muted ones, and
+        // one of their articles is let in below; without any, this is the reader's mute list as it is.
+        let fewer = fewerTopics.isEmpty ? [] : fewerTopics.filter { !preferences.mute.contains($0) }
+        let held = fewer.isEmpty ? preferences.mute : preferences.mute + fewer
         // (The exclusions are passed inline, not as a closure value, so nothing is boxed per reader.)
         var picks = pool.pick(
             limit: configuration.maxPicks, publishedFrom: publishedFrom, until: window.end, weights: weighted,
-            languages: languages, muted: preferences.mute
+            languages: languages, muted: held
         ) { readIDs.contains($0) || history.readEarlier.contains($0) || history.recentPicks.contains($0) }
         if !preferences.follow.isEmpty, !(picks.first.map { preferences.follows(topics: $0.topics) } ?? false) {
             // The best eligible article of a followed topic first (ranked as every pick is), then the
@@ -166,10 +174,22 @@ public struct DigestBuilder: Sendable {
             if let index = picks.firstIndex(where: { preferences.follows(topics: $0.topics) }) {
                 picks.insert(picks.remove(at: index), at: 0)
             } else if let first = pool.best(
-                publishedFrom: publishedFrom, until: window.end, weights: weighted, languages: languages, muted: preferences.mute,
-                within: preferences.follow.filter { !preferences.mute.contains($0) }
+                publishedFrom: publishedFrom, until: window.end, weights: weighted, languages: languages, muted: held,
+                within: preferences.follow.filter { !held.contains($0) }
             ) { readIDs.contains($0) || history.readEarlier.contains($0) || history.recentPicks.contains($0) } {
                 picks.insert(first, at: 0)
+                if picks.count > configuration.maxPicks { picks.removeLast(picks.count - configuration.maxPicks) }
+            }
+        }
+        if !fewer.isEmpty, !picks.isEmpty {
+            // The best article of a held-back topic, had they not been held back, keeps its place among
+            // the picks (but never the first), and is the only one of them.
+            let unheld = pool.pick(
+                limit: configuration.maxPicks, publishedFrom: publishedFrom, until: window.end, weights: weighted,
+                languages: languages, muted: preferences.mute
+            ) { readIDs.contains($0) || history.readEarlier.contains($0) || history.recentPicks.contains($0) }
+            if let index = unheld.firstIndex(where: { $0.topics.contains(where: fewer.contains) }) {
+                picks.insert(unheld[index], at: min(max(1, index), picks.count))
                 if picks.count > configuration.maxPicks { picks.removeLast(picks.count - configuration.maxPicks) }
             }
         }

@@ -59,7 +59,7 @@ public struct APNsEncoder: Sendable {
             var headers = shared
             headers.id = configuration.sendsID ? APNsHeaders.id(messageID: messageID) : nil
             headers.topic = device.topic ?? configuration.topic
-            return APNsMessage(headers: headers, payload: NotificationEncoder.filling(payload, at: idOffset, with: Array(messageID.utf8)))
+            return APNsMessage(headers: headers, payload: encoder.filling(payload, at: idOffset, with: messageID))
         }
     }
 }

@@ -11,8 +11,11 @@ import Foundation  // URLComponents: whether a top pick's URL is one a notificat
 /// app `android.data` instead of the top-level `data`, so an Android message has no top-level
 /// `data`), in the top-level `data` on iOS (custom keys beside `aps` in the APNs payload) and on the
 /// web (the push's data). `message_id` (``OutboxMessage/messageID(dedupeKey:)``) is the one per-device
-/// key: the shared parts are encoded with a placeholder of its fixed length (so the budget counts the
-/// real bytes) and each device's message gets its own id in place.
+/// key, with, when the run has `--reply-key-file`, its `reply_key` (``ReplyKeys/sign(messageID:)``)
+/// right after it: the shared parts are encoded with placeholders of their fixed lengths (so the
+/// budget counts the real bytes) and each device's message gets its own id and key in place. A
+/// plan's `fewer_topic` follows them; Android's data carries `picks`, iOS's `aps` the category and,
+/// when set, the interruption level.
 public struct NotificationEncoder: Sendable {
     /// Delivery settings shared by every message of a run.
     public struct Configuration: Sendable, Hashable {
@@ -25,22 +28,33 @@ public struct NotificationEncoder: Sendable {
         public var androidPriority: String = "normal"
         /// APNs priority: 5 is power-friendly.
         public var apnsPriority: Int = 5
-        /// The iOS notification category (its actions are registered by the app).
-        public var apnsCategory: String = "WEEKLY_DIGEST"
+        /// The iOS notification category, `aps.category` (`--ios-category`): the app registers its
+        /// actions (`UNNotificationCategory`, docs/014).
+        public var apnsCategory: String = "digest"
         /// iOS groups notifications by thread id.
         public var threadID: String = "weekly-digest"
         /// Web icon used when there is no icon rendition.
         public var webIcon: String?
         /// Web badge (monochrome, 96 px).
         public var webBadge: String?
+        /// `--ios-interruption-level`: `aps.interruption-level` (`passive` or `active`; `nil`: no key).
+        package var iosInterruptionLevel: String?
 
         public init() {}
     }
 
     public let configuration: Configuration
+    /// `--reply-key-file`: when set, every message carries its `reply_key` beside `message_id`.
+    package let replyKeys: ReplyKeys?
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
+        replyKeys = nil
+    }
+
+    package init(configuration: Configuration = .init(), replyKeys: ReplyKeys?) {
+        self.configuration = configuration
+        self.replyKeys = replyKeys
     }
 
     /// One request body for one device.
@@ -69,7 +83,6 @@ public struct NotificationEncoder: Sendable {
         var encoded = encoded
         let label = analyticsLabel(encoded.plan)
         return zip(devices, messageIDs).map { device, messageID in
-            let id = Array(messageID.utf8)
             let (section, sectionIDOffset) = encoded.section(device.platform, encoder: self)
             var writer = JSONWriter(capacity: encoded.data.count + section.count + device.token.utf8.count + 128)
             writer.beginObject()
@@ -79,10 +92,10 @@ public struct NotificationEncoder: Sendable {
             if let offset = sectionIDOffset {
                 // Android: the section's data holds every key, and the message no top-level data.
                 writer.key(Self.sectionKey(device.platform))
-                writer.raw(Self.filling(section, at: offset, with: id))
+                writer.raw(filling(section, at: offset, with: messageID))
             } else {
                 writer.key("data")
-                writer.raw(Self.filling(encoded.data, at: encoded.dataIDOffset, with: id))
+                writer.raw(filling(encoded.data, at: encoded.dataIDOffset, with: messageID))
                 writer.key(Self.sectionKey(device.platform))
                 writer.raw(section)
             }
@@ -134,11 +147,40 @@ public struct NotificationEncoder: Sendable {
     /// What stands for `message_id` in the shared parts until a device's id fills it: the same length.
     static let messageIDPlaceholder = String(repeating: "0", count: OutboxMessage.messageIDLength)
 
+    /// What stands for `reply_key` in the shared parts until a device's key fills it: the same length.
+    static let replyKeyPlaceholder = String(repeating: "0", count: ReplyKeys.keyLength)
+
+    /// From the start of the `message_id` placeholder to the start of the `reply_key` one, which
+    /// follows it: `<id>","reply_key":"<key>`.
+    static let replyKeyDistance = OutboxMessage.messageIDLength + #"","reply_key":""#.utf8.count
+
     /// `bytes` with the `message_id` placeholder at `offset` replaced by `id` (of the same length).
     static func filling(_ bytes: [UInt8], at offset: Int, with id: [UInt8]) -> [UInt8] {
         var bytes = bytes
         bytes.replaceSubrange(offset..<(offset + id.count), with: id)
         return bytes
+    }
+
+    /// `bytes` with the `message_id` placeholder at `offset` replaced by `messageID`, and, with reply
+    /// keys, the `reply_key` placeholder after it by the message's key (``ReplyKeys/sign(messageID:)``).
+    package func filling(_ bytes: [UInt8], at offset: Int, with messageID: String) -> [UInt8] {
+        var bytes = Self.filling(bytes, at: offset, with: Array(messageID.utf8))
+        if let replyKeys {
+            let key = Array(replyKeys.sign(messageID: messageID).utf8)
+            let start = offset + Self.replyKeyDistance
+            bytes.replaceSubrange(start..<(start + key.count), with: key)
+        }
+        return bytes
+    }
+
+    /// Android builds at most this many buttons from `data.actions`.
+    package static let androidMaxActions = 3
+    /// Browsers show at most this many buttons.
+    package static let webMaxActions = 2
+
+    /// A web notification's buttons: the first two that are not `open` (the notification's own click).
+    package static func webActions(_ actions: [NotificationAction]) -> ArraySlice<NotificationAction> {
+        actions.filter { $0.id != "open" }.prefix(webMaxActions)
     }
 
     /// The weekly page, `<linkBase>/<week>`.
@@ -179,6 +221,8 @@ public struct NotificationEncoder: Sendable {
         writer.key("message_id")
         let offset = writer.bytes.count + 1  // after the opening quote; hex needs no escaping
         writer.value(Self.messageIDPlaceholder)
+        if replyKeys != nil { writer.field("reply_key", Self.replyKeyPlaceholder) }
+        if let topic = plan.fewerTopic { writer.field("fewer_topic", topic) }
         writer.field("digest_id", plan.digestID)
         writer.field("deep_link", link)
         return offset
@@ -197,13 +241,15 @@ public struct NotificationEncoder: Sendable {
         writer.field("title", plan.title)
         writer.field("body", plan.body)
         writer.field("type", plan.variant.rawValue)
+        // A string, as every FCM data value: the app's badge count.
+        writer.field("picks", String(plan.picks.count))
         if let image = plan.image {
             writer.field("imageUrl", image.hero.url)
             if let icon = image.icon { writer.field("iconUrl", icon.url) }
         }
         var actions = JSONWriter(capacity: 96)
         actions.beginArray()
-        for action in plan.actions {
+        for action in plan.actions.prefix(Self.androidMaxActions) {
             actions.beginObject()
             actions.field("id", action.id)
             actions.field("title", action.title)
@@ -231,6 +277,7 @@ public struct NotificationEncoder: Sendable {
         payload.endObject()
         payload.field("category", configuration.apnsCategory)
         payload.field("thread-id", configuration.threadID)
+        if let level = configuration.iosInterruptionLevel { payload.field("interruption-level", level) }
         // Always: the service extension reports receipt (and attaches the image when there is one).
         payload.field("mutable-content", 1)
         payload.endObject()
@@ -309,7 +356,7 @@ public struct NotificationEncoder: Sendable {
         if let badge = configuration.webBadge { writer.field("badge", badge) }
         writer.key("actions")
         writer.beginArray()
-        for action in plan.actions.prefix(2) {
+        for action in Self.webActions(plan.actions) {
             writer.beginObject()
             writer.field("action", action.id)
             writer.field("title", action.title)

@@ -41,7 +41,7 @@ package struct WebPushEncoder: Sendable {
         let expiresAt = encoder.expiresAt(plan)
         return zip(keys, messageIDs).map { keys, messageID in
             WebPushMessage(
-                plaintext: NotificationEncoder.filling(plaintext, at: idOffset, with: Array(messageID.utf8)),
+                plaintext: encoder.filling(plaintext, at: idOffset, with: messageID),
                 headers: WebPushHeaders(
                     urgency: .normal, topic: WebPushHeaders.isValidTopic(topic) ? topic : nil, expiresAt: expiresAt,
                     p256dh: keys.p256dh, auth: keys.auth))

@@ -26,6 +26,9 @@ public struct NotificationPlan: Sendable, Hashable {
     /// `--deliver-at habit`: why the message is due when it is (``DeliveryChoice/reason``), kept in the
     /// report as `due_reason` so that previews of the outbox's rows can say it.
     package var dueReason: String?
+    /// The top pick's first topic when the message has the `fewer` button: what a press holds back
+    /// (`fewer_topic` in every message's data and in the report).
+    package var fewerTopic: String?
 
     public init(
         digestID: String, week: ISOWeek, userID: String, variant: Variant, title: String, body: String,
@@ -69,6 +72,7 @@ public struct NotificationPlan: Sendable, Hashable {
         for rule in rules { writer.value(rule) }
         writer.endArray()
         if let dueReason { writer.field("due_reason", dueReason) }
+        if let fewerTopic { writer.field("fewer_topic", fewerTopic) }
         writer.endObject()
         return writer.string
     }
@@ -83,4 +87,48 @@ public struct NotificationAction: Sendable, Hashable {
         self.id = id
         self.title = title
     }
+}
+
+/// A button a run may put on its messages (`--actions`): its id is what the app reports on a press
+/// and the key of its title in `Templates/<locale>/strings.json`'s `actions`.
+package enum NotificationActionID: String, Sendable, Hashable, CaseIterable {
+    /// "Read": opens the digest (as the notification's own tap).
+    case open
+    /// "Later": the app reminds the reader.
+    case later
+    /// "Fewer like this" (``ReaderAction/fewer``).
+    case fewer
+    /// "Pause for 4 weeks" (``ReaderAction/pause``).
+    case pause
+    /// "Stop the weekly digest" (``ReaderAction/off``).
+    case off
+
+    /// Whether a press changes the reader's preferences, so its message needs a `reply_key`.
+    package var needsReplyKey: Bool { ReaderAction(rawValue: rawValue) != nil }
+
+    /// The buttons when `--actions` is not given: `open,later`, or `open,fewer,pause` with reply keys.
+    package static func defaults(replyKeys: Bool) -> [NotificationActionID] {
+        replyKeys ? [.open, .fewer, .pause] : [.open, .later]
+    }
+
+    /// `--actions LIST`: comma-separated ids, each once, at least one.
+    package static func parse(_ list: String) throws(NotificationActionListError) -> [NotificationActionID] {
+        var ids: [NotificationActionID] = []
+        for part in list.split(separator: ",", omittingEmptySubsequences: false) {
+            let name = String(part)
+            guard let id = NotificationActionID(rawValue: name) else {
+                let known = allCases.map(\.rawValue).joined(separator: ", ")
+                throw NotificationActionListError("unknown action '\(name)' (one of \(known))")
+            }
+            guard !ids.contains(id) else { throw NotificationActionListError("'\(name)' is given twice") }
+            ids.append(id)
+        }
+        return ids
+    }
+}
+
+/// An `--actions` list that cannot be used.
+package struct NotificationActionListError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

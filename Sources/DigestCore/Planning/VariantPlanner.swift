@@ -18,6 +18,9 @@ public struct VariantPlanner: Sendable {
         /// Per platform budget; each platform's hard ceiling still applies.
         public var byteBudget = 3800
         public var policy: VariantPolicy = .preferImage
+        /// `--actions`: the buttons, in order (ids of ``NotificationActionID``); `fewer` only on a
+        /// digest whose top pick has a topic.
+        package var actions: [NotificationActionID] = NotificationActionID.defaults(replyKeys: false)
 
         public init() {}
 
@@ -111,10 +114,11 @@ public struct VariantPlanner: Sendable {
             bulletTitle: configuration.bulletTitleLimit, body: 0
         )
         limits.body = bodyLimit(variant)
-        let actions = [
-            NotificationAction(id: "open", title: templates.action("open")),
-            NotificationAction(id: "later", title: templates.action("later")),
-        ]
+        // "Fewer like this" is about the top pick's first topic: no button without one.
+        let fewerTopic = configuration.actions.contains(.fewer) ? digest.picks.first?.topics.first : nil
+        let actions = configuration.actions.compactMap { id -> NotificationAction? in
+            id == .fewer && fewerTopic == nil ? nil : NotificationAction(id: id.rawValue, title: templates.action(id.rawValue))
+        }
         let titlePiece: TemplateCatalog.Piece = digest.isReengagement ? .reengageTitle : .title
         let titleSource = TextRules.clean(templates.render(titlePiece, model))
         rules.noteUntranslatedTopic(digest.stats.topTopic, readAs: "topTopic", by: titlePiece, templates)
@@ -130,6 +134,7 @@ public struct VariantPlanner: Sendable {
                 title: title.text, body: body, image: variant == .image ? renditions : nil,
                 picks: digest.picks.map(\.id), rules: [], bytes: [:], arm: arm, actions: actions,
                 deliverAt: deliverAt ?? digest.window.deliverAt, topPickURL: digest.picks.first?.url)
+            plan.fewerTopic = fewerTopic
             var encoded = encoder.encode(plan, platforms: platforms)
             plan.bytes = encoded.bytes
             if !plan.bytes.contains(where: { $0.value > configuration.budget(for: $0.key) }) {

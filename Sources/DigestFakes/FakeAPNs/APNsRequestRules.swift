@@ -81,10 +81,24 @@ enum APNsRequestRules {
         case .valid(let aps):
             // The alert push type is for an alert, a badge or a sound (Apple's description of it).
             if pushType == "alert" && aps.isDisjoint(with: ["alert", "badge", "sound"]) { return .failure(Failure(400, "BadPayload")) }
+            if !digestKeysValid(body) { return .failure(Failure(400, "BadPayload")) }
         case .invalid:
             return .failure(Failure(400, "BadPayload"))
         }
         return .success(Checked(token: token.lowercased(), apnsHeaders: apns))
+    }
+
+    /// The digest's own keys (``DigestKeyRules``), looked at only in a payload that names one:
+    /// `reply_key` beside `aps`, and `aps.category` a string.
+    static func digestKeysValid(_ body: [UInt8]) -> Bool {
+        let text = String(decoding: body, as: UTF8.self)
+        guard text.contains("\"reply_key\"") || text.contains("\"category\"") else { return true }
+        guard let payload = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else { return false }
+        if let category = (payload["aps"] as? [String: Any])?["category"], !(category is String) { return false }
+        if let key = payload["reply_key"] {
+            guard let key = key as? String, DigestKeyRules.isReplyKey(key) else { return false }
+        }
+        return true
     }
 
     static func topicAllowed(_ topic: String, _ topics: Set<String>) -> Bool {

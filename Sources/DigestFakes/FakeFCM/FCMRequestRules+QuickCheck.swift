@@ -33,6 +33,12 @@ extension FCMRequestRules {
         }
     }
 
+    /// Whether a data map's digest keys have their shapes (``DigestKeyRules``); absent ones pass.
+    static func digestKeysValid(_ data: Value?) -> Bool {
+        guard let data else { return true }
+        return DigestKeyRules.dataViolation(replyKey: data["reply_key"]?.string, picks: data["picks"]?.string, at: "") == nil
+    }
+
     static func quickCheck(_ body: [UInt8]) -> Accepted? {
         guard body.count <= maxWebPushBytes else { return nil }
         var parser = QuickJSONParser(bytes: body)
@@ -47,7 +53,7 @@ extension FCMRequestRules {
         guard messageFields.allSatisfy({ messageKeys.contains($0.key) }),
               message["topic"] == nil, message["condition"] == nil,
               let token = message["token"]?.string, !token.isEmpty,
-              isStringMap(message["data"], reservedKeysChecked: true)
+              isStringMap(message["data"], reservedKeysChecked: true), digestKeysValid(message["data"])
         else { return nil }
         var collapseKey: String?
         if let android = message["android"] {
@@ -62,7 +68,7 @@ extension FCMRequestRules {
             if let ttl = android["ttl"] {
                 guard let ttl = ttl.string, let seconds = durationSeconds(ttl), seconds <= maxTTLSeconds else { return nil }
             }
-            guard isStringMap(android["data"], reservedKeysChecked: true) else { return nil }
+            guard isStringMap(android["data"], reservedKeysChecked: true), digestKeysValid(android["data"]) else { return nil }
             if let notification = android["notification"], notification.object == nil { return nil }
         }
         if let apns = message["apns"] {
@@ -76,6 +82,7 @@ extension FCMRequestRules {
             if let payload = apns["payload"] {
                 guard payload.object != nil else { return nil }
                 if let aps = payload["aps"], aps.object == nil { return nil }
+                if let category = payload["aps"]?["category"], category.string == nil { return nil }
             }
             if let options = apns["fcm_options"], options.object == nil { return nil }
         }

@@ -60,6 +60,7 @@ package enum FCMRequestRules {
             return .failure(RuleViolation("The registration token is not a valid FCM registration token"))
         }
         if let violation = stringMap(message["data"], at: "message.data", reservedKeysChecked: true) { return .failure(violation) }
+        if let violation = digestKeys(message["data"], at: "message.data") { return .failure(violation) }
         var collapseKey: String?
         var budget = measure ? bytes(message["data"]) + bytes(message["notification"]) : 0
 
@@ -81,6 +82,7 @@ package enum FCMRequestRules {
                 }
             }
             if let violation = stringMap(android["data"], at: "message.android.data", reservedKeysChecked: true) { return .failure(violation) }
+            if let violation = digestKeys(android["data"], at: "message.android.data") { return .failure(violation) }
             if let notification = android["notification"], !(notification is [String: Any]) {
                 return .failure(RuleViolation("message.android.notification must be an object"))
             }
@@ -103,6 +105,9 @@ package enum FCMRequestRules {
             if let payload = apns["payload"] {
                 guard let payload = payload as? [String: Any] else { return .failure(RuleViolation("message.apns.payload must be an object")) }
                 if let aps = payload["aps"], !(aps is [String: Any]) { return .failure(RuleViolation("apns.payload.aps must be an object")) }
+                if let category = (payload["aps"] as? [String: Any])?["category"], !(category is String) {
+                    return .failure(RuleViolation("apns.payload.aps.category must be a string"))
+                }
                 let size = measure ? bytes(payload) : 0
                 guard size <= maxPayloadBytes else { return .failure(RuleViolation("APNs payload is too big: \(size) bytes")) }
             }
@@ -134,6 +139,12 @@ package enum FCMRequestRules {
             guard budget <= maxWebPushBytes else { return .failure(RuleViolation("Web push message is too big: \(budget) bytes")) }
         }
         return .success(Accepted(token: token, validateOnly: validateOnly, collapseKey: collapseKey))
+    }
+
+    /// The digest's own data keys' shapes (``DigestKeyRules``) in a data map already checked as one.
+    static func digestKeys(_ value: Any?, at path: String) -> RuleViolation? {
+        guard let data = value as? [String: String] else { return nil }
+        return DigestKeyRules.dataViolation(replyKey: data["reply_key"], picks: data["picks"], at: path).map(RuleViolation.init)
     }
 
     /// A map<string, string>: an object whose values are all strings (and, for data, no reserved keys).

@@ -273,6 +273,7 @@ package final class FakeWebPushServer: FakeHTTPService {
             } catch {
                 return finish(400, "the body does not decrypt: \(error.reason)", delay: delay)
             }
+            if let plaintext, let violation = Self.digestKeysViolation(plaintext) { return finish(400, violation, delay: delay) }
         }
         let messageID = plaintext.flatMap(Self.messageID)
         return state.withLock { state -> FakeReply in
@@ -299,6 +300,19 @@ package final class FakeWebPushServer: FakeHTTPService {
     private func finish(_ status: Int, _ text: String, delay: Int) -> FakeReply {
         state.withLock { $0.stats.answers["\(status)", default: 0] += 1 }
         return .answer(status: status, headers: [("content-type", "text/plain")], body: text, delay: delay)
+    }
+
+    /// What is wrong with a decrypted digest's own keys (``DigestKeyRules``): more than two buttons, a
+    /// `reply_key` that is not 22 base64url characters; nil when nothing is (or it is no JSON object).
+    static func digestKeysViolation(_ plaintext: [UInt8]) -> String? {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(plaintext))) as? [String: Any] else { return nil }
+        if let actions = object["actions"] as? [Any], actions.count > DigestKeyRules.maxWebActions {
+            return "the notification has \(actions.count) actions; browsers show \(DigestKeyRules.maxWebActions)"
+        }
+        if let key = object["reply_key"], !((key as? String).map(DigestKeyRules.isReplyKey) ?? false) {
+            return "reply_key is not \(DigestKeyRules.replyKeyLength) base64url characters"
+        }
+        return nil
     }
 
     /// The plaintext's `message_id` string, if it is a JSON object with one.

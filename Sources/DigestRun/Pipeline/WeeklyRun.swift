@@ -300,6 +300,11 @@ public struct WeeklyRunConfiguration: Sendable {
         get { compose.encoder }
         set { compose.encoder = newValue }
     }
+    /// `--reply-key-file`: every message carries its `reply_key`.
+    package var replyKeys: ReplyKeys? {
+        get { compose.replyKeys }
+        set { compose.replyKeys = newValue }
+    }
 }
 
 /// A run that cannot start or go on; the message says why and what to do.
