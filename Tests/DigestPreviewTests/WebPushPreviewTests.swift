@@ -24,7 +24,8 @@ import Testing
             #expect(preview.text("title")?.lines.first?.hasPrefix("Twój tydzień") == true)
             #expect(!preview.notes.contains { $0.hasPrefix("image not readable") })
         }
-        #expect(fcmMessage.content(for: .web)?.actions == ["Czytaj", "Później"])
+        // A web notification's buttons are the first two actions that are not `open` (its own click).
+        #expect(fcmMessage.content(for: .web)?.actions == ["Później"])
 
         let message = try PreviewMessage(json: plaintext)
         #expect(message == fcmMessage && message.notes.isEmpty)
