@@ -23,11 +23,26 @@ package final class PreviewRenderer {
         package var appName = "Digest"
         /// The site Chrome names on a web notification.
         package var origin = "digest.example"
+        /// The iOS categories the app registers, by `aps.category`: the buttons iOS lists under a
+        /// long-pressed notification of that category (an APNs message carries only the id). The
+        /// default is docs/014's registration of `digest`, in English.
+        package var iosCategories: [String: [PreviewAction]] = PreviewRenderer.registeredCategories
 
         package init(images: PreviewImages = PreviewImages()) {
             self.images = images
         }
     }
+
+    /// The category docs/014's app registers (`digest`, the default `--ios-category`): every button
+    /// a run may choose, in that order, `off` destructive, with the English titles of
+    /// `Templates/en/strings.json` (the app's bundle localizes them on the device).
+    package static let registeredCategories: [String: [PreviewAction]] = [
+        "digest": [
+            PreviewAction(id: "open", title: "Read"), PreviewAction(id: "later", title: "Later"),
+            PreviewAction(id: "fewer", title: "Fewer like this"), PreviewAction(id: "pause", title: "Pause for 4 weeks"),
+            PreviewAction(id: "off", title: "Stop the weekly digest", destructive: true),
+        ]
+    ]
 
     /// The families the surfaces use; missing ones draw as fallbacks or boxes, so they are checked.
     package static let requiredFonts = ["Roboto", "Inter", "Noto Sans CJK SC", "Noto Color Emoji"]
@@ -216,6 +231,20 @@ package final class PreviewRenderer {
             notes.append("\(what) over \(characters) characters: Chrome cuts it there")
         }
         return text
+    }
+}
+
+/// A button of a registered iOS category: its identifier, title, and whether iOS draws it in red
+/// (`UNNotificationActionOptions.destructive`).
+package struct PreviewAction: Sendable, Hashable {
+    package var id: String
+    package var title: String
+    package var destructive: Bool
+
+    package init(id: String, title: String, destructive: Bool = false) {
+        self.id = id
+        self.title = title
+        self.destructive = destructive
     }
 }
 

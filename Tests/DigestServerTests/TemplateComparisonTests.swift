@@ -109,6 +109,43 @@ import Testing
         #expect(!html.contains("class=\"changed\">action:"), "each action is set against the same action of the other side")
     }
 
+    @Test func aChangedButtonTitleIsAChangedLineOfTheExpandedSurfaces() async throws {
+        let (_, db) = try await Self.demo.value
+        let dir = try TemporaryDirectory()
+        let new = try Self.templates(in: dir, "pl/strings.json", replacing: "\"later\": \"Później\"", with: "\"later\": \"Potem\"")
+        let json = try await Self.compare(db, new: new, out: dir.path("compare"))
+
+        // The demo's run has the default buttons (`open,later`): Android's data.actions and the web
+        // notification's actions carry "Później"; an iOS message carries only its category, whose titles
+        // are the app's, so no iOS message changes.
+        let rows = try await SQLiteDatabase.sqlite(path: db).peek(limit: 100_000, state: nil)
+        var messages: [String: OutboxRow] = [:]
+        for row in rows { messages["\(row.userID) \(row.platform.rawValue)"] = messages["\(row.userID) \(row.platform.rawValue)"] ?? row }
+        let polish = messages.filter { $0.value.locale == "pl" }
+        let titled = Set(polish.filter { $0.value.message.contains("Później") }.keys)
+        #expect(polish.values.filter { $0.platform == .ios }.allSatisfy { !$0.message.contains("Później") })
+        #expect(titled.contains { $0.hasSuffix(" android") })
+
+        let entries = Self.entries(json)
+        let changed = Set(entries.map { "\($0["user"] as? String ?? "") \($0["platform"] as? String ?? "")" })
+        #expect(changed == titled)
+        #expect(entries.allSatisfy { $0["changes"] as? [String] == ["text"] })
+        for entry in entries {
+            let surfaces = try #require(entry["surfaces"] as? [[String: Any]])
+            let roles = Dictionary(uniqueKeysWithValues: surfaces.map { ($0["state"] as? String ?? "", $0["changedRoles"] as? [String] ?? []) })
+            // Buttons are drawn expanded only: there the button's line changed, and nothing else.
+            #expect(roles == ["collapsed": [], "expanded": ["action"]], "\(entry["user"] ?? "") \(entry["platform"] ?? "")")
+        }
+        let html = try String(contentsOfFile: dir.path("compare/index.html"), encoding: .utf8)
+        #expect(html.contains("<li class=\"changed\">action: Potem</li>"))
+        #expect(html.contains("<li class=\"changed\">action: Później</li>"))
+        #expect(!html.contains("<li class=\"changed\">action: Czytaj</li>"), "an unchanged button is not marked")
+        #expect(!html.contains("class=\"changed\">title:") && !html.contains("class=\"changed\">body:"))
+        if titled.contains(where: { $0.hasSuffix(" web") }) {
+            #expect(html.contains("<li class=\"changed\">action: POTEM</li>"))
+        }
+    }
+
     @Test func aLongerHeaderIsCountedAsNewlyCutWhereItIs() async throws {
         let (_, db) = try await Self.demo.value
         let dir = try TemporaryDirectory()

@@ -203,6 +203,13 @@ package struct PreviewMessage: Sendable, Hashable {
                 content.notes.append("image without mutable-content: 1: the service extension never runs, no attachment")
             }
         }
+        // The buttons are the app's: `aps.category` names the `UNNotificationCategory` it registered,
+        // whose titles the renderer takes from its configuration (``PreviewRenderer/Configuration/iosCategories``).
+        switch aps["category"] {
+        case let category as String: content.category = category
+        case nil: break
+        default: content.notes.append("aps.category is not a string: iOS shows no buttons")
+        }
         content.style = content.imageURL != nil ? .bigPicture : .standard
         content.checkTexts()
         return content
@@ -247,8 +254,11 @@ package struct NotificationContent: Sendable, Hashable {
     package var style: AndroidStyle = .standard
     package var imageURL: String?
     package var iconURL: String?
-    /// Button titles, in order.
+    /// Button titles, in order: Android's `data.actions`, the web notification's `actions`. An APNs
+    /// message carries none (its buttons are the category's, ``category``).
     package var actions: [String] = []
+    /// iOS only: `aps.category`, the `UNNotificationCategory` whose registered actions iOS shows.
+    package var category: String?
     /// Problems the preview draws beside this platform's surfaces.
     package var notes: [String] = []
 

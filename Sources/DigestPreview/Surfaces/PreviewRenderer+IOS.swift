@@ -13,6 +13,22 @@ extension PreviewRenderer {
         static let time = TextStyle(families: families, size: 13, lineHeight: 20, color: Color(hex: 0x3C3C43, alpha: 0.6))
         static let appIcon = 38.0
         static let thumbnail = 38.0
+        /// The action list under a long-pressed notification: iOS's menu, a rounded list of rows.
+        static let actionList = (width: 250.0, radius: 13.0, row: 44.0, gap: 8.0, padding: 16.0)
+        static let action = TextStyle(families: families, size: 17, lineHeight: 22, color: Color(hex: 0x000000))
+        static let destructive = Color(hex: 0xFF3B30)
+    }
+
+    /// The buttons iOS lists under `content` expanded: its category's registered actions
+    /// (``Configuration/iosCategories``), or, for content made without a category, its `actions`
+    /// (none destructive). A category the renderer does not know draws none, with a note.
+    func iosActions(_ content: NotificationContent, notes: inout [String]) -> [PreviewAction] {
+        guard let category = content.category else {
+            return content.actions.map { PreviewAction(id: $0, title: $0) }
+        }
+        if let registered = configuration.iosCategories[category] { return registered }
+        notes.append("aps.category \"\(category)\" is not a category the preview knows: its buttons are not drawn")
+        return []
     }
 
     func iosScene(_ content: NotificationContent, state: PreviewState, limits: TextLimits) -> Scene {
@@ -57,14 +73,26 @@ extension PreviewRenderer {
         y = max(y, textTop + IOS.appIcon)
         y += card.padding
         let cardRect = Rect(x: card.x, y: cardTop, width: card.width, height: y - cardTop)
+        // Expanded: the category's actions in a list under the notification, `off` in red.
+        let list = IOS.actionList
+        let actions = expanded ? iosActions(content, notes: &notes) : []
+        let actionBlocks = actions.map {
+            block($0.title, IOS.action, width: list.width - 2 * list.padding, lines: 1, role: "action")
+        }
+        var listRect: Rect?
+        if !actions.isEmpty {
+            listRect = Rect(x: card.x, y: cardRect.maxY + list.gap, width: list.width, height: Double(actions.count) * list.row)
+        }
+        let bottom = listRect?.maxY ?? cardRect.maxY
 
         var texts: [TextLines] = []
         if let title { texts.append(title.lines) }
         if let subtitle { texts.append(subtitle.lines) }
         if let body { texts.append(body.lines) }
+        texts.append(contentsOf: actionBlocks.map(\.lines))
         let appName = configuration.appName
         return Scene(
-            width: IOS.canvasWidth, height: cardRect.maxY + 12, background: Color(hex: 0x6B7A99), texts: texts, notes: notes
+            width: IOS.canvasWidth, height: bottom + 12, background: Color(hex: 0x6B7A99), texts: texts, notes: notes
         ) { canvas in
             canvas.verticalGradient(Rect(x: 0, y: 0, width: canvas.width, height: canvas.height), top: Color(hex: 0x4A5A7E), bottom: Color(hex: 0xB7C2D6))
             canvas.fill(cardRect, radius: card.radius, color: Color(hex: 0xF5F5F7, alpha: 0.92))
@@ -86,6 +114,18 @@ extension PreviewRenderer {
             if hasThumbnail, let (url, bitmap, problem) = picture {
                 let rect = Rect(x: right - IOS.thumbnail, y: bodyTop, width: IOS.thumbnail, height: IOS.thumbnail)
                 self.drawPicture(url, bitmap, problem: problem, on: canvas, in: rect, radius: 8, cover: true)
+            }
+            if let listRect {
+                canvas.fill(listRect, radius: list.radius, color: Color(hex: 0xF5F5F7, alpha: 0.92))
+                for (index, (action, text)) in zip(actions, actionBlocks).enumerated() {
+                    let rowTop = listRect.y + Double(index) * list.row
+                    if index > 0 {
+                        canvas.fill(Rect(x: listRect.x, y: rowTop, width: listRect.width, height: 0.5), color: Color(hex: 0x3C3C43, alpha: 0.29))
+                    }
+                    text.draw(
+                        on: canvas, x: listRect.x + list.padding, y: rowTop + (list.row - IOS.action.lineHeight) / 2,
+                        color: action.destructive ? IOS.destructive : nil)
+                }
             }
         }
     }
