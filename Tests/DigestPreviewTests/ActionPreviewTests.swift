@@ -99,6 +99,11 @@ import Testing
         #expect(Self.redRows(pixels).allSatisfy { $0 > pixels.height - 12 - 44 })
         #expect(!Self.redRows(pixels).isEmpty)
 
+        // A category that is not a string is noted where the message is read.
+        let bad = try PreviewMessage(json: PreviewFixtures.json(["aps": ["alert": ["title": "T", "body": "B"], "category": 5]]))
+        #expect(bad.content(for: .ios)?.category == nil)
+        #expect(bad.content(for: .ios)?.notes == ["aps.category is not a string: iOS shows no buttons"])
+
         // No category: iOS shows no buttons.
         var none = content
         none.category = nil
