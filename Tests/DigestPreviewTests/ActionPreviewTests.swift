@@ -144,5 +144,13 @@ import Testing
         #expect(Self.actionLines(previews[0]).isEmpty)
         // Android's buttons are 110 dp: a longer title ends in "…".
         #expect(Self.actionLines(previews[1]) == ["Czytaj", "Mniej takich", "Wstrzymaj na 4…"])
+
+        // More than three: the notification shows the first three, and the preview says so.
+        let four = #"[{"id":"a","title":"A"},{"id":"b","title":"B"},{"id":"c","title":"C"},{"id":"d","title":"D"}]"#
+        let many = try PreviewMessage(
+            json: PreviewFixtures.json(["message": ["android": ["data": ["title": "T", "body": "B", "type": "Default", "actions": four]]]]))
+        let expanded = try await PreviewFixtures.pool.render(try #require(many.content(for: .android)), state: .expanded, scale: 1)
+        #expect(Self.actionLines(expanded) == ["A", "B", "C"])
+        #expect(expanded.notes == ["4 android actions: a notification shows the first 3"])
     }
 }

@@ -153,6 +153,7 @@ package struct PreviewMessage: Sendable, Hashable {
         if let actions = data["actions"] as? String {
             if let parsed = try? JSONSerialization.jsonObject(with: Data(actions.utf8)) as? [[String: Any]] {
                 content.actions = parsed.compactMap { $0["title"] as? String }
+                if parsed.count > 3 { content.notes.append("\(parsed.count) android actions: a notification shows the first 3") }
             } else {
                 content.notes.append("android actions are not a JSON array of {id, title}")
             }
