@@ -10,8 +10,9 @@ import Foundation
 /// the first signs, every one verifies, so a secret is rotated by adding the new one first, and
 /// removing the old one once the messages it signed have expired.
 package struct ReplyKeys: Sendable {
-    /// The HMAC keys, the signing one first.
-    private let keys: [SymmetricKey]
+    /// An HMAC started with each key, the signing one first: each message copies one and hashes its
+    /// id (the key's padding is hashed once, not once a message).
+    private let keys: [HMAC<SHA256>]
 
     /// A secret is at least this many bytes.
     package static let minimumSecretBytes = 16
@@ -24,7 +25,7 @@ package struct ReplyKeys: Sendable {
         for (index, secret) in secrets.enumerated() where secret.utf8.count < Self.minimumSecretBytes {
             throw ReplyKeysError("secret \(index + 1) is \(secret.utf8.count) bytes: at least \(Self.minimumSecretBytes)")
         }
-        keys = secrets.map { SymmetricKey(data: Array($0.utf8)) }
+        keys = secrets.map { HMAC<SHA256>(key: SymmetricKey(data: Array($0.utf8))) }
     }
 
     /// Keys from a `--reply-key-file`.
@@ -67,8 +68,10 @@ package struct ReplyKeys: Sendable {
         return matched
     }
 
-    private static func key(_ key: SymmetricKey, messageID: String) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: Array(messageID.utf8), using: key)
+    private static func key(_ key: HMAC<SHA256>, messageID: String) -> String {
+        var hmac = key
+        hmac.update(data: Array(messageID.utf8))
+        let mac = hmac.finalize()
         return Base64URL.encode(Array(Array(mac).prefix(16)))
     }
 }
