@@ -120,9 +120,7 @@ extension DeliveryReport {
         /// `nil` for a week without a control group.
         init?(_ readers: [StoppedReaders]) {
             guard readers.contains(where: { $0.timing == "control" && $0.readers > 0 }) else { return nil }
-            let order = ["habit", "control", "fallback"]
-            groups = readers.sorted { (order.firstIndex(of: $0.timing) ?? 3, $0.timing) < (order.firstIndex(of: $1.timing) ?? 3, $1.timing) }
-                .map(StoppedGroup.init)
+            groups = readers.sorted { DeliveryReport.timingGroupOrder($0.timing, $1.timing) }.map(StoppedGroup.init)
             guard let habit = groups.first(where: { $0.group == "habit" }), let control = groups.first(where: { $0.group == "control" }),
                 min(habit.readers, control.readers) >= DeliveryReport.minimumTimingReaders,
                 let interval = OpenRateStatistics.newcombe(x1: habit.stopped, n1: habit.readers, x2: control.stopped, n2: control.readers)

@@ -67,6 +67,13 @@ extension DeliveryReport {
         }
     }
 
+    /// Whether timing group `a` comes before `b` in the report: habit, control, fallback, then any
+    /// other by name.
+    static func timingGroupOrder(_ a: String, _ b: String) -> Bool {
+        let order = ["habit", "control", "fallback"]
+        return (order.firstIndex(of: a) ?? order.count, a) < (order.firstIndex(of: b) ?? order.count, b)
+    }
+
     /// The week's timing groups (habit, control, fallback) and habit − control: the difference of
     /// their open rates with its 95% interval (Newcombe's hybrid score) and the pooled two-proportion
     /// z-test; the comparison is `null` while either group has fewer than
@@ -82,9 +89,7 @@ extension DeliveryReport {
         /// `nil` for a week without a control group.
         init?(_ readers: [TimingReaders]) {
             guard readers.contains(where: { $0.timing == "control" && $0.readers > 0 }) else { return nil }
-            let order = ["habit", "control", "fallback"]
-            groups = readers.sorted { (order.firstIndex(of: $0.timing) ?? 3, $0.timing) < (order.firstIndex(of: $1.timing) ?? 3, $1.timing) }
-                .map(TimingGroup.init)
+            groups = readers.sorted { DeliveryReport.timingGroupOrder($0.timing, $1.timing) }.map(TimingGroup.init)
             guard let habit = groups.first(where: { $0.group == "habit" }), let control = groups.first(where: { $0.group == "control" }),
                 min(habit.sent, control.sent) >= DeliveryReport.minimumTimingReaders,
                 let interval = OpenRateStatistics.newcombe(x1: habit.opened, n1: habit.sent, x2: control.opened, n2: control.sent),
