@@ -144,15 +144,11 @@ extension DeliveryReport {
         }
 
         var lines: [String] {
-            func percent(_ value: Double?) -> String { value.map { DeliveryReport.fixed($0 * 100, digits: 1) + "%" } ?? "-" }
-            func points(_ value: Double) -> String { (value >= 0 ? "+" : "−") + DeliveryReport.fixed(abs(value) * 100, digits: 1) }
+            let percent = DeliveryReport.percent, points = DeliveryReport.points
             var lines = ["paused or stopped with a button within 7 days of the due time (readers, each once):"]
             let width = groups.map(\.group.count).max() ?? 0
             for group in groups {
-                let interval =
-                    group.rateLow.flatMap { low in
-                        group.rateHigh.map { " (\(DeliveryReport.fixed(low * 100, digits: 1))–\(DeliveryReport.fixed($0 * 100, digits: 1))%)" }
-                    } ?? ""
+                let interval = DeliveryReport.percentInterval(group.rateLow, group.rateHigh)
                 let pad = String(repeating: " ", count: width - group.group.count)
                 lines.append("  \(group.group):\(pad) \(group.stopped) of \(group.readers) stopped, \(percent(group.rate))\(interval)")
             }

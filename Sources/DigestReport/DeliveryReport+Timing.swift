@@ -119,15 +119,11 @@ extension DeliveryReport {
 
         /// The report's lines for the comparison.
         var lines: [String] {
-            func percent(_ value: Double?) -> String { value.map { DeliveryReport.fixed($0 * 100, digits: 1) + "%" } ?? "-" }
-            func points(_ value: Double) -> String { (value >= 0 ? "+" : "−") + DeliveryReport.fixed(abs(value) * 100, digits: 1) }
+            let percent = DeliveryReport.percent, points = DeliveryReport.points
             var lines = ["delivery timing (readers, each once):"]
             let width = groups.map(\.group.count).max() ?? 0
             for group in groups {
-                let interval =
-                    group.openRateLow.flatMap { low in
-                        group.openRateHigh.map { " (\(DeliveryReport.fixed(low * 100, digits: 1))–\(DeliveryReport.fixed($0 * 100, digits: 1))%)" }
-                    } ?? ""
+                let interval = DeliveryReport.percentInterval(group.openRateLow, group.openRateHigh)
                 let median = group.medianMinutesToOpen.map { ", median \(DeliveryReport.fixed($0, digits: 1)) min from due to open" } ?? ""
                 let pad = String(repeating: " ", count: width - group.group.count)
                 lines.append("  \(group.group):\(pad) \(group.opened) of \(group.sent) opened, \(percent(group.openRate))\(interval)\(median)")

@@ -162,14 +162,7 @@ package struct DeliveryReport: Sendable, Hashable, Codable {
 
     /// The report as a table, for a terminal.
     package var text: String {
-        func percent(_ value: Double?) -> String {
-            guard let value else { return "-" }
-            return Self.fixed(value * 100, digits: 1) + "%"
-        }
-        func interval(_ low: Double?, _ high: Double?) -> String {
-            guard let low, let high else { return "" }
-            return " (\(Self.fixed(low * 100, digits: 1))–\(Self.fixed(high * 100, digits: 1))%)"
-        }
+        let percent = Self.percent, interval = Self.percentInterval
         let header = ["variant", "platform", "locale", "sent", "received", "displayed", "opened", "dismissed", "actions", "open rate (95% CI)"]
         var table = [header]
         for row in rows {
@@ -208,6 +201,23 @@ package struct DeliveryReport: Sendable, Hashable, Codable {
     }
 
     /// `value` with `digits` decimals, rounded half away from zero.
+    /// A proportion as a percentage, `12.3%`; `-` without one.
+    static func percent(_ value: Double?) -> String {
+        guard let value else { return "-" }
+        return fixed(value * 100, digits: 1) + "%"
+    }
+
+    /// A proportion's interval as percentages, ` (10.1–14.6%)`; nothing without one.
+    static func percentInterval(_ low: Double?, _ high: Double?) -> String {
+        guard let low, let high else { return "" }
+        return " (\(fixed(low * 100, digits: 1))–\(fixed(high * 100, digits: 1))%)"
+    }
+
+    /// A difference of proportions in percentage points with its sign, `+1.2` or `−0.4`.
+    static func points(_ value: Double) -> String {
+        (value >= 0 ? "+" : "−") + fixed(abs(value) * 100, digits: 1)
+    }
+
     static func fixed(_ value: Double, digits: Int) -> String {
         var scale = 1.0
         for _ in 0..<digits { scale *= 10 }
