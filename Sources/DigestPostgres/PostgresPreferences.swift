@@ -116,7 +116,8 @@ enum PostgresPreferences {
             PostgresQuery(
                 unsafeSQL: """
                     SELECT u.id, u.opted_out, \(columns), coalesce(p.version, 0)
-                    FROM digest_import_users u LEFT JOIN digest_import_reader_preferences p ON p.id = u.id
+                    FROM digest_import_users u
+                    LEFT JOIN LATERAL (SELECT * FROM digest_import_reader_preferences x WHERE x.id = u.id) p ON true
                     WHERE u.id = ANY($1::text[])
                     """,
                 binds: binds(ids)))
@@ -343,12 +344,16 @@ extension PostgresDatabase: ReaderActionStore {
                 var pressed = Set<[String]>()
                 for row in try await connection.rows(
                     """
-                    SELECT DISTINCT c.user_id, c.action, o.week FROM digest_preference_changes c JOIN digest_outbox o ON o.message_id = c.message_id
-                    WHERE c.user_id = ANY(\(users)::text[]) AND c.source = 'action' AND c.action IS NOT NULL AND o.user_id = c.user_id
+                    SELECT c.user_id, c.action,
+                           (SELECT o.week FROM digest_outbox o WHERE o.message_id = c.message_id AND o.user_id = c.user_id)
+                    FROM digest_preference_changes c
+                    WHERE c.user_id = ANY(\(users)::text[]) AND c.source = 'action' AND c.action IS NOT NULL
                     """)
                 {
-                    let (user, action, week) = try row.decode((String, String, String).self)
-                    pressed.insert([user, action, week])
+                    // Each recorded press's week by its message (one probe of the id index each: a join
+                    // was planned as a hash join over the whole outbox).
+                    let (user, action, week) = try row.decode((String, String, String?).self)
+                    if let week { pressed.insert([user, action, week]) }
                 }
                 var zones: [String: String] = [:]
                 for row in try await connection.rows("SELECT id, time_zone FROM digest_import_users WHERE id = ANY(\(users)::text[])") {
