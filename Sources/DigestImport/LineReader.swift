@@ -6,9 +6,9 @@ import Darwin
 
 /// Reads a file line by line through a fixed buffer, so memory stays flat however long the file
 /// is, and however long a line: a line over the limit is read past, not held.
-final class LineReader {
+package final class LineReader {
     /// One line without its line break (`\n`, or `\r\n`).
-    enum Line {
+    package enum Line {
         case bytes([UInt8])
         /// A line longer than the limit, and how long it was.
         case tooLong(Int)
@@ -18,10 +18,10 @@ final class LineReader {
     private var chunk = [UInt8](repeating: 0, count: 1 << 16)
     private var start = 0
     private var end = 0
-    let path: String
+    package let path: String
     let maxLineBytes: Int
 
-    init(path: String, maxLineBytes: Int = ImportLimits.maxLineBytes) throws(ImportError) {
+    package init(path: String, maxLineBytes: Int = ImportLimits.maxLineBytes) throws(ImportError) {
         guard let file = fopen(path, "r") else {
             throw ImportError(file: path, line: nil, reason: "cannot open (\(String(cString: strerror(errno))))")
         }
@@ -35,7 +35,7 @@ final class LineReader {
     }
 
     /// The next line; `nil` at the end of the file.
-    func next() throws(ImportError) -> Line? {
+    package func next() throws(ImportError) -> Line? {
         var line: [UInt8] = []
         var length = 0
         var sawByte = false

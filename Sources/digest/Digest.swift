@@ -80,6 +80,10 @@ func closing<Store: DigestPipelineStore, T>(_ store: Store, _ body: (Store) asyn
     try await withCleanup { try await body(store) } cleanup: { await store.close() }
 }
 
+/// What the commands work on: either store, with everything about its readers (`digest readers
+/// export` and `forget`).
+typealias StoreOfReaders = DigestDatabase & ReaderDataStore
+
 /// `--db`: a SQLite file path or a `postgres://` URL.
 struct DatabaseOptions: ParsableArguments {
     @Option(
@@ -119,7 +123,7 @@ struct DatabaseOptions: ParsableArguments {
     /// week's shared run with `run`. `existing`: a SQLite file must be there already (commands that
     /// only read it).
     func withStore<T>(
-        run: PostgresRunCoordination.Settings = .init(), existing: Bool = false, _ body: (any DigestDatabase) async throws -> T
+        run: PostgresRunCoordination.Settings = .init(), existing: Bool = false, _ body: (any StoreOfReaders) async throws -> T
     ) async throws -> T {
         try await Self.withStore(db, run: run, existing: existing, connections: connections, body)
     }
@@ -130,7 +134,7 @@ struct DatabaseOptions: ParsableArguments {
     /// back into the file, so the file alone holds everything once the command ends.
     static func withStore<T>(
         _ db: String, run: PostgresRunCoordination.Settings = .init(), existing: Bool = false, connections: Int? = nil,
-        _ body: (any DigestDatabase) async throws -> T
+        _ body: (any StoreOfReaders) async throws -> T
     ) async throws -> T {
         if PostgresLocation.isURL(db) {
             let database = try PostgresDatabase.postgres(url: db, run: run, connections: connections ?? PostgresDatabase.defaultConnections)

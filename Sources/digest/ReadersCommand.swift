@@ -7,7 +7,7 @@ import Foundation
 /// `digest readers`: one reader as the store holds them, and their preferences by hand.
 struct ReadersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "readers", abstract: "One reader: what the store holds, and their preferences.", subcommands: [Show.self, SetPreferences.self])
+        commandName: "readers", abstract: "Readers: what the store holds about them, their preferences, their data exported or forgotten.", subcommands: [Show.self, SetPreferences.self, Export.self, Forget.self])
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
