@@ -3,7 +3,8 @@ import Synchronization
 
 /// Rendered PNGs and their surface descriptions, keyed by the hash of the message they show: the same
 /// message is rendered once, an edited template makes a new message and so a new key. Oldest entries
-/// go first when the cache is full.
+/// go first when the cache is full. Each PNG knows the readers it was drawn for, so that a reader the
+/// store no longer holds (`digest readers forget`) has theirs dropped (``drop(reader:)``).
 final class PNGCache: Sendable {
     /// Bumped when the renderer's drawing changes, so no stale picture is served.
     static let rendererVersion = "preview-1"
@@ -12,6 +13,8 @@ final class PNGCache: Sendable {
         var pngs: [String: [UInt8]] = [:]
         var surfaces: [String: [PreviewPage.Surface]] = [:]
         var order: [String] = []
+        /// The readers each PNG was drawn for (the same message bytes may be two readers').
+        var readers: [String: Set<String>] = [:]
     }
 
     private let state = Mutex(State())
@@ -34,6 +37,31 @@ final class PNGCache: Sendable {
 
     func png(_ name: String) -> [UInt8]? { state.withLock { $0.pngs[name] } }
 
+    /// The readers the PNG `name` was drawn for.
+    func readers(of name: String) -> Set<String> { state.withLock { $0.readers[name] ?? [] } }
+
+    /// Adds `reader` to those the cached PNG `name` was drawn for (the same message drawn for another).
+    func store(reader: String, name: String) {
+        state.withLock { state in
+            if state.pngs[name] != nil { state.readers[name, default: []].insert(reader) }
+        }
+    }
+
+    /// Drops every PNG drawn for `reader` (and the surfaces that show one).
+    func drop(reader: String) {
+        state.withLock { state in
+            let names = state.readers.compactMap { $0.value.contains(reader) ? $0.key : nil }
+            guard !names.isEmpty else { return }
+            for name in names {
+                state.pngs[name] = nil
+                state.readers[name] = nil
+            }
+            let dropped = Set(names)
+            state.order.removeAll { dropped.contains($0) }
+            state.surfaces = state.surfaces.filter { _, surfaces in !surfaces.contains { dropped.contains(Self.name(of: $0)) } }
+        }
+    }
+
     func surfaces(_ hash: String) -> [PreviewPage.Surface]? {
         state.withLock { state in
             guard let surfaces = state.surfaces[hash], surfaces.allSatisfy({ state.pngs[Self.name(of: $0)] != nil }) else {
@@ -43,12 +71,14 @@ final class PNGCache: Sendable {
         }
     }
 
-    func store(png: [UInt8], name: String) {
+    func store(png: [UInt8], name: String, reader: String) {
         state.withLock { state in
             if state.pngs.updateValue(png, forKey: name) == nil { state.order.append(name) }
+            state.readers[name, default: []].insert(reader)
             while state.order.count > limit {
                 let oldest = state.order.removeFirst()
                 state.pngs[oldest] = nil
+                state.readers[oldest] = nil
             }
         }
     }

@@ -83,6 +83,7 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
             configuration: configuration.planning(week))
         // Without a source: the outbox's message when it holds the reader's, else composed now.
         guard let messages = try await composer.messages(userID: userID, source: source, now: now()) else {
+            cache.drop(reader: userID)
             return nil
         }
         var page = PreviewPage(
@@ -110,21 +111,24 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
             if messages.source == .computed, let row = outbox.first(where: { $0.platform == platform }) {
                 page.outboxDiffers[platform.rawValue] = Array(row.message.utf8) != bytes
             }
-            page.surfaces.append(contentsOf: try await surfaces(of: bytes, platform: platform))
+            page.surfaces.append(contentsOf: try await surfaces(of: bytes, platform: platform, reader: userID))
         }
         return page
     }
 
-    /// The surfaces of one message, rendered once per message hash.
-    func surfaces(of message: [UInt8], platform: Platform) async throws -> [PreviewPage.Surface] {
+    /// The surfaces of one of `reader`'s messages, rendered once per message hash.
+    func surfaces(of message: [UInt8], platform: Platform, reader: String) async throws -> [PreviewPage.Surface] {
         let hash = PNGCache.key(message: message, scale: configuration.scale)
-        if let cached = cache.surfaces(hash) { return cached }
+        if let cached = cache.surfaces(hash) {
+            for surface in cached { cache.store(reader: reader, name: PNGCache.name(of: surface)) }
+            return cached
+        }
         let parsed = try PreviewMessage(json: message)
         let previews = try await pool.render(parsed, platforms: [platform], scale: configuration.scale)
         var surfaces: [PreviewPage.Surface] = []
         for preview in previews {
             let name = "\(hash)-\(preview.platform.rawValue)-\(preview.state.rawValue)"
-            cache.store(png: preview.png, name: name)
+            cache.store(png: preview.png, name: name, reader: reader)
             surfaces.append(
                 PreviewPage.Surface(
                     platform: preview.platform.rawValue, state: preview.state.rawValue, surface: preview.surfaceName,
@@ -145,7 +149,10 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         let comparison = TemplateComparison(
             database: database, old: try oldTemplates.catalog(), new: try templates.catalog(), attachments: configuration.attachments,
             configuration: configuration.planning(week), now: now())
-        guard let user = try await comparison.users(ids: [userID]).users.first else { return nil }
+        guard let user = try await comparison.users(ids: [userID]).users.first else {
+            cache.drop(reader: userID)
+            return nil
+        }
         let reader = try await comparison.compose([user], with: try await comparison.composers())[0]
         var page = ComparisonPage(
             week: week.description, old: oldDirectory.path, new: configuration.templatesDirectory.path, entries: [], totals: .init())
@@ -162,7 +169,7 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
             let entry = try await ComparisonEntry.render(message, pool: pool, scale: scale) { side, preview in
                 let bytes = (side == "old" ? message.old.message : message.new.message) ?? []
                 let name = "\(PNGCache.key(message: bytes, scale: scale))-\(preview.platform.rawValue)-\(preview.state.rawValue)"
-                cache.store(png: preview.png, name: name)
+                cache.store(png: preview.png, name: name, reader: userID)
                 return "png/\(name).png"
             }
             page.totals.add(entry)
@@ -171,8 +178,20 @@ package struct PreviewCatalog<Database: DigestDatabase>: Sendable {
         return page
     }
 
-    /// A cached PNG by name (`<hash>-<platform>-<state>`).
-    func png(named name: String) -> [UInt8]? { cache.png(name) }
+    /// A cached PNG by name (`<hash>-<platform>-<state>`), while the store still holds a reader it
+    /// was drawn for: the PNGs of readers it no longer holds (forgotten) are dropped, not served.
+    func png(named name: String) async throws -> [UInt8]? {
+        guard let png = cache.png(name) else { return nil }
+        var held = false
+        for reader in cache.readers(of: name) {
+            if try await database.withHistoryReader({ try await $0.user(id: reader) }) != nil {
+                held = true
+            } else {
+                cache.drop(reader: reader)
+            }
+        }
+        return held ? png : nil
+    }
 }
 
 /// One user in the search results.

@@ -107,7 +107,7 @@ package struct PreviewServer<Database: DigestDatabase>: Sendable {
         router.get("png/:name") { _, context in
             let file = context.parameters.get("name") ?? ""
             guard file.hasSuffix(".png"), file.count < 200 else { throw HTTPError(.badRequest, message: "not a PNG name") }
-            guard let png = catalog.png(named: String(file.dropLast(4))) else {
+            guard let png = try await catalog.png(named: String(file.dropLast(4))) else {
                 throw HTTPError(.notFound, message: "no such preview (reload the page to render it again)")
             }
             return Response(
