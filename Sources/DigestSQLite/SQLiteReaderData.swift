@@ -308,12 +308,12 @@ struct SQLiteReaderDataQueries {
     }
 
     /// The events of the reader's messages of `weeks[start...]` (by their message ids, in the
-    /// messages' order), a week at a time until at least `atLeast`; with the next week's index.
+    /// messages' order; a message's in the order they happened), a week at a time until at least `atLeast`; with the next week's index.
     func events(of id: String, weeks: [String], from start: Int, atLeast: Int) throws -> ([ExportedData.Event], Int?) {
         var events: [ExportedData.Event] = []
         var index = start
         let find = try connection.statement(
-            "SELECT message_id, type, action, at, received_at FROM digest_events WHERE week = ? AND message_id = ? ORDER BY type, action")
+            "SELECT message_id, type, action, at, received_at FROM digest_events WHERE week = ? AND message_id = ? ORDER BY at, type, action")
         while index < weeks.count, events.count < atLeast {
             var ids: [String] = []
             let statement = try weekRows("message_id", of: id, week: weeks[index])
@@ -365,7 +365,7 @@ struct SQLiteReaderDataQueries {
                     events: []))
         }
         let events = try connection.statement(
-            "SELECT message_id, type, action, at, received_at FROM digest_test_events WHERE message_id = ? ORDER BY type, action")
+            "SELECT message_id, type, action, at, received_at FROM digest_test_events WHERE message_id = ? ORDER BY at, type, action")
         for index in sends.indices {
             events.reset()
             events.bind(sends[index].messageID, at: 1)
