@@ -6,10 +6,16 @@ import Testing
 
 @testable import DigestPostgres
 
-/// A reader's data on PostgreSQL (docs/008): what only this store has — run chunks whose boundaries
-/// are reader ids, the publisher's own views, a sender settling a message a forget took, cursors
-/// over long lists, and the schema's reader columns all known to forget.
+/// A reader's data on PostgreSQL (docs/008): the conformance suite every store runs, and what only
+/// this store has — run chunks whose boundaries are reader ids, the publisher's own views, a sender
+/// settling a message a forget took, cursors over long lists, and the schema's reader columns all
+/// known to forget.
 @Suite struct PostgresReaderDataTests {
+    @Test(arguments: ReaderDataConformanceTests.Case.allCases)
+    func conformance(_ testCase: ReaderDataConformanceTests.Case) async throws {
+        try await ReaderDataConformanceTests.run(testCase, on: .postgres)
+    }
+
     static let now: Int64 = 1_795_000_000
 
     static func store(chunkSize: Int = 1000) async throws -> (StoreHarness, PostgresDatabase) {
