@@ -256,6 +256,38 @@ import Testing
         #expect(advice.allSatisfy { !$0.contains("publisher") })
     }
 
+    /// A reader with 150,000 reads exports in pieces of about 64 KiB while the reads come a fetch of
+    /// the cursor at a time: the pieces go out between fetches (the export's session, looked at as
+    /// each piece goes, has run many different ones), never after all rows were read.
+    @Test func anExportOf150000ReadsStreamsBetweenFetches() async throws {
+        let (store, database) = try await Self.store()
+        try await Self.importReaders(["many"], into: store)
+        try store.sql(
+            "INSERT INTO digest_import_reads SELECT 'many', to_timestamp(1700000000 + g * 60), 'article-1', g % 300 FROM generate_series(1, 150000) g")
+        var written = 0, largest = 0
+        var fetches = Set<String>()
+        var tail: [UInt8] = []
+        let export = ReaderExport { piece in
+            written += piece.count
+            largest = max(largest, piece.count)
+            tail = Array(piece.suffix(200))
+            let last = try store.sql(
+                """
+                SELECT query_start FROM pg_stat_activity
+                WHERE datname = current_database() AND query LIKE 'FETCH % FROM digest_export' AND pid <> pg_backend_pid()
+                """)
+            if !last.isEmpty { fetches.insert(last) }
+        }
+        #expect(try await database.exportReader("many", into: export))
+        #expect(written > 7_000_000)
+        #expect(largest < 1 << 17)
+        // 30 fetches of 5,000 reads (a piece may go out while the next one runs).
+        #expect(PostgresReaderData.batch == 5_000)
+        #expect(fetches.count >= 25, "pieces went out after \(fetches.count) different fetches")
+        let text = String(decoding: tail, as: UTF8.self)
+        #expect(text.hasSuffix("}\n") && text.contains(#""read_at":"\#(Timestamp.format(1_700_000_000 + 150_000 * 60))""#))
+    }
+
     /// An export streams its long lists through cursors: 12,000 reads (more than two fetches) come
     /// whole and oldest first; messages with their events, devices of every provider with their keys
     /// and dead-token entry, and test sends with their events, in the sections' order.
