@@ -164,6 +164,55 @@ import Testing
         for id in ["u1", "u2"] { #expect(try Self.tables(holding: id, in: store) == [], "\(id)") }
     }
 
+    /// A sender settling a leased message UNREGISTERED while a forget of its reader runs: the forget
+    /// waits for the settlement's row lock, and then removes the dead-token entry the settlement
+    /// wrote with it (a settlement held open here by a third session's lock on its other row).
+    @Test func aForgetWaitingForASettlementRemovesTheDeadTokenItWrote() async throws {
+        let (store, database) = try await Self.store()
+        try await store.outbox(count: 2)
+        let leased = try await store.withConsumer {
+            try await $0.lease(owner: "a", limit: 10, now: 10, leaseSeconds: 300, maxAttempts: 5, providers: [.fcm])
+        }
+        let id = Dictionary(uniqueKeysWithValues: leased.map { ($0.userID, $0.id) })
+        let url = try #require(store.url)
+        let holder = Thread {
+            _ = try? PostgresCluster.shared().sql(
+                "BEGIN; SELECT 1 FROM digest_outbox WHERE user_id = 'u2' FOR UPDATE; SELECT pg_sleep(60); COMMIT;", url: url)
+        }
+        holder.start()
+        func waiting(_ count: Int) async throws {
+            for _ in 0..<200 {
+                let sessions = try store.sql(
+                    """
+                    SELECT count(*) FILTER (WHERE query LIKE '%pg_sleep(60)%' AND state = 'active'), count(*) FILTER (WHERE wait_event_type = 'Lock')
+                    FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                    """)
+                if sessions == "1|\(count)" { return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            Issue.record("\(count) sessions never waited for a lock")
+        }
+        try await waiting(0)
+        // The settlement marks u1's row dead and remembers its token, then waits for u2's row.
+        let settling = Task {
+            try await store.withConsumer {
+                try await $0.settle(
+                    [.unregistered(id: id["u1"]!, reason: "UNREGISTERED: gone"), .release(id: id["u2"]!, until: nil, reason: nil)], owner: "a",
+                    now: 20, maxAttempts: 5)
+            }
+        }
+        try await waiting(1)
+        let forgetting = Task { try await database.forgetReaders(["u1"], dryRun: false) }
+        try await waiting(2)
+        try store.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()")
+        #expect(try await settling.value == 2)
+        let outcome = try await forgetting.value
+        #expect(outcome.removed["digest_outbox"] == 1)
+        #expect(outcome.removed["digest_dead_tokens"] == 1)
+        #expect(try store.sql("SELECT count(*) FROM digest_dead_tokens") == "0")
+        #expect(try Self.tables(holding: "u1", in: store) == [])
+    }
+
     /// A forget of a reader whose dead-token entry exists removes it, unless another reader's device
     /// holds the same token; the dry run counts the same and removes nothing.
     @Test func theDryRunCountsWhatTheForgetRemoves() async throws {
