@@ -30,7 +30,12 @@ extension PostgresDatabase: ReaderDataStore, ReaderDataTables {
         let ids = ids.filter { seen.insert($0).inserted }
         guard !ids.isEmpty else { return ForgetOutcome() }
         return try await withPool { pool in
-            try await pool.transaction(commit: !dryRun) { try await PostgresReaderData.forget(ids, on: $0) }
+            while true {
+                if let outcome = try await pool.transaction(commit: !dryRun, { try await PostgresReaderData.forget(ids, on: $0) }) {
+                    return outcome
+                }
+                try await Task.sleep(for: .milliseconds(250))
+            }
         }
     }
 
@@ -265,11 +270,19 @@ enum PostgresReaderData {
     // MARK: Forget
 
     /// Removes every row of `ids` digest owns, in the caller's transaction, and rewrites the run
-    /// chunks' boundaries that name them. The outbox goes before the dead tokens: its `DELETE` waits
-    /// for a sender settling a leased row, whose dead-token entry (written with the settlement) the
-    /// later statement then sees.
-    static func forget(_ ids: [String], on connection: PostgresConnection) async throws -> ForgetOutcome {
+    /// chunks' boundaries that name them; `nil`, having changed nothing, while a worker holds a chunk
+    /// that may hold one of them (it read them, and will write their messages: the caller tries
+    /// again once it is done, and removes those too).
+    ///
+    /// The run's chunks are locked against every other writer first, for the whole transaction: no
+    /// worker claims a chunk (and reads its readers) or commits one, and no week is split, until the
+    /// readers are gone; a split or a commit already under way ends first, and what it wrote is then
+    /// found here. The outbox goes before the dead tokens: its `DELETE` waits for a sender settling a
+    /// leased row, whose dead-token entry (written with the settlement) the later statement then sees.
+    static func forget(_ ids: [String], on connection: PostgresConnection) async throws -> ForgetOutcome? {
         let binds = PostgresPreferences.binds(ids)
+        try await connection.run("LOCK TABLE digest_run_chunks IN SHARE ROW EXCLUSIVE MODE")
+        guard try await connection.rows(PostgresQuery(unsafeSQL: holdingChunkSQL, binds: binds)).isEmpty else { return nil }
         // As every writer of preferences does first: a preferences write waits, and then finds no reader.
         try await PostgresPreferences.lockUsers(ids, on: connection)
         var held = Set(
@@ -368,16 +381,26 @@ enum PostgresReaderData {
         return ForgetOutcome(readers: held.count, unknown: ids.filter { !held.contains($0) }, removed: removed)
     }
 
+    /// A chunk a live worker holds that may hold one of the readers `$1`: a `--week` chunk whose id
+    /// range has one, or a rolling run's chunk of one's zone (its `seq` range is not looked into).
+    static let holdingChunkSQL = """
+        SELECT 1 FROM digest_run_chunks c
+        WHERE c.state = 'claimed' AND c.leased_until > now()
+          AND CASE WHEN c.time_zone IS NULL
+                   THEN EXISTS (SELECT 1 FROM unnest($1::text[]) AS x(id)
+                                WHERE (c.after_user IS NULL OR x.id COLLATE "C" > c.after_user)
+                                  AND (c.through_user IS NULL OR x.id COLLATE "C" <= c.through_user))
+                   ELSE c.time_zone IN (SELECT u.time_zone::text FROM digest_users u WHERE u.id COLLATE "C" = ANY($1::text[])) END
+        LIMIT 1
+        """
+
     /// A `--week` run's chunk `k` holds the readers in `(after_user, through_user]` in byte order, and
     /// its `through_user` is chunk `k+1`'s `after_user` (NULL: an open end). A boundary that is a
     /// forgotten reader `x` becomes the greatest id below `x` of a reader who stays (`''`, below every
     /// id, when none does), in both chunks alike: no staying reader is between it and `x`, so every
-    /// chunk holds the staying readers it held, and a worker holding a chunk with the old boundary
-    /// reads the same ones. The table is locked against other writers first (a worker's claim or
-    /// commit waits for the rest of this transaction): a split that saw `x` has committed its chunks
-    /// and is rewritten here, and a split that begins now waits and sees `x` gone.
+    /// chunk holds the staying readers it held (a worker that claims one later reads the same ones).
+    /// The caller holds the table locked, so no split made meanwhile escapes the rewrite.
     static func rewriteChunkBoundaries(_ binds: PostgresBindings, on connection: PostgresConnection) async throws {
-        try await connection.run("LOCK TABLE digest_run_chunks IN SHARE ROW EXCLUSIVE MODE")
         func below(_ boundary: String) -> String {
             """
             coalesce((SELECT max(u.id COLLATE "C") FROM digest_users u

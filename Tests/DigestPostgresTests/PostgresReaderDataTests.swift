@@ -79,8 +79,9 @@ import Testing
     }
 
     /// A running `--week` run split into chunks of two: a forget of readers who are chunk boundaries
-    /// (one of a chunk a worker holds) leaves no id of theirs, and the workers claiming the rest
-    /// digest every other reader exactly once.
+    /// (one of a chunk a worker holds: the forget waits for it, and removes the message it wrote)
+    /// leaves no id of theirs, and the workers claiming the rest digest every other reader exactly
+    /// once.
     @Test func chunkBoundariesThatAreForgottenReadersMoveWithoutSkippingOrRepeatingAReader() async throws {
         let (store, database) = try await Self.store(chunkSize: 2)
         let ids = ["reader-a", "reader-b", "reader-c", "reader-d", "reader-e", "reader-f", "reader-g"]
@@ -95,13 +96,24 @@ import Testing
             let first = try #require(try await reader.nextBatch(week: week, after: -1, limit: 2))
             digested += first.users.map(\.reader.id)
 
-            let outcome = try await database.forgetReaders(["reader-b", "reader-d", "reader-e", "nobody"], dryRun: false)
+            // The forget waits for the chunk holding reader-b, then removes what its worker wrote.
+            let forgetting = Task { try await database.forgetReaders(["reader-b", "reader-d", "reader-e", "nobody"], dryRun: false) }
+            try await Task.sleep(for: .milliseconds(700))
+            #expect(try store.sql("SELECT count(*) FROM digest_import_users") == "7")
+            let message = OutboxMessage(
+                dedupeKey: "\(week):reader-b:h", week: week.description, userID: "reader-b", platform: .android, variant: .defaultText,
+                message: Array(#"{"message":{"token":"tok-reader-b"}}"#.utf8), report: "{}", availableAt: Self.now, picks: ["article-1"])
+            let inserted = try await store.withLedger {
+                try await $0.commit(week: week, through: first.position, messages: [message], counters: RunCounters(), now: Self.now)
+            }
+            #expect(inserted == 1)
+            let outcome = try await forgetting.value
             #expect(outcome.readers == 3)
             #expect(outcome.unknown == ["nobody"])
+            #expect(outcome.removed["digest_outbox"] == 1 && outcome.removed["digest_picks"] == 1)
             #expect(try store.sql(bounds) == "-|reader-a\nreader-a|reader-c\nreader-c|reader-f\nreader-f|-")
 
             try await store.withLedger { ledger in
-                _ = try await ledger.commit(week: week, through: first.position, messages: [], counters: RunCounters(), now: Self.now)
                 while let batch = try await reader.nextBatch(week: week, after: -1, limit: 2) {
                     digested += batch.users.map(\.reader.id)
                     _ = try await ledger.commit(week: week, through: batch.position, messages: [], counters: RunCounters(), now: Self.now)
