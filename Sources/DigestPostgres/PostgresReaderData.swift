@@ -25,6 +25,8 @@ extension PostgresDatabase: ReaderDataStore, ReaderDataTables {
         }
     }
 
+    /// One transaction for the batch, tried again every 250 ms while a live worker holds a chunk that
+    /// may hold one of the readers (``PostgresReaderData/forget(_:on:)``); a dry run rolls it back.
     package func forgetReaders(_ ids: [String], dryRun: Bool) async throws -> ForgetOutcome {
         var seen = Set<String>()
         let ids = ids.filter { seen.insert($0).inserted }
