@@ -37,7 +37,7 @@ package enum ReaderDataConformanceTests {
     // MARK: - The readers' data
 
     /// When the readers' messages were written (Monday 2026-11-23T09:00:00Z), and the instants after.
-    static let t0 = StoreHarness.createdAt
+    package static let t0 = StoreHarness.createdAt
     static let imported = t0 - 7 * 86_400
     static let leasedAt = t0 + 100
     static let settledAt = t0 + 200
