@@ -427,8 +427,8 @@ struct SQLiteReaderDataQueries {
                 "DELETE FROM digest_test_events WHERE message_id IN (SELECT message_id FROM digest_test_sends WHERE user_id = ?)")
             testEvents.bind(id, at: 1)
             try delete("digest_test_events", testEvents)
-            for (table, column) in [("digest_test_sends", "user_id"), ("digest_picks", "user_id")] {
-                let statement = try connection.statement("DELETE FROM \(table) WHERE \(column) = ?")
+            for table in ["digest_test_sends", "digest_picks"] {
+                let statement = try connection.statement("DELETE FROM \(table) WHERE user_id = ?")
                 statement.bind(id, at: 1)
                 try delete(table, statement)
             }
