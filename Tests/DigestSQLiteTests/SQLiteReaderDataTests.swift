@@ -40,6 +40,29 @@ import Testing
         #expect(try connection.lines("SELECT type FROM pragma_table_info('digest_runs') WHERE name = 'cursor'") == "INTEGER")
     }
 
+    /// A forget's counts by SQLite's tables: the reader of the conformance suite's data, a reader
+    /// with a departed token, and what neither touches (another reader's rows, report totals).
+    @Test func forgetCountsEveryTableItRemovesFrom() async throws {
+        let store = try await StoreHarness(.sqlite)
+        let database = try #require(store.database as? SQLiteDatabase)
+        try await ReaderDataConformanceTests.populate(store, ["gone", "stays"])
+        // The APNs token of "gone" left a reader once: its hash goes too.
+        let departed = OutboxMessage.tokenHash(ReaderDataConformanceTests.Tokens("gone").apns)
+        try store.sql("INSERT INTO digest_departed_tokens (token_hash, left_at) VALUES ('\(departed)', 1), ('kept-hash', 1)")
+        try store.sql("INSERT INTO digest_pruned_sent VALUES ('2026-W40', 'Default', 'android', 'pl', '', 7)")
+        let before = try store.sql("SELECT * FROM digest_runs ORDER BY week") + store.sql("SELECT * FROM digest_zone_runs")
+        let removed = [
+            "users": 1, "devices": 3, "reads": 2, "digest_preference_changes": 3, "digest_outbox": 5, "digest_picks": 2, "digest_events": 3,
+            "digest_test_sends": 1, "digest_test_events": 1, "digest_dead_tokens": 1, "digest_departed_tokens": 1,
+        ]
+        #expect(try await database.forgetReaders(["gone"], dryRun: true) == ForgetOutcome(readers: 1, removed: removed))
+        #expect(try await database.forgetReaders(["gone"], dryRun: false) == ForgetOutcome(readers: 1, removed: removed))
+        #expect(try store.sql("SELECT token_hash FROM digest_departed_tokens") == "kept-hash")
+        #expect(try store.sql("SELECT sent FROM digest_pruned_sent") == "7")
+        #expect(try store.sql("SELECT * FROM digest_runs ORDER BY week") + store.sql("SELECT * FROM digest_zone_runs") == before)
+        #expect(try store.sql("SELECT count(*) FROM digest_outbox WHERE user_id = 'stays'") == "5")
+    }
+
     /// What of a reader must be gone from the files after forget: their id, device tokens, Web Push
     /// endpoint and keys, message ids.
     static func needles(_ id: String) -> [String] {
