@@ -55,6 +55,26 @@ import Testing
         }
     }
 
+    /// What a forget of one reader of the conformance suite's population removes, by this store's
+    /// tables: the import's tables and the preferences' (the suite checks only the store's own names).
+    @Test func aForgetCountsEachTableItRemovesFrom() async throws {
+        let (store, database) = try await Self.store()
+        try await ReaderDataConformanceTests.populate(store, ["gone", "stays"])
+        let outcome = try await database.forgetReaders(["gone"], dryRun: false)
+        #expect(
+            outcome
+                == ForgetOutcome(
+                    readers: 1, unknown: [],
+                    removed: [
+                        "digest_import_users": 1, "digest_import_devices": 3, "digest_import_reads": 2, "digest_import_reader_preferences": 1,
+                        "digest_preference_changes": 3, "digest_outbox": 5, "digest_picks": 2, "digest_events": 3, "digest_test_sends": 1,
+                        "digest_test_events": 1, "digest_dead_tokens": 1,
+                    ]))
+        #expect(try Self.tables(holding: "gone", in: store) == [])
+        // Report totals stay as they were, counted without the reader: nothing added for their sent message.
+        #expect(try store.sql("SELECT count(*) FROM digest_pruned_sent") == "0")
+    }
+
     /// A table added later with a reader column (`user_id`, `user_pk`) fails here until forget and
     /// export know it; events are found through their message.
     @Test func everyTableWithAReaderColumnIsForgotten() async throws {
