@@ -288,8 +288,9 @@ enum PostgresReaderData {
         // As every writer of preferences does first: a preferences write waits, and then finds no reader.
         try await PostgresPreferences.lockUsers(ids, on: connection)
         var held = Set(
-            try await connection.rows(PostgresQuery(unsafeSQL: "SELECT id::text FROM digest_users WHERE id COLLATE \"C\" = ANY($1::text[])", binds: binds))
-                .map { try $0.decode(String.self) })
+            try await connection.rows(
+                PostgresQuery(unsafeSQL: "SELECT id::text FROM digest_users WHERE id COLLATE \"C\" = ANY($1::text[])", binds: binds)
+            ).map { try $0.decode(String.self) })
         var removed: [String: Int] = [:]
         func count(_ table: String, _ rows: [PostgresRow]) throws {
             for row in rows {
@@ -347,7 +348,10 @@ enum PostgresReaderData {
         if !testSends.isEmpty {
             removed["digest_test_sends"] = testSends.count
             removed["digest_test_events"] = try await connection.rows(
-                "WITH gone AS (DELETE FROM digest_test_events WHERE message_id = ANY(\(testSends)::text[]) RETURNING 1) SELECT count(*)::int8 FROM gone"
+                """
+                WITH gone AS (DELETE FROM digest_test_events WHERE message_id = ANY(\(testSends)::text[]) RETURNING 1)
+                SELECT count(*)::int8 FROM gone
+                """
             ).first?.decode(Int.self)
         }
 
