@@ -103,29 +103,28 @@ public final class PostgresOutboxConsumer: OutboxConsumer {
                     RETURNING 1
                     """)
             }
-            if !unregistered.ids.isEmpty {
-                // Remembered by token beside the adopter's devices (which may be a read-only view); the
-                // history reader leaves these tokens out until one is registered after its death.
-                try await connection.run(
-                    """
-                    INSERT INTO digest_dead_tokens (token, died_at, reason)
-                    SELECT DISTINCT ON (o.target) o.target, to_timestamp(u.died_at), last
-                    FROM digest_outbox o
-                    JOIN unnest(\(dead.ids)::int8[], \(dead.reasons)::text[]) AS t(id, last) ON t.id = o.id
-                    JOIN unnest(\(unregistered.ids)::int8[], \(unregistered.diedAt)::int8[]) AS u(id, died_at) ON u.id = o.id
-                    WHERE o.state = 'leased' AND o.lease_owner = \(owner) AND o.target <> ''
-                    ORDER BY o.target, u.died_at DESC
-                    ON CONFLICT (token) DO UPDATE SET died_at = excluded.died_at, reason = excluded.reason
-                    """)
-            }
             if !dead.ids.isEmpty {
+                // An unregistered token is remembered by token beside the adopter's devices (which may
+                // be a read-only view; the history reader leaves these tokens out until one is
+                // registered after its death), in the statement that settles its row and only for a
+                // row it settled: a row a forget deleted, or whose lease was lost, leaves no entry, and
+                // a forget waiting on the row's lock sees the entry once this commits.
                 applied += try await connection.changed(
                     """
-                    UPDATE digest_outbox o SET state = 'dead', last_error = t.reason, settled_at = to_timestamp(\(now)),
-                        lease_owner = NULL, leased_until = NULL
-                    FROM unnest(\(dead.ids)::int8[], \(dead.reasons)::text[]) AS t(id, reason)
-                    WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
-                    RETURNING 1
+                    WITH settled AS (
+                        UPDATE digest_outbox o SET state = 'dead', last_error = t.reason, settled_at = to_timestamp(\(now)),
+                            lease_owner = NULL, leased_until = NULL
+                        FROM unnest(\(dead.ids)::int8[], \(dead.reasons)::text[]) AS t(id, reason)
+                        WHERE o.id = t.id AND o.state = 'leased' AND o.lease_owner = \(owner)
+                        RETURNING o.id, o.target, t.reason),
+                    remembered AS (
+                        INSERT INTO digest_dead_tokens (token, died_at, reason)
+                        SELECT DISTINCT ON (s.target) s.target, to_timestamp(u.died_at), s.reason
+                        FROM settled s JOIN unnest(\(unregistered.ids)::int8[], \(unregistered.diedAt)::int8[]) AS u(id, died_at) ON u.id = s.id
+                        WHERE s.target <> ''
+                        ORDER BY s.target, u.died_at DESC
+                        ON CONFLICT (token) DO UPDATE SET died_at = excluded.died_at, reason = excluded.reason)
+                    SELECT 1 FROM settled
                     """)
             }
             if !released.isEmpty {

@@ -51,14 +51,15 @@ struct PostgresPool: Sendable {
     }
 
 
-    /// Runs `body` inside `BEGIN … COMMIT` (rolled back when `body` throws), again from the start
-    /// after a connection loss.
-    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    /// Runs `body` inside `BEGIN … COMMIT` (rolled back when `body` throws, or with `commit` false:
+    /// a dry run that counts what its statements would change), again from the start after a
+    /// connection loss.
+    func transaction<T: Sendable>(commit: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         try await perform { connection in
             try await connection.run("BEGIN")
             do {
                 let value = try await body(connection)
-                try await connection.run("COMMIT")
+                try await connection.run(commit ? "COMMIT" : "ROLLBACK")
                 return value
             } catch {
                 if !Self.isConnectionLoss(error) { _ = try? await connection.run("ROLLBACK") }

@@ -131,6 +131,29 @@ enum PostgresPreferences {
         return stored
     }
 
+    /// The reader's preferences as the run reads them (`digest_users` and `digest_reader_preferences`,
+    /// which may be the publisher's own views), with the version digest stored (the view's `version`
+    /// column; 0 while none was stored, and on a view without one), and whether the preferences view
+    /// has a row for them (an export writes `null` for none of a publisher's view); `nil` for a reader
+    /// `digest_users` does not hold. On `connection`, so that an export reads them in its snapshot.
+    static func read(_ readerID: String, on connection: PostgresConnection) async throws -> (stored: StoredPreferences, hasRow: Bool)? {
+        let rows = try await connection.rows(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT u.opted_out, \(columns), coalesce(p.version, 0), p.found IS NOT NULL
+                    FROM digest_users u
+                    LEFT JOIN LATERAL (SELECT x.every, x.from_week, x.paused_until, x.follow, x.mute,
+                                              \(fewer) AS fewer, (to_jsonb(x) ->> 'version')::int8 AS version, true AS found
+                                       FROM digest_reader_preferences x WHERE x.id COLLATE "C" = u.id COLLATE "C" LIMIT 1) p ON true
+                    WHERE u.id COLLATE "C" = $1::text LIMIT 1
+                    """,
+                binds: binds(readerID)))
+        guard let row = rows.first else { return nil }
+        let (off, every, from, paused, follow, mute, fewer, version, hasRow) =
+            try row.decode((Bool, Int?, String?, Int?, String?, String?, String?, Int, Bool).self)
+        return (StoredPreferences(preferences: preferences(off: off, (every, from, paused, follow, mute, fewer)), version: version), hasRow)
+    }
+
     /// Locks the rows of `digest_import_users` of `ids` (those it holds), in id order, for the rest of
     /// the transaction: every writer of preferences (an import's batch, ``PostgresDatabase``'s
     /// ``PostgresDatabase/setPreferences(of:to:ifVersion:source:messageID:at:)``) takes these locks
@@ -236,6 +259,12 @@ enum PostgresPreferences {
         binds.append(ids)
         return binds
     }
+
+    static func binds(_ id: String) -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(id)
+        return binds
+    }
 }
 
 extension PostgresDatabase {
@@ -244,22 +273,7 @@ extension PostgresDatabase {
     /// column; 0 while none was stored, and on a view without one).
     public func preferences(of readerID: String) async throws -> StoredPreferences? {
         try await withPool { pool in
-            let rows = try await pool.rows(
-                PostgresQuery(
-                    unsafeSQL: """
-                        SELECT u.opted_out, \(PostgresPreferences.columns), coalesce(p.version, 0)
-                        FROM digest_users u
-                        LEFT JOIN LATERAL (SELECT x.every, x.from_week, x.paused_until, x.follow, x.mute,
-                                                  \(PostgresPreferences.fewer) AS fewer, (to_jsonb(x) ->> 'version')::int8 AS version
-                                           FROM digest_reader_preferences x WHERE x.id COLLATE "C" = u.id COLLATE "C" LIMIT 1) p ON true
-                        WHERE u.id COLLATE "C" = $1::text LIMIT 1
-                        """,
-                    binds: { var binds = PostgresBindings(); binds.append(readerID); return binds }()))
-            guard let row = rows.first else { return nil }
-            let (off, every, from, paused, follow, mute, fewer, version) =
-                try row.decode((Bool, Int?, String?, Int?, String?, String?, String?, Int).self)
-            return StoredPreferences(
-                preferences: PostgresPreferences.preferences(off: off, (every, from, paused, follow, mute, fewer)), version: version)
+            try await pool.perform { try await PostgresPreferences.read(readerID, on: $0)?.stored }
         }
     }
 

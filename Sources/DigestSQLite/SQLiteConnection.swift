@@ -20,9 +20,14 @@ public final class SQLiteConnection {
         self.handle = db
         self.path = path
         sqlite3_extended_result_codes(db, 1)
-        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_busy_timeout(db, Self.busyTimeout)
         // The first statement reads the header: a file that is not a database fails here, clearly.
         try execute("PRAGMA foreign_keys = ON")
+        // What a statement deletes or moves is overwritten with zeros, on every connection whatever the
+        // library's default: a forgotten reader's bytes must not stay in free space (docs/008), and a
+        // row an update moved leaves its old copy there unless the connection that moved it zeroed it.
+        // Not `FAST`, which leaves them on the pages it frees.
+        try execute("PRAGMA secure_delete = ON")
         if !readOnly {
             // A new database gets 16 KiB pages (before WAL mode writes its first page; an existing one
             // keeps its size). An outbox row is 1–1.5 KB: a 4 KiB page held two or three, and a run
@@ -33,6 +38,9 @@ public final class SQLiteConnection {
             try execute("PRAGMA synchronous = NORMAL")
         }
     }
+
+    /// How long a statement waits for another connection's lock, in milliseconds.
+    static let busyTimeout: Int32 = 10_000
 
     /// The page size of the databases this creates.
     public static let pageSize = 16_384

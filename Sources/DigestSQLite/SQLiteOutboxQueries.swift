@@ -218,7 +218,10 @@ final class SQLiteOutboxQueries {
             """
         static let extend = "UPDATE digest_outbox SET leased_until = ?3 \(held)"
         /// A token its provider called unregistered is remembered as dead (by the row's target: a
-        /// re-import of the device does not revive it; a registration after `died_at` does).
+        /// re-import of the device does not revive it; a registration after `died_at` does). Read from
+        /// the row still held under this lease, in the settle's transaction: a message whose reader a
+        /// forget removed while it was out buries nothing (`digest readers forget`, docs/008), as every
+        /// settlement of it changes nothing.
         static let buryToken = """
             INSERT INTO digest_dead_tokens (token, died_at, reason)
             SELECT target, ?3, ?4 FROM digest_outbox
