@@ -1,4 +1,5 @@
 import ArgumentParser
+import DigestCore
 import DigestImport
 import DigestStore
 import Foundation
