@@ -71,6 +71,35 @@ import Testing
         }
     }
 
+    /// A reader forgotten while the page runs (`digest readers forget`): their routes answer 404,
+    /// the search no longer lists them and the PNGs cached for them are no longer served.
+    @Test func aForgottenReaderIsGoneFromThePage() async throws {
+        let dir = try TemporaryDirectory()
+        let database = try await FixtureDatabase.make(in: dir)
+        let app = Application(router: Self.server(database).router())
+        try await app.test(.router) { client in
+            let images = try await client.execute(uri: "/api/preview?user=u-pl&week=2026-W46", method: .get) { response in
+                #expect(response.status == .ok)
+                let page = try #require(try Self.json(response.body) as? [String: Any])
+                return try #require(page["surfaces"] as? [[String: Any]]).compactMap { $0["image"] as? String }
+            }
+            #expect(!images.isEmpty)
+            for image in images {
+                try await client.execute(uri: "/" + image, method: .get) { #expect($0.status == .ok) }
+            }
+            let outcome = try await database.forgetReaders(["u-pl"], dryRun: false)
+            #expect(outcome.readers == 1)
+            for image in images {
+                try await client.execute(uri: "/" + image, method: .get) { #expect($0.status == .notFound, "\(image)") }
+            }
+            try await client.execute(uri: "/api/preview?user=u-pl&week=2026-W46", method: .get) { #expect($0.status == .notFound) }
+            try await client.execute(uri: "/api/users?q=u-", method: .get) { response in
+                let users = try #require(try Self.json(response.body) as? [[String: Any]])
+                #expect(!users.contains { $0["id"] as? String == "u-pl" } && users.count == 5)
+            }
+        }
+    }
+
     @Test func unknownUsersAre404MalformedRequestsAre400AndTheServerStaysUp() async throws {
         let dir = try TemporaryDirectory()
         let app = Application(router: Self.server(try await FixtureDatabase.make(in: dir)).router())
