@@ -89,14 +89,18 @@ package struct EventCollector<Sink: EventSink>: Sendable {
             // Presses that change preferences need their message's reply key; refused ones are not recorded.
             let presses = batch.screenReplyKeys(replyKeys?.keys)
             var result = try await sink.record(batch.events, now: received)
-            // Applied after recording, each in a transaction of its own: a press the store refused
-            // (unknown message, before it) changes nothing; a test send's is not in the outbox
-            // (``ActionOutcome/unknownMessage``): answered in `test`, nothing changed.
+            // Applied after recording, the request's presses in one transaction: a press the store
+            // refused (unknown message, before it) changes nothing; a test send's is not in the
+            // outbox (``ActionOutcome/unknownMessage``): answered in `test`, nothing changed.
             if let actions, !presses.isEmpty {
                 let refused = Set(result.rejected.map(\.index))
-                for (item, action) in presses where !refused.contains(item.index) {
-                    let outcome = try await actions.applyAction(action, messageID: item.event.messageID, at: item.event.at, recordedAt: received)
-                    logger.debug("action", metadata: ["digest.action": "\(action.rawValue)", "digest.outcome": "\(outcome)"])
+                let applied = presses.filter { !refused.contains($0.0.index) }
+                let outcomes = try await actions.applyActions(
+                    applied.map { ButtonPress($0.1, messageID: $0.0.event.messageID, at: $0.0.event.at) }, recordedAt: received)
+                if logger.logLevel <= .debug {
+                    for ((_, action), outcome) in zip(applied, outcomes) {
+                        logger.debug("action", metadata: ["digest.action": "\(action.rawValue)", "digest.outcome": "\(outcome)"])
+                    }
                 }
             }
             result.rejected = (result.rejected + batch.rejected).sorted { $0.index < $1.index }

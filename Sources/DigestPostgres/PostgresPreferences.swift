@@ -116,7 +116,8 @@ enum PostgresPreferences {
             PostgresQuery(
                 unsafeSQL: """
                     SELECT u.id, u.opted_out, \(columns), coalesce(p.version, 0)
-                    FROM digest_import_users u LEFT JOIN digest_import_reader_preferences p ON p.id = u.id
+                    FROM digest_import_users u
+                    LEFT JOIN LATERAL (SELECT * FROM digest_import_reader_preferences x WHERE x.id = u.id) p ON true
                     WHERE u.id = ANY($1::text[])
                     """,
                 binds: binds(ids)))
@@ -164,11 +165,23 @@ enum PostgresPreferences {
                 binds: binds(ids)))
     }
 
-    /// A change to store: the reader, what they had, what they have now, and the version it makes.
+    /// A change to store: the reader, what they had, what they have now, and how many recorded
+    /// changes it stands for (the version it makes is `before.version + steps`).
     struct Change {
         var id: String
         var before: StoredPreferences
         var after: ReaderPreferences
+        var steps = 1
+    }
+
+    /// A change as `digest_preference_changes` records it: a reader changed several times in one
+    /// transaction (a request's presses) has a record for each step and one ``Change`` for them all.
+    struct Record {
+        var id: String
+        var before: ReaderPreferences
+        var after: ReaderPreferences
+        var messageID: String?
+        var action: ReaderAction?
     }
 
     /// Stores `changes` (their preferences, `opted_out` and version, one more than before) and records
@@ -179,6 +192,13 @@ enum PostgresPreferences {
         _ changes: [Change], source: PreferenceSource, messageID: String?, at: Int64, action: ReaderAction? = nil,
         on connection: PostgresConnection
     ) async throws {
+        let records = changes.map { Record(id: $0.id, before: $0.before.preferences, after: $0.after, messageID: messageID, action: action) }
+        try await store(changes, records: records, source: source, at: at, on: connection)
+    }
+
+    /// Stores `changes` as ``store(_:source:messageID:at:action:on:)`` does and records `records`, in
+    /// their order, each with its own message id and action.
+    static func store(_ changes: [Change], records: [Record], source: PreferenceSource, at: Int64, on connection: PostgresConnection) async throws {
         guard !changes.isEmpty else { return }
         let ids = changes.map(\.id)
         let offs = changes.map(\.after.off)
@@ -197,7 +217,7 @@ enum PostgresPreferences {
         let paused = changes.map { $0.after.pausedUntil?.description ?? "" }
         let follows = changes.map { topicsJSON($0.after.follow) }
         let mutes = changes.map { topicsJSON($0.after.mute) }
-        let versions = changes.map { Int64($0.before.version + 1) }
+        let versions = changes.map { Int64($0.before.version + $0.steps) }
         let fewers = changes.map { fewerText($0.after.fewer) ?? "" }
         try await connection.run(
             """
@@ -210,13 +230,18 @@ enum PostgresPreferences {
             ON CONFLICT (id) DO UPDATE SET every = excluded.every, from_week = excluded.from_week, paused_until = excluded.paused_until,
                 follow = excluded.follow, mute = excluded.mute, version = excluded.version, fewer = excluded.fewer
             """)
-        let befores = changes.map(\.before.preferences.json)
-        let afters = changes.map(\.after.json)
+        let recordIDs = records.map(\.id)
+        let befores = records.map(\.before.json)
+        let afters = records.map(\.after.json)
+        // '' for none, as above.
+        let messageIDs = records.map { $0.messageID ?? "" }
+        let actions = records.map { $0.action?.rawValue ?? "" }
         try await connection.run(
             """
             INSERT INTO digest_preference_changes (user_id, at, source, message_id, before, after, action)
-            SELECT c.id, to_timestamp(\(at)), \(source.rawValue), \(messageID), c.before::json, c.after::json, \(action?.rawValue)
-            FROM unnest(\(ids)::text[], \(befores)::text[], \(afters)::text[]) WITH ORDINALITY AS c(id, before, after, n)
+            SELECT c.id, to_timestamp(\(at)), \(source.rawValue), nullif(c.message_id, ''), c.before::json, c.after::json, nullif(c.action, '')
+            FROM unnest(\(recordIDs)::text[], \(befores)::text[], \(afters)::text[], \(messageIDs)::text[], \(actions)::text[])
+                WITH ORDINALITY AS c(id, before, after, message_id, action, n)
             ORDER BY c.n
             """)
     }
@@ -305,36 +330,88 @@ extension PostgresDatabase {
 }
 
 extension PostgresDatabase: ReaderActionStore {
-    /// A press of a message's button in one transaction: the message's reader, week and
-    /// `fewer_topic` from its outbox row; ``ActionOutcome/managedElsewhere`` while either view is the
-    /// publisher's own; the reader's row locked (as every writer of preferences does), then "the first
-    /// press wins" from the recorded changes (their `action`, joined to the outbox by message id for
-    /// the reader's week).
-    package func applyAction(_ action: ReaderAction, messageID: String, at: Int64, recordedAt: Int64) async throws -> ActionOutcome {
-        try await withPool { pool in
+    /// A request's presses of messages' buttons in one transaction, a few statements for any number
+    /// of them: the messages' readers, weeks and `fewer_topic` from their outbox rows;
+    /// ``ActionOutcome/managedElsewhere`` while either view is the publisher's own; the readers' rows
+    /// locked (as every writer of preferences does), then "the first press wins" from the recorded
+    /// changes (their `action`, joined to the outbox by message id for the reader's week) and from
+    /// the presses before it in the batch; each applied press recorded, each reader stored once.
+    package func applyActions(_ presses: [ButtonPress], recordedAt: Int64) async throws -> [ActionOutcome] {
+        guard !presses.isEmpty else { return [] }
+        return try await withPool { pool in
             try await pool.transaction { connection in
-                let found = try await connection.rows(
-                    "SELECT user_id, week, report->>'fewer_topic' FROM digest_outbox WHERE message_id = \(messageID)")
-                guard let row = found.first else { return .unknownMessage }
-                let (userID, week, fewerTopic) = try row.decode((String, String, String?).self)
-                guard try await PostgresPreferences.viewsAreDigests(connection) else { return .managedElsewhere }
-                try await PostgresPreferences.lockUsers([userID], on: connection)
-                guard let stored = try await PostgresPreferences.stored([userID], on: connection)[userID] else { return .noReader }
-                let pressed = try await connection.rows(
+                let messageIDs = Array(Set(presses.map(\.messageID)))
+                var messages: [String: (user: String, week: String, fewerTopic: String?)] = [:]
+                for row in try await connection.rows(
+                    "SELECT message_id, user_id, week, report->>'fewer_topic' FROM digest_outbox WHERE message_id = ANY(\(messageIDs)::text[])")
+                {
+                    let (id, user, week, fewerTopic) = try row.decode((String, String, String, String?).self)
+                    messages[id] = (user, week, fewerTopic)
+                }
+                guard !messages.isEmpty else { return presses.map { _ in .unknownMessage } }
+                guard try await PostgresPreferences.viewsAreDigests(connection) else {
+                    return presses.map { messages[$0.messageID] == nil ? .unknownMessage : .managedElsewhere }
+                }
+                let users = Array(Set(messages.values.map(\.user))).sorted()
+                try await PostgresPreferences.lockUsers(users, on: connection)
+                var current = try await PostgresPreferences.stored(users, on: connection)
+                var pressed = Set<[String]>()
+                for row in try await connection.rows(
                     """
-                    SELECT 1 FROM digest_preference_changes c JOIN digest_outbox o ON o.message_id = c.message_id
-                    WHERE c.user_id = \(userID) AND c.source = 'action' AND c.action = \(action.rawValue)
-                      AND o.week = \(week) AND o.user_id = \(userID) LIMIT 1
+                    SELECT c.user_id, c.action,
+                           (SELECT o.week FROM digest_outbox o WHERE o.message_id = c.message_id AND o.user_id = c.user_id)
+                    FROM digest_preference_changes c
+                    WHERE c.user_id = ANY(\(users)::text[]) AND c.source = 'action' AND c.action IS NOT NULL
                     """)
-                guard pressed.isEmpty else { return .alreadyPressed }
-                let zone = try await connection.rows("SELECT time_zone FROM digest_import_users WHERE id = \(userID)")
-                let timeZone = try zone.first?.decode(String.self) ?? "UTC"
-                let after = ReaderActionEffect.apply(action, to: stored.preferences, fewerTopic: fewerTopic, at: at, timeZone: timeZone)
-                guard after != stored.preferences else { return .unchanged(stored) }
-                try await PostgresPreferences.store(
-                    [.init(id: userID, before: stored, after: after)], source: .action, messageID: messageID, at: recordedAt, action: action,
-                    on: connection)
-                return .applied(StoredPreferences(preferences: after, version: stored.version + 1))
+                {
+                    // Each recorded press's week by its message (one probe of the id index each: a join
+                    // was planned as a hash join over the whole outbox).
+                    let (user, action, week) = try row.decode((String, String, String?).self)
+                    if let week { pressed.insert([user, action, week]) }
+                }
+                var zones: [String: String] = [:]
+                for row in try await connection.rows("SELECT id, time_zone FROM digest_import_users WHERE id = ANY(\(users)::text[])") {
+                    let (id, zone) = try row.decode((String, String).self)
+                    zones[id] = zone
+                }
+                var outcomes: [ActionOutcome] = []
+                var records: [PostgresPreferences.Record] = []
+                var first: [String: StoredPreferences] = [:]
+                var steps: [String: Int] = [:]
+                for press in presses {
+                    guard let message = messages[press.messageID] else {
+                        outcomes.append(.unknownMessage)
+                        continue
+                    }
+                    guard let stored = current[message.user] else {
+                        outcomes.append(.noReader)
+                        continue
+                    }
+                    let key = [message.user, press.action.rawValue, message.week]
+                    guard !pressed.contains(key) else {
+                        outcomes.append(.alreadyPressed)
+                        continue
+                    }
+                    let after = ReaderActionEffect.apply(
+                        press.action, to: stored.preferences, fewerTopic: message.fewerTopic, at: press.at, timeZone: zones[message.user] ?? "UTC")
+                    guard after != stored.preferences else {
+                        outcomes.append(.unchanged(stored))
+                        continue
+                    }
+                    if first[message.user] == nil { first[message.user] = stored }
+                    steps[message.user, default: 0] += 1
+                    records.append(
+                        .init(id: message.user, before: stored.preferences, after: after, messageID: press.messageID, action: press.action))
+                    let next = StoredPreferences(preferences: after, version: stored.version + 1)
+                    current[message.user] = next
+                    pressed.insert(key)
+                    outcomes.append(.applied(next))
+                }
+                let changes = first.keys.sorted().map { user in
+                    PostgresPreferences.Change(id: user, before: first[user]!, after: current[user]!.preferences, steps: steps[user]!)
+                }
+                try await PostgresPreferences.store(changes, records: records, source: .action, at: recordedAt, on: connection)
+                return outcomes
             }
         }
     }

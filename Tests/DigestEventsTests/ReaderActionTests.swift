@@ -139,6 +139,38 @@ import Testing
         #expect(try await store.database.preferenceChanges(of: "u1", limit: 10)?.count == 3)
     }
 
+    /// A request's presses are one batch, applied in order in one transaction: the second device's
+    /// press of the same action in the same week is not applied again, another action of the same
+    /// reader applies on top of the first (one version each, a change recorded for each with its own
+    /// message), another reader's and an unknown message's are answered for themselves.
+    @Test(arguments: Backend.allCases) func aBatchOfPressesAppliesInOrder(backend: Backend) async throws {
+        let (store, a1, a2, b) = try await Self.store(backend)
+        let actions = try #require(store.database as? any ReaderActionStore)
+        let at = StoreHarness.createdAt + 60
+        let outcomes = try await actions.applyActions(
+            [
+                ButtonPress(.fewer, messageID: a1.messageID, at: at), ButtonPress(.fewer, messageID: a2.messageID, at: at),
+                ButtonPress(.off, messageID: a2.messageID, at: at), ButtonPress(.pause, messageID: b.messageID, at: at),
+                ButtonPress(.off, messageID: String(repeating: "0", count: 32), at: at),
+            ], recordedAt: StoreHarness.now)
+        var fewer = ReaderPreferences()
+        fewer.fewer = [FewerTopic(topic: "politics", until: at + 8 * 7 * 86_400)]
+        var off = fewer
+        off.off = true
+        // 2026-11-23T09:01Z is the 23rd in Warsaw: 28 days after it.
+        let paused = ReaderPreferences(pausedUntil: CivilDate(year: 2026, month: 12, day: 21))
+        #expect(
+            outcomes == [
+                .applied(StoredPreferences(preferences: fewer, version: 1)), .alreadyPressed, .applied(StoredPreferences(preferences: off, version: 2)),
+                .applied(StoredPreferences(preferences: paused, version: 1)), .unknownMessage,
+            ])
+        #expect(try await store.database.preferences(of: "u1") == StoredPreferences(preferences: off, version: 2))
+        let changes = try #require(try await store.database.preferenceChanges(of: "u1", limit: 10))
+        #expect(changes.map(\.messageID) == [a2.messageID, a1.messageID])
+        #expect(changes.map(\.after) == [off, fewer] && changes.map(\.before) == [fewer, ReaderPreferences()])
+        #expect(try await store.database.preferences(of: "u2") == StoredPreferences(preferences: paused, version: 1))
+    }
+
     /// On PostgreSQL with the publisher's own preferences view (no `fewer` column: none), a press is
     /// recorded and changes nothing.
     @Test func aPressIsRecordedButManagedElsewhereUnderThePublishersView() async throws {

@@ -21,16 +21,39 @@ package enum ActionOutcome: Sendable, Hashable {
     case managedElsewhere
 }
 
+/// One press of a message's button, as the collector hands it to the store.
+package struct ButtonPress: Sendable, Hashable {
+    package var action: ReaderAction
+    package var messageID: String
+    /// The press's instant (the event's `at`, Unix seconds): what the effect counts from.
+    package var at: Int64
+
+    package init(_ action: ReaderAction, messageID: String, at: Int64) {
+        self.action = action
+        self.messageID = messageID
+        self.at = at
+    }
+}
+
 /// Applies the presses of a message's buttons (`digest collect`, docs/009) to its reader's
 /// preferences: both stores implement it beside ``PreferenceStore``.
 package protocol ReaderActionStore: Sendable {
-    /// In one transaction: finds the outbox message `messageID` (its reader, week and the report's
-    /// `fewer_topic`); unless a change with source ``PreferenceSource/action`` of the same `action`
-    /// from a message of the same reader and week is already recorded (the first press wins), applies
-    /// it as ``ReaderActionEffect/apply(_:to:fewerTopic:at:timeZone:)`` says and, when that changes
+    /// In one transaction, in order (a later press of the same reader sees what an earlier one
+    /// changed), for each press: finds the outbox message (its reader, week and the report's
+    /// `fewer_topic`); unless a change with source ``PreferenceSource/action`` of the same action from
+    /// a message of the same reader and week is already recorded (the first press wins), applies it
+    /// as ``ReaderActionEffect/apply(_:to:fewerTopic:at:timeZone:)`` says and, when that changes
     /// something, raises the version and records the change at `recordedAt` with the message's id.
-    /// `at` is the press's instant (the event's `at`), what the effect counts from.
-    func applyAction(_ action: ReaderAction, messageID: String, at: Int64, recordedAt: Int64) async throws -> ActionOutcome
+    /// One outcome a press, in the order given. A request's presses come as one batch, so that they
+    /// cost one transaction, not one each.
+    func applyActions(_ presses: [ButtonPress], recordedAt: Int64) async throws -> [ActionOutcome]
+}
+
+extension ReaderActionStore {
+    /// One press: ``applyActions(_:recordedAt:)`` of a batch of one.
+    package func applyAction(_ action: ReaderAction, messageID: String, at: Int64, recordedAt: Int64) async throws -> ActionOutcome {
+        try await applyActions([ButtonPress(action, messageID: messageID, at: at)], recordedAt: recordedAt)[0]
+    }
 }
 
 /// What a press does to preferences, the same on every store.
