@@ -69,7 +69,7 @@ extension SQLiteDatabase: ReaderDataStore, ReaderDataTables {
     }
 
     /// Rows read a job for the reads, changes and events (small records): a few hundred KB at most.
-    package static let exportBatch = 2_000
+    static let exportBatch = 2_000
     /// Outbox rows read a job at least (a week's rows of the reader come together): 1–2 KB each.
     static let messageBatch = 200
 
@@ -89,14 +89,14 @@ extension SQLiteDatabase: ReaderDataStore, ReaderDataTables {
     }
 
     /// A `TRUNCATE` checkpoint on the writer, tried again until it empties the `-wal` or `wait` has
-    /// passed: each try waits for other processes' readers up to what is left of `wait` (their read
-    /// transactions keep the frames the checkpoint would drop).
+    /// passed: each try waits for other processes' readers (whose read transactions keep the frames
+    /// the checkpoint would drop) up to what is left of `wait`, at most the usual busy timeout.
     package func finishForgetting(wait: Duration) async throws -> ForgetResidue {
         let clock = ContinuousClock()
         let start = clock.now
         while true {
-            let left = wait - (clock.now - start)
-            let milliseconds = max(1, Int32(clamping: left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000))
+            let left = min(wait - (clock.now - start), .milliseconds(SQLiteConnection.busyTimeout))
+            let milliseconds = Int32(max(1, (left / .milliseconds(1)).rounded(.up)))
             let path = path
             let truncated = try await withConnection { connection in
                 try connection.truncateWAL(busyTimeout: milliseconds) && Self.walIsEmpty(path)
