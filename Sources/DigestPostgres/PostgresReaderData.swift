@@ -320,11 +320,11 @@ enum PostgresReaderData {
                     FROM gone GROUP BY user_id
                     """, binds: binds))
         {
-            let (user, count, weeks, ids, targets) = try row.decode((String, Int, [String]?, [String]?, [String]?).self)
+            let (user, count, weeks, messages, targets) = try row.decode((String, Int, [String]?, [String]?, [String]?).self)
             held.insert(user)
             removed["digest_outbox", default: 0] += count
             messageWeeks += weeks ?? []
-            messageIDs += ids ?? []
+            messageIDs += messages ?? []
             tokens.formUnion(targets ?? [])
         }
         if !messageIDs.isEmpty {

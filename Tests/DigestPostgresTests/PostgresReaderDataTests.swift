@@ -149,6 +149,42 @@ import Testing
         }
     }
 
+    /// A rolling run's zone chunk held by a worker: a forget of a reader of that zone waits for it
+    /// and removes what it wrote; a reader of another zone is forgotten at once.
+    @Test func aForgetWaitsForAHeldZoneChunkOfItsReadersZoneOnly() async throws {
+        let (store, database) = try await Self.store()
+        _ = try await database.withImportSink { sink in
+            try await sink.write(
+                .users(
+                    ["zone-a", "zone-b"].map(Self.reader) + [
+                        ImportedUser(
+                            reader: Reader(id: "zone-c", locale: "de", timeZone: "Europe/Berlin", optedOut: false, devices: []), preferences: nil,
+                            off: nil)
+                    ]), at: Self.now)
+        }
+        let week = ISOWeek(utcInstant: Self.now)
+        try await store.withReader { reader in
+            let cursors = try await store.withLedger { try await $0.zoneCursors(week: week, zones: ["UTC"], endsAt: [0], now: 1) }
+            let batch = try await reader.nextBatch(week: week, zones: cursors, limit: 100)
+            #expect(batch.users.map(\.reader.id) == ["zone-a", "zone-b"])
+            // Berlin's reader: no chunk of theirs is held.
+            #expect(try await database.forgetReaders(["zone-c"], dryRun: false).readers == 1)
+            let forgetting = Task { try await database.forgetReaders(["zone-a"], dryRun: false) }
+            try await Task.sleep(for: .milliseconds(700))
+            #expect(try store.sql("SELECT count(*) FROM digest_import_users") == "2")
+            let message = OutboxMessage(
+                dedupeKey: "\(week):zone-a:h", week: week.description, userID: "zone-a", platform: .android, variant: .defaultText,
+                message: Array(#"{"message":{"token":"tok-zone-a"}}"#.utf8), report: "{}", availableAt: Self.now)
+            let inserted = try await store.withLedger {
+                try await $0.commit(week: week, zones: batch.cursors, users: 2, messages: [message], counters: RunCounters(), now: Self.now)
+            }
+            #expect(inserted == 1)
+            #expect(try await forgetting.value.removed["digest_outbox"] == 1)
+        }
+        #expect(try Self.tables(holding: "zone-a", in: store) == [])
+        #expect(try store.sql("SELECT id FROM digest_import_users") == "zone-b")
+    }
+
     /// A boundary with no staying reader below it becomes `''`, below every id: the first chunk then
     /// holds no one and the second everyone it held.
     @Test func aBoundaryWithNoReaderLeftBelowItBecomesTheEmptyString() async throws {
