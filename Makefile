@@ -2,7 +2,7 @@
 SWIFT ?= swift
 DEMO_OUT ?= demo-out
 
-.PHONY: setup setup-tests build demo demo-send test bench bench-postgres bench-rolling bench-send bench-collect bench-compare clean
+.PHONY: setup setup-tests build demo demo-send test bench bench-postgres bench-rolling bench-send bench-collect bench-compare bench-forget clean
 
 ## What building and the demo need (system packages, as root when missing).
 setup:
@@ -37,6 +37,7 @@ bench: setup-tests
 	scripts/bench-postgres.sh
 	scripts/bench-rolling.sh
 	scripts/bench-collect.sh
+	scripts/bench-forget.sh
 
 ## The weekly run on PostgreSQL (1M users, one and two workers) against COPY; installs PostgreSQL when
 ## missing, throwaway cluster; "## Weekly run on PostgreSQL" in BENCHMARKS.md.
@@ -52,6 +53,11 @@ bench-rolling: setup-tests
 ## "## Event collector" in BENCHMARKS.md (also a step of make bench).
 bench-collect: setup-tests
 	scripts/bench-collect.sh
+
+## digest readers forget of 10,000 readers in a 1,000,000-reader SQLite store, the other readers' rows
+## checked unchanged; "## Forgetting readers" in BENCHMARKS.md (also a step of make bench).
+bench-forget: setup-tests
+	scripts/bench-forget.sh
 
 ## Template comparison: digest preview --compare over a 1,000-reader demo, identical folders and a one-word
 ## change in a Polish template; "## Template comparison" in BENCHMARKS.md.
