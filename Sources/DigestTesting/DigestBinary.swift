@@ -19,6 +19,16 @@ package struct DigestBinary: Sendable {
 
     package static let templates = packageRoot.appendingPathComponent("Templates")
 
+    /// One `Process.run()` at a time in the test process: Foundation's launch on Linux crashed in a
+    /// `memcpy` inside `Process.run()` while other tests launched processes at the same moment (a full
+    /// run on a loaded machine). Launching takes milliseconds; the processes still run side by side.
+    private static let launching = Mutex(())
+
+    /// Launches `process` (see ``launching``).
+    package static func launch(_ process: Process) throws {
+        try launching.withLock { _ in try process.run() }
+    }
+
     /// What a finished run printed.
     package struct Output: Sendable {
         package var status: Int32
@@ -54,7 +64,7 @@ package struct DigestBinary: Sendable {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try process.run()
+        try launch(process)
         // Both pipes are read to the end on threads of their own, so a full pipe never blocks the child.
         let outData = LockedData()
         let errData = LockedData()
@@ -167,7 +177,7 @@ package struct DigestBinary: Sendable {
         _ = FileManager.default.createFile(atPath: err, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
-        try process.run()
+        try launch(process)
         return Running(process: process, stdoutPath: out, stderrPath: err)
     }
 
@@ -182,7 +192,7 @@ package struct DigestBinary: Sendable {
         let err = Pipe()
         process.standardError = err
         process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        try launch(process)
         let deadline = Deadline(process: process, after: timeout)
         let (seen, buffer) = await withCheckedContinuation { (continuation: CheckedContinuation<(Int, String), Never>) in
             DispatchQueue.global().async {

@@ -27,7 +27,7 @@ import Testing
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
-        try process.run()
+        try DigestBinary.launch(process)
         let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0 && said.isEmpty, "\(said)")

@@ -104,7 +104,7 @@ import Glibc
         ]
         let out = Pipe()
         holder.standardOutput = out
-        try holder.run()
+        try DigestBinary.launch(holder)
         defer {
             kill(holder.processIdentifier, SIGKILL)
             holder.waitUntilExit()

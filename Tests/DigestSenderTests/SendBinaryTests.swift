@@ -27,7 +27,7 @@ import Testing
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
             process.standardOutput = handle
             process.standardError = handle
-            try process.run()
+            try DigestBinary.launch(process)
         }
 
         /// A test that fails half-way leaves no sender behind.

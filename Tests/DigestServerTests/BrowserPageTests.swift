@@ -149,7 +149,7 @@ enum Chromium {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return completion(.failure(error)) }
+        do { try DigestBinary.launch(process) } catch { return completion(.failure(error)) }
         // Whichever comes first, the end of the output or the 90 s, decides.
         let outcome = Outcome()
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(90)) {
