@@ -256,7 +256,7 @@ public struct BatchComposer: Sendable {
         let ids = keys.indices.map { OutboxMessage.messageID(dedupeKey: keys[$0], position: first.advanced(by: $0)) }
         // Each provider's devices encoded together, in the reader's device order.
         var bodies = [(message: [UInt8], headers: String?)](repeating: ([], nil), count: devices.count)
-        for provider in Set(devices.map(\.provider)) {
+        for provider in Provider.allCases where devices.contains(where: { $0.provider == provider }) {
             let indices = devices.indices.filter { devices[$0].provider == provider }
             let chosen = indices.map { devices[$0] }, chosenIDs = indices.map { ids[$0] }
             switch provider {

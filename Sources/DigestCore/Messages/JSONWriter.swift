@@ -66,6 +66,11 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: json)
     }
 
+    /// Writes `replacement` over as many bytes at `position` (a placeholder of the same length).
+    package mutating func overwrite(at position: Int, with replacement: some Collection<UInt8>) {
+        bytes.replaceSubrange(position..<(position + replacement.count), with: replacement)
+    }
+
     public mutating func field(_ name: String, _ text: String) {
         key(name)
         value(text)
@@ -100,9 +105,20 @@ public struct JSONWriter: Sendable {
         // `withUTF8` gives small strings a contiguous buffer too.
         text.withUTF8 { buffer in
             var start = 0
-            for (index, byte) in buffer.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<index]))
-                start = index + 1
+            var index = 0
+            while index < buffer.count {
+                // Eight bytes at a time past the runs that need no escape (most text is one run).
+                while index + 8 <= buffer.count,
+                    !Self.needsEscape(UnsafeRawPointer(buffer.baseAddress! + index).loadUnaligned(as: UInt64.self))
+                {
+                    index += 8
+                }
+                guard index < buffer.count else { break }
+                let byte = buffer[index]
+                index += 1
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<(index - 1)]))
+                start = index
                 switch byte {
                 case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
                 case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
@@ -117,6 +133,17 @@ public struct JSONWriter: Sendable {
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start...]))
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any of the eight bytes of `word` is a control character, `"` or `\` (exact: the
+    /// borrows of the zero-byte test only mark bytes above one that is flagged anyway).
+    @inline(__always)
+    private static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ value: UInt64) -> Bool { (value &- ones) & ~value & high != 0 }
+        let below0x20 = (word &- ones &* 0x20) & ~word & high != 0
+        return below0x20 || hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C))
     }
 
     /// `text` as a JSON string literal.

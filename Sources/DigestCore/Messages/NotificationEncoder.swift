@@ -92,10 +92,10 @@ public struct NotificationEncoder: Sendable {
             if let offset = sectionIDOffset {
                 // Android: the section's data holds every key, and the message no top-level data.
                 writer.key(Self.sectionKey(device.platform))
-                writer.raw(filling(section, at: offset, with: messageID))
+                writeFilled(section, at: offset, with: messageID, into: &writer)
             } else {
                 writer.key("data")
-                writer.raw(filling(encoded.data, at: encoded.dataIDOffset, with: messageID))
+                writeFilled(encoded.data, at: encoded.dataIDOffset, with: messageID, into: &writer)
                 writer.key(Self.sectionKey(device.platform))
                 writer.raw(section)
             }
@@ -171,6 +171,15 @@ public struct NotificationEncoder: Sendable {
             bytes.replaceSubrange(start..<(start + key.count), with: key)
         }
         return bytes
+    }
+
+    /// Writes `bytes` as one value with the `message_id` placeholder at `offset` (and the `reply_key`
+    /// one after it) filled in place, as ``filling(_:at:with:)`` fills them without a copy of `bytes`.
+    func writeFilled(_ bytes: [UInt8], at offset: Int, with messageID: String, into writer: inout JSONWriter) {
+        writer.raw(bytes)
+        let start = writer.bytes.count - bytes.count + offset
+        writer.overwrite(at: start, with: messageID.utf8)
+        if let replyKeys { writer.overwrite(at: start + Self.replyKeyDistance, with: replyKeys.sign(messageID: messageID).utf8) }
     }
 
     /// Android builds at most this many buttons from `data.actions`.

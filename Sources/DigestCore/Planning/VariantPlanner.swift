@@ -49,10 +49,8 @@ public struct VariantPlanner: Sendable {
     private func bulletLine(_ article: Article, templates: LocalizedTemplates, titleLimit: Int) -> (line: String, cut: Bool) {
         let key = BulletCache.Key(locale: templates.requested, id: article.id, limit: titleLimit)
         let topic = article.topics.first ?? ""
-        if let hit = bulletCache.value(for: key),
-            hit.title == article.title, hit.minutes == article.readingMinutes, hit.topic == topic
-        {
-            return (hit.line, hit.cut)
+        if let hit = bulletCache.line(for: key, title: article.title, minutes: article.readingMinutes, topic: topic) {
+            return hit
         }
         let title = TextRules.truncate(TextRules.clean(article.title), to: titleLimit)
         let model = BulletViewModel(
@@ -203,19 +201,27 @@ public struct VariantPlanner: Sendable {
             }
             if cutTitles > 0 { rules.set(.bulletTruncated, "\(cutTitles)x\(bulletTitle)") }
             var shown = lines.count
+            // The non-empty parts one per line, written into one string sized for them.
             func assemble() -> String {
-                var parts = [header.text]
-                parts.append(contentsOf: lines.prefix(shown))
                 let hidden = digest.picks.count - shown
-                if hidden > 0 {
-                    let more = MoreViewModel(count: hidden, templates: templates)
-                    parts.append(TextRules.clean(templates.render(.more, more)))
+                let more = hidden > 0 ? TextRules.clean(templates.render(.more, MoreViewModel(count: hidden, templates: templates))) : ""
+                var body = ""
+                body.reserveCapacity(
+                    header.text.utf8.count + more.utf8.count + lines.prefix(shown).reduce(shown + 1) { $0 + $1.utf8.count })
+                body.append(header.text)
+                for line in lines.prefix(shown) where !line.isEmpty {
+                    if !body.isEmpty { body.append("\n") }
+                    body.append(line)
                 }
-                return parts.filter { !$0.isEmpty }.joined(separator: "\n")
+                if !more.isEmpty {
+                    if !body.isEmpty { body.append("\n") }
+                    body.append(more)
+                }
+                return body
             }
             var body = assemble()
             // Android's framework cap: stay under it by dropping bullets, then by cutting.
-            while body.utf16.count >= configuration.androidUTF16Limit && shown > 1 {
+            while TextRules.utf16Count(body) >= configuration.androidUTF16Limit && shown > 1 {
                 shown -= 1
                 body = assemble()
                 rules.set(.androidUTF16Bullets, String(shown))
@@ -226,7 +232,7 @@ public struct VariantPlanner: Sendable {
 
     /// Any body stays under Android's UTF-16 cap (combining-mark pile-ups can pass every other limit).
     private func capUTF16(_ body: String, rules: inout RuleLog) -> String {
-        guard body.utf16.count >= configuration.androidUTF16Limit else { return body }
+        guard TextRules.utf16Count(body) >= configuration.androidUTF16Limit else { return body }
         rules.set(.androidUTF16Truncated, String(configuration.androidUTF16Limit - 1))
         return TextRules.truncate(body, toUTF16: configuration.androidUTF16Limit - 1).text
     }
@@ -266,7 +272,16 @@ final class BulletCache: Sendable {
     private let entries = Mutex<[Key: Entry]>([:])
     private let limit = 50_000
 
-    func value(for key: Key) -> Entry? { entries.withLock { $0[key] } }
+    /// The line and whether its title was cut, when the entry for `key` was rendered from these
+    /// fields; compared in place, so a hit copies the line alone rather than the whole entry.
+    func line(for key: Key, title: String, minutes: Int, topic: String) -> (line: String, cut: Bool)? {
+        entries.withLock { entries in
+            guard let index = entries.index(forKey: key), entries.values[index].title == title,
+                entries.values[index].minutes == minutes, entries.values[index].topic == topic
+            else { return nil }
+            return (entries.values[index].line, entries.values[index].cut)
+        }
+    }
 
     func store(_ entry: Entry, for key: Key) {
         entries.withLock { entries in

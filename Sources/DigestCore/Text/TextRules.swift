@@ -52,14 +52,15 @@ package enum TextRules {
 
     /// Scalars that are neither whitespace nor controls and are unchanged by NFC in any context
     /// (no combining marks, no singletons): printable ASCII, Latin-1 and Latin Extended letters,
-    /// Cyrillic letters, general punctuation, CJK ideographs and punctuation, full-width forms, emoji.
+    /// Cyrillic letters, general punctuation, the minus sign (a week's change, `−12%`), CJK ideographs
+    /// and punctuation, full-width forms, emoji.
     /// Anything else takes the slow path with Unicode properties and normalization.
     @inline(__always)
     static func isPlain(_ value: UInt32) -> Bool {
         switch value {
         case 0x21..<0x7F, 0xA1..<0x300, 0x400..<0x483, 0x48A..<0x530, 0x2010..<0x2028, 0x2030..<0x205F,
             0x3001..<0x302A, 0x3030..<0x3099, 0x30A0..<0x3100, 0x4E00..<0xA000, 0xFF01..<0xFF5F,
-            0x200D, 0xFE0F, 0x1F1E6...0x1F1FF, 0x1F300..<0x1FB00:
+            0x200D, 0x2212, 0xFE0F, 0x1F1E6...0x1F1FF, 0x1F300..<0x1FB00:
             return true
         default:
             return false
@@ -101,8 +102,9 @@ package enum TextRules {
     /// Returns the text unchanged (and `false`) when it fits.
     package static func truncate(_ text: String, to limit: Int) -> (text: String, cut: Bool) {
         guard limit > 0 else { return ("", !text.isEmpty) }
-        // Graphemes never outnumber scalars: a text with few enough scalars fits without a walk.
-        if text.unicodeScalars.count <= limit { return (text, false) }
+        // Graphemes never outnumber scalars, nor scalars UTF-8 bytes: a text with few enough of either
+        // fits without a walk (the byte count of a native string is known without decoding it).
+        if text.utf8.count <= limit || text.unicodeScalars.count <= limit { return (text, false) }
         // Find the end of the first `limit - 1` characters, and whether more than `limit` exist.
         var index = text.startIndex
         var count = 0
@@ -133,14 +135,26 @@ package enum TextRules {
     /// Cuts `text` so that it fits in `maxUnits` UTF-16 code units (Android's framework cap), by the
     /// same rule as ``truncate(_:to:)`` at the largest grapheme limit that fits.
     package static func truncate(_ text: String, toUTF16 maxUnits: Int) -> (text: String, cut: Bool) {
-        if text.utf16.count <= maxUnits { return (text, false) }
+        if utf16Count(text) <= maxUnits { return (text, false) }
         var low = 0
         var high = min(text.count, maxUnits)
         while low < high {
             let mid = (low + high + 1) / 2
-            if truncate(text, to: mid).text.utf16.count <= maxUnits { low = mid } else { high = mid - 1 }
+            if utf16Count(truncate(text, to: mid).text) <= maxUnits { low = mid } else { high = mid - 1 }
         }
         return (truncate(text, to: low).text, true)
+    }
+
+    /// The UTF-16 code units of `text` (Android's unit), counted on its UTF-8 bytes: every scalar
+    /// is one unit but those of four bytes, two. `String.utf16.count` of a non-ASCII native string
+    /// builds and keeps an index table (breadcrumbs) first, a cost for each reader's new body.
+    package static func utf16Count(_ text: String) -> Int {
+        var text = text
+        return text.withUTF8 { bytes in
+            var units = 0
+            for byte in bytes where byte & 0xC0 != 0x80 { units &+= byte >= 0xF0 ? 2 : 1 }
+            return units
+        }
     }
 
     /// Grapheme clusters in `text`.
