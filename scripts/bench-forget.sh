@@ -101,14 +101,13 @@ case "$CHECK" in unchanged*) ;; *) log "the other readers' rows changed"; exit 1
 READERS=$(python3 -c "import json; print(json.load(open('$OUT/forget.json'))['readers'])")
 REMOVED=$(python3 -c "import json; r = json.load(open('$OUT/forget.json'))['removed']; print(', '.join(f'{t} {n:,}' for t, n in sorted(r.items())))")
 RATE=$(python3 -c "print(int($READERS / $WALL))")
-LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 python3 scripts/bench-section.py bench-forget 'scripts/bench-forget.sh' <<MD
 ## Forgetting readers
 
 | store | readers forgotten | wall, s | readers/s | CPU, s | peak RSS, MB | \`-wal\` after, bytes |
 |---|---:|---:|---:|---:|---:|---:|
-| SQLite, $(printf "%'d" "$USERS") readers ($FILE_MB MB) | $(printf "%'d" "$READERS") | $WALL | $RATE | $CPU | $RSS | $WAL_BYTES |
+| SQLite, $(python3 -c "print(f'{$USERS:,}')") readers ($FILE_MB MB) | $(python3 -c "print(f'{$READERS:,}')") | $WALL | $RATE | $CPU | $RSS | $WAL_BYTES |
 
 - Rows removed: $REMOVED. The other readers' rows: $CHECK (fingerprints of users, devices, reads, outbox and
   picks before and after).
@@ -116,7 +115,7 @@ python3 scripts/bench-section.py bench-forget 'scripts/bench-forget.sh' <<MD
   \`digest-bench generate\` (1–3 devices a reader, $((READS / USERS)) reads a reader over four weeks, two earlier weeks'
   digests and their picks), then \`digest readers forget --file\` of every $((USERS / COUNT))th reader, timed with
   \`/usr/bin/time -v\`: its batches of 500 readers and its closing TRUNCATE checkpoint.
-- Machine: $(python3 scripts/bench-section.py --machine); load average $LOAD at the end; release build.
+- Machine: $(python3 scripts/bench-section.py --machine); release build.
   Measured $(date -u +%Y-%m-%d) at $COMMIT.
 MD
 log "BENCHMARKS.md: ## Forgetting readers updated"

@@ -61,7 +61,9 @@ SELECT :week_end - :weeks * 7 * 86400 AS window_start, :weeks * 7 * 86400 - 3600
 -- articles out before an instant t are exactly 1 … floor((t - window_start) * articles / span).
 
 BEGIN;
+-- The preferences tables (migration 17) reference digest_import_users: emptied with it.
 TRUNCATE digest_import_reads, digest_import_devices, digest_import_articles, digest_import_users,
+    digest_import_reader_preferences, digest_preference_changes,
     digest_dead_tokens, digest_outbox, digest_picks, digest_run_chunks, digest_runs, digest_zone_runs;
 
 -- Loading is faster without the history tables' constraints and indexes: note whatever the
