@@ -14,6 +14,15 @@ extension PostgresConnection {
         return try await result.get().rows
     }
 
+    /// Rows of a named prepared statement, all of them read before this returns. postgres-nio
+    /// prepares it on this connection at its first use; after that a call only binds and runs it,
+    /// and once the server has planned it five times it keeps a generic plan unless that costs more.
+    func rows<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row] {
+        var rows: [Statement.Row] = []
+        for try await row in try await execute(statement, logger: Self.quiet) { rows.append(row) }
+        return rows
+    }
+
     /// Runs one statement to its end (its error, if any, surfaces here rather than being dropped
     /// with an unread result).
     func run(_ query: PostgresQuery) async throws {

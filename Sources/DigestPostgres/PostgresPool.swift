@@ -73,6 +73,12 @@ struct PostgresPool: Sendable {
         try await perform { try await $0.rows(query) }
     }
 
+    /// Rows of one named prepared statement.
+    func rows<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row]
+    where Statement.Row: Sendable {
+        try await perform { try await $0.rows(statement) }
+    }
+
     /// Runs one statement.
     func run(_ query: PostgresQuery) async throws {
         try await perform { try await $0.run(query) }

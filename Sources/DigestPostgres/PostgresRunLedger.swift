@@ -108,42 +108,79 @@ public final class PostgresRunLedger: RunLedger {
             timings.append(message.timing?.rawValue ?? "")
             dueLocals.append(message.dueLocal ?? "")
         }
-        let countersJSON = String(decoding: try Self.encoder.encode(counters), as: UTF8.self)
-        let name = week.description
-        let worker = coordination.settings.worker
-        let rows = try await pool.rows(
-            """
+        var binds = PostgresBindings(capacity: 27)
+        binds.append(keys)
+        binds.append(weeks)
+        binds.append(users)
+        binds.append(platforms)
+        binds.append(variants)
+        binds.append(bodies)
+        binds.append(reports)
+        binds.append(due)
+        binds.append(windowEnds)
+        binds.append(quietUntils)
+        binds.append(expiries)
+        binds.append(tokenKeys)
+        binds.append(messageIDs)
+        binds.append(locales)
+        binds.append(providers)
+        binds.append(targets)
+        binds.append(headers)
+        binds.append(timings)
+        binds.append(dueLocals)
+        binds.append(now)
+        binds.append(pickUsers)
+        binds.append(pickWeeks)
+        binds.append(pickLists)
+        binds.append(coordination.settings.worker)
+        binds.append(String(decoding: try Self.encoder.encode(counters), as: UTF8.self))
+        binds.append(week.description)
+        binds.append(Int(chunk))
+        let inserted = try await pool.rows(CommitChunk(binds: binds))
+        coordination.released(Int(chunk))
+        return inserted.first ?? 0
+    }
+
+    /// ``commit(week:through:messages:counters:now:)``'s statement: the chunk's messages (`ON CONFLICT
+    /// DO NOTHING`), its readers' picks and the chunk marked done, returning how many messages it
+    /// inserted. Prepared by name, so a chunk's commit is bound and run rather than parsed and planned
+    /// each time; the generic plan the server keeps reads the chunk's arrays from the parameters,
+    /// where a custom plan copied each of them (megabytes of message bodies) into the plan.
+    struct CommitChunk: PostgresPreparedStatement {
+        static let sql = """
             WITH inserted AS (
                 INSERT INTO digest_outbox (dedupe_key, week, user_id, platform, variant, message, report, available_at, created_at,
                                            window_end, quiet_until, expires_at, token_key, message_id, locale, provider, target, headers,
                                            timing, due_local)
-                SELECT k, w, u, p, v, m::json, r::jsonb, to_timestamp(a), to_timestamp(\(now)),
+                SELECT k, w, u, p, v, m::json, r::jsonb, to_timestamp(a), to_timestamp($20),
                        to_timestamp(nullif(we, 0)), to_timestamp(nullif(qu, 0)), to_timestamp(nullif(ex, 0)), tk, mi, nullif(lo, ''),
                        pr, ta, nullif(h, '')::json, nullif(ti, ''), nullif(dl, '')
-                FROM unnest(\(keys)::text[], \(weeks)::text[], \(users)::text[], \(platforms)::text[], \(variants)::text[],
-                            \(bodies)::text[], \(reports)::text[], \(due)::int8[], \(windowEnds)::int8[], \(quietUntils)::int8[],
-                            \(expiries)::int8[], \(tokenKeys)::text[], \(messageIDs)::text[], \(locales)::text[],
-                            \(providers)::text[], \(targets)::text[], \(headers)::text[], \(timings)::text[], \(dueLocals)::text[])
+                FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int8[], $9::int8[],
+                            $10::int8[], $11::int8[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
+                            $18::text[], $19::text[])
                      AS t(k, w, u, p, v, m, r, a, we, qu, ex, tk, mi, lo, pr, ta, h, ti, dl)
                 ON CONFLICT DO NOTHING
                 RETURNING 1),
             picked AS (
                 INSERT INTO digest_picks (user_id, week, picks)
                 SELECT u, w, string_to_array(p, chr(31))
-                FROM unnest(\(pickUsers)::text[], \(pickWeeks)::text[], \(pickLists)::text[]) AS t(u, w, p)
+                FROM unnest($21::text[], $22::text[], $23::text[]) AS t(u, w, p)
                 ON CONFLICT (user_id, week) DO NOTHING),
             done AS (
                 UPDATE digest_run_chunks
-                SET state = 'done', done_by = \(worker), done_at = now(), lease_owner = NULL, leased_until = NULL,
-                    counters = jsonb_set(\(countersJSON)::jsonb, '{enqueued}', to_jsonb((SELECT count(*) FROM inserted)))
-                WHERE week = \(name) AND chunk = \(Int(chunk)) AND state <> 'done'
+                SET state = 'done', done_by = $24, done_at = now(), lease_owner = NULL, leased_until = NULL,
+                    counters = jsonb_set($25::jsonb, '{enqueued}', to_jsonb((SELECT count(*) FROM inserted)))
+                WHERE week = $26 AND chunk = $27 AND state <> 'done'
                 RETURNING 1)
             SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM done)
-            """)
-        coordination.released(Int(chunk))
-        guard let row = rows.first else { return 0 }
-        let (inserted, _) = try row.decode((Int, Int).self)
-        return inserted
+            """
+        /// Messages `$1…$19` (one array a column), `$20` the instant, picks `$21…$23`, then the
+        /// worker, the counters' JSON, the week and the chunk.
+        let binds: PostgresBindings
+
+        func makeBindings() -> PostgresBindings { binds }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int { try row.decode((Int, Int).self).0 }
     }
 
     public func maintain() async throws {}
