@@ -209,7 +209,6 @@ PG_CHANGES=$("${PSQL[@]}" -At -c "SELECT count(*) FROM digest_preference_changes
 SQ_MIX_RATIO=$(python3 -c "print(f'{${SQ[6]} / ${SQ[0]}:.3f}')")
 PG_MIX_RATIO=$(python3 -c "print(f'{${PG[7]} / ${PG[0]}:.3f}')")
 log "half the events presses ÷ plain events, events/s: SQLite $SQ_MIX_RATIO, PostgreSQL $PG_MIX_RATIO"
-LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 python3 scripts/bench-section.py bench-collect 'scripts/bench-collect.sh (a step of make bench)' <<MD
 ## Event collector
@@ -229,7 +228,7 @@ python3 scripts/bench-section.py bench-collect 'scripts/bench-collect.sh (a step
   200,000 sent messages in the outbox to name, each of its own reader, here $MESSAGES; knobs \`RUNS=$RUNS\`, \`WRK_DURATION=$DURATION\`):
   \`digest collect\` fed by wrk with 8 connections (2 threads), each request 200 events, every event new; medians of
   $RUNS runs of $DURATION. Rows in \`digest_events\` afterwards: SQLite $SQ_ROWS, PostgreSQL $PG_ROWS.
-- Machine: $(python3 scripts/bench-section.py --machine); load average $LOAD at the end; loopback, release build.
+- Machine: $(python3 scripts/bench-section.py --machine); loopback, release build.
   Measured $(date -u +%Y-%m-%d) at $COMMIT.
 MD
 log "BENCHMARKS.md: ## Event collector updated"
