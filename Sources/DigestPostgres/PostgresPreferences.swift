@@ -361,11 +361,14 @@ extension PostgresDatabase: ReaderActionStore {
                     SELECT c.user_id, c.action,
                            (SELECT o.week FROM digest_outbox o WHERE o.message_id = c.message_id AND o.user_id = c.user_id)
                     FROM digest_preference_changes c
-                    WHERE c.user_id = ANY(\(users)::text[]) AND c.source = 'action' AND c.action IS NOT NULL
+                    WHERE c.user_id = ANY((SELECT \(users)::text[])::text[]) AND c.source = 'action' AND c.action IS NOT NULL
                     """)
                 {
-                    // Each recorded press's week by its message (one probe of the id index each: a join
-                    // was planned as a hash join over the whole outbox).
+                    // The readers' ids behind a sub-select, so the planner does not estimate each one: on
+                    // a table without statistics yet (a new store's, growing) it took the bound values
+                    // for a parallel scan of the whole table (25 ms at 260,000 changes), where the reader
+                    // index answers in 0.7 ms. Each recorded press's week by its message (one probe of
+                    // the id index each: a join was planned as a hash join over the whole outbox).
                     let (user, action, week) = try row.decode((String, String, String?).self)
                     if let week { pressed.insert([user, action, week]) }
                 }
