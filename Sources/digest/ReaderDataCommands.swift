@@ -139,16 +139,10 @@ extension ReadersCommand {
                             Data("\(dryRun ? "counted" : "forgot") \(outcome.readers) readers (\(outcome.unknown.count) unknown), \(String(format: "%.1f", seconds)) s\n".utf8))
                     }
                 }
-                if let lines {
-                    while let id = try lines.next() {
-                        batch.append(id)
-                        if batch.count == Self.batchSize { try await flush() }
-                    }
-                } else {
-                    for id in ids {
-                        batch.append(id)
-                        if batch.count == Self.batchSize { try await flush() }
-                    }
+                var given = ids.makeIterator()
+                while let id = try lines?.next() ?? given.next() {
+                    batch.append(id)
+                    if batch.count == Self.batchSize { try await flush() }
                 }
                 try await flush()
                 let residue = dryRun ? nil : try await store.finishForgetting(wait: .seconds(60))
