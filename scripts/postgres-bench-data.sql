@@ -71,9 +71,14 @@ TRUNCATE digest_import_reads, digest_import_devices, digest_import_articles, dig
 CREATE TEMP TABLE bench_saved_constraints ON COMMIT DROP AS
 SELECT conrelid::regclass::text AS tbl, conname, contype, pg_get_constraintdef(oid) AS def
 FROM pg_constraint
-WHERE conrelid IN ('digest_import_users'::regclass, 'digest_import_devices'::regclass,
-                   'digest_import_articles'::regclass, 'digest_import_reads'::regclass, 'digest_outbox'::regclass)
-  AND contype IN ('p', 'u', 'f', 'x');
+WHERE (conrelid IN ('digest_import_users'::regclass, 'digest_import_devices'::regclass,
+                    'digest_import_articles'::regclass, 'digest_import_reads'::regclass, 'digest_outbox'::regclass)
+       AND contype IN ('p', 'u', 'f', 'x'))
+   -- Other tables' foreign keys to them (the preferences' to digest_import_users, migration 17): a
+   -- primary key they depend on cannot be dropped before them.
+   OR (contype = 'f' AND confrelid IN ('digest_import_users'::regclass, 'digest_import_devices'::regclass,
+                                       'digest_import_articles'::regclass, 'digest_import_reads'::regclass,
+                                       'digest_outbox'::regclass));
 CREATE TEMP TABLE bench_saved_indexes ON COMMIT DROP AS
 SELECT indexrelid::regclass::text AS name, pg_get_indexdef(indexrelid) AS def
 FROM pg_index
