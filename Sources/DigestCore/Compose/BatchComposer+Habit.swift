@@ -38,14 +38,3 @@ extension BatchComposer {
         return calendar.slot(forZone: reader.timeZone, minuteOfDay: choice.minuteOfDay, now: now, ttl: ttl)
     }
 }
-
-extension ComposedUser {
-    /// Writes the chosen timing and local due time on the reader's messages.
-    mutating func stampDelivery() {
-        guard let delivery else { return }
-        for index in messages.indices {
-            messages[index].timing = delivery.timing
-            messages[index].dueLocal = delivery.dueLocal
-        }
-    }
-}

@@ -120,33 +120,33 @@ public struct BatchComposer: Sendable {
     /// writes its batches: with the reader's place it orders the messages' ids
     /// (``OutboxMessage/messageID(dedupeKey:position:)``).
     public func compose(_ readers: [Reader], histories: [ReaderHistory], batch: Int) async -> ComposedBatch {
-        // Each reader's result in its slot (reader order), so nothing is sorted or copied again.
-        var users = [ComposedUser?](repeating: nil, count: readers.count)
-        var digested: [(slot: Int, user: ComposedUser, window: WeekWindow, digest: WeeklyDigest, first: OutboxMessage.RunPosition)] = []
+        // Each reader is counted as soon as it is done (the counters are sums, in no order); only the
+        // digested wait for the images. Their messages are written straight into the batch's, in
+        // reader order, and no reader is kept once counted.
+        var counters = RunCounters()
+        var digested: [(user: ComposedUser, window: WeekWindow, digest: WeeklyDigest, first: OutboxMessage.RunPosition)] = []
         digested.reserveCapacity(readers.count)
         // A reader's first message's place in the batch: the devices of the readers before it.
         var ordinal = 0
-        for (slot, (reader, history)) in zip(readers, histories).enumerated() {
+        for (reader, history) in zip(readers, histories) {
             let first = OutboxMessage.RunPosition(instant: now, batch: batch, ordinal: ordinal)
             ordinal += reader.devices.count
             switch prepare(reader, history: history) {
-            case .finished(let user): users[slot] = user
-            case .digested(let user, let window, let digest): digested.append((slot, user, window, digest, first))
+            case .finished(let user): user.count(into: &counters)
+            case .digested(let user, let window, let digest): digested.append((user, window, digest, first))
             }
         }
         let outcomes = await imageOutcomes(Set(digested.compactMap { $0.digest.picks.first?.imageURL }))
-        for (slot, user, window, digest, first) in digested {
-            let image = digest.picks.first?.imageURL.map { outcomes[$0] ?? .unavailable(reason: "not_requested") }
-            users[slot] = finish(user, window: window, digest: digest, image: image, first: first)
-        }
-        digested.removeAll()
-        var counters = RunCounters()
         var messages: [OutboxMessage] = []
-        messages.reserveCapacity(readers.count * 2)
-        for user in users {
-            guard let user else { continue }
-            user.count(into: &counters)
-            messages.append(contentsOf: user.messages)
+        messages.reserveCapacity(ordinal)
+        // Taken from the back of the reversed list: each reader moves out of it, in reader order.
+        digested.reverse()
+        while let (user, window, digest, first) = digested.popLast() {
+            let image = digest.picks.first?.imageURL.map { outcomes[$0] ?? .unavailable(reason: "not_requested") }
+            let before = messages.count
+            let finished = finish(user, window: window, digest: digest, image: image, first: first, into: &messages)
+            finished.count(into: &counters)
+            counters.messages += messages.count - before
         }
         return ComposedBatch(userCount: readers.count, messages: messages, counters: counters)
     }
@@ -226,7 +226,20 @@ public struct BatchComposer: Sendable {
     /// The second half: the plan with the top pick's image outcome, and one message per device, the
     /// first at `first` in the run and the others after it.
     func finish(
-        _ prepared: ComposedUser, window: WeekWindow, digest: WeeklyDigest, image: ImageOutcome?, first: OutboxMessage.RunPosition
+        _ prepared: consuming ComposedUser, window: WeekWindow, digest: WeeklyDigest, image: ImageOutcome?,
+        first: OutboxMessage.RunPosition
+    ) -> ComposedUser {
+        var messages: [OutboxMessage] = []
+        var user = finish(prepared, window: window, digest: digest, image: image, first: first, into: &messages)
+        user.messages = messages
+        return user
+    }
+
+    /// ``finish(_:window:digest:image:first:)`` with the messages appended to `messages` rather than
+    /// kept on the returned reader (whose ``ComposedUser/messages`` stay empty).
+    func finish(
+        _ prepared: consuming ComposedUser, window: WeekWindow, digest: WeeklyDigest, image: ImageOutcome?,
+        first: OutboxMessage.RunPosition, into messages: inout [OutboxMessage]
     ) -> ComposedUser {
         var user = prepared
         let reader = user.reader
@@ -278,17 +291,22 @@ public struct BatchComposer: Sendable {
                 }
             }
         }
-        user.messages = devices.indices.map { index in
+        for index in devices.indices {
             let device = devices[index]
-            return OutboxMessage(
+            var message = OutboxMessage(
                 dedupeKey: keys[index],
                 week: week, userID: reader.id, platform: device.platform,
                 variant: plan.variant, message: bodies[index].message, report: report, availableAt: slot.availableAt, picks: plan.picks,
                 windowEnd: slot.windowEnd, quietUntil: slot.quietUntil, expiresAt: slot.expiresAt,
                 locale: localized.resolved, messageID: ids[index], provider: device.provider, target: device.token,
                 headers: bodies[index].headers)
+            // The chosen timing and local due time.
+            if let delivery = user.delivery {
+                message.timing = delivery.timing
+                message.dueLocal = delivery.dueLocal
+            }
+            messages.append(message)
         }
-        user.stampDelivery()
         return user
     }
 

@@ -49,14 +49,24 @@ extension OutboxMessage {
         let instant = UInt32(clamping: position.instant)
         let order = (UInt64(truncatingIfNeeded: position.batch) & mask) << positionFieldBits
             | UInt64(truncatingIfNeeded: position.ordinal) & mask
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(messageIDLength / 2)
-        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: instant >> shift)) }
-        for shift in stride(from: 2 * positionFieldBits - 8, through: 0, by: -8) {
-            bytes.append(UInt8(truncatingIfNeeded: order >> UInt64(shift)))
+        let digest = sha256(dedupeKey)
+        // 16 bytes as 32 hex digits, written straight into the string's storage.
+        return String(unsafeUninitializedCapacity: messageIDLength) { out in
+            var at = 0
+            func append(_ byte: UInt8) {
+                out[at] = hexDigit(byte >> 4)
+                out[at + 1] = hexDigit(byte & 0xF)
+                at += 2
+            }
+            for shift in stride(from: 24, through: 0, by: -8) { append(UInt8(truncatingIfNeeded: instant >> shift)) }
+            for shift in stride(from: 2 * positionFieldBits - 8, through: 0, by: -8) {
+                append(UInt8(truncatingIfNeeded: order >> UInt64(shift)))
+            }
+            digest.withUnsafeBytes { hash in
+                for byte in hash.prefix(messageIDHashBytes) { append(byte) }
+            }
+            return at
         }
-        bytes.append(contentsOf: SHA256.hash(data: Array(dedupeKey.utf8)).prefix(messageIDHashBytes))
-        return hex(bytes)
     }
 
     /// The earlier message id, before ids were ordered: the first 16 bytes of the SHA-256 of the
@@ -64,6 +74,6 @@ extension OutboxMessage {
     /// the collector alike); messages built without a run (fixtures, the encoder's
     /// ``NotificationEncoder/messages(for:devices:)``) still get it.
     public static func messageID(dedupeKey: String) -> String {
-        hex(SHA256.hash(data: Array(dedupeKey.utf8)).prefix(messageIDLength / 2))
+        sha256(dedupeKey).withUnsafeBytes { hex(UnsafeRawBufferPointer(rebasing: $0.prefix(messageIDLength / 2))) }
     }
 }

@@ -97,7 +97,17 @@ public struct OutboxMessage: Sendable, Hashable {
 
     /// Lowercase hex SHA-256 of a device token.
     public static func tokenHash(_ token: String) -> String {
-        hex(SHA256.hash(data: Array(token.utf8)))
+        sha256(token).withUnsafeBytes { hex($0) }
+    }
+
+    /// The SHA-256 of `text`'s UTF-8 bytes, hashed where they are (no copy into an array).
+    static func sha256(_ text: String) -> SHA256.Digest {
+        var text = text
+        return text.withUTF8 { bytes in
+            var hasher = SHA256()
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(bytes))
+            return hasher.finalize()
+        }
     }
 
     /// The value of the first `"token":"…"` in an FCM v1 body (empty when it has none): the target of
@@ -114,13 +124,21 @@ public struct OutboxMessage: Sendable, Hashable {
     }
 
     static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(64)
-        for byte in bytes {
-            out.append(hex[Int(byte >> 4)])
-            out.append(hex[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        Array(bytes).withUnsafeBytes { hex($0) }
     }
+
+    /// Lowercase hex of `bytes`, written straight into the string's storage.
+    static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: 2 * bytes.count) { out in
+            for (index, byte) in bytes.enumerated() {
+                out[2 * index] = hexDigit(byte >> 4)
+                out[2 * index + 1] = hexDigit(byte & 0xF)
+            }
+            return 2 * bytes.count
+        }
+    }
+
+    /// The lowercase hex digit of a value below 16.
+    @inline(__always)
+    static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? 0x30 + value : 0x57 + value }
 }

@@ -261,26 +261,32 @@ final class BulletCache: Sendable {
         var limit: Int
     }
 
-    struct Entry: Sendable {
-        var title: String
-        var minutes: Int
-        var topic: String
-        var line: String
-        var cut: Bool
+    /// Immutable and shared: a hit takes one reference, not a copy of its strings.
+    final class Entry: Sendable {
+        let title: String
+        let minutes: Int
+        let topic: String
+        let line: String
+        let cut: Bool
+
+        init(title: String, minutes: Int, topic: String, line: String, cut: Bool) {
+            self.title = title
+            self.minutes = minutes
+            self.topic = topic
+            self.line = line
+            self.cut = cut
+        }
     }
 
     private let entries = Mutex<[Key: Entry]>([:])
     private let limit = 50_000
 
     /// The line and whether its title was cut, when the entry for `key` was rendered from these
-    /// fields; compared in place, so a hit copies the line alone rather than the whole entry.
+    /// fields (compared outside the lock).
     func line(for key: Key, title: String, minutes: Int, topic: String) -> (line: String, cut: Bool)? {
-        entries.withLock { entries in
-            guard let index = entries.index(forKey: key), entries.values[index].title == title,
-                entries.values[index].minutes == minutes, entries.values[index].topic == topic
-            else { return nil }
-            return (entries.values[index].line, entries.values[index].cut)
-        }
+        guard let entry = entries.withLock({ $0[key] }), entry.minutes == minutes, entry.title == title, entry.topic == topic
+        else { return nil }
+        return (entry.line, entry.cut)
     }
 
     func store(_ entry: Entry, for key: Key) {
