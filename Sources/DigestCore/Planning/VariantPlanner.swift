@@ -221,7 +221,7 @@ public struct VariantPlanner: Sendable {
             }
             var body = assemble()
             // Android's framework cap: stay under it by dropping bullets, then by cutting.
-            while TextRules.utf16Count(body) >= configuration.androidUTF16Limit && shown > 1 {
+            while TextRules.utf16Count(of: body, reaches: configuration.androidUTF16Limit) && shown > 1 {
                 shown -= 1
                 body = assemble()
                 rules.set(.androidUTF16Bullets, String(shown))
@@ -232,7 +232,7 @@ public struct VariantPlanner: Sendable {
 
     /// Any body stays under Android's UTF-16 cap (combining-mark pile-ups can pass every other limit).
     private func capUTF16(_ body: String, rules: inout RuleLog) -> String {
-        guard TextRules.utf16Count(body) >= configuration.androidUTF16Limit else { return body }
+        guard TextRules.utf16Count(of: body, reaches: configuration.androidUTF16Limit) else { return body }
         rules.set(.androidUTF16Truncated, String(configuration.androidUTF16Limit - 1))
         return TextRules.truncate(body, toUTF16: configuration.androidUTF16Limit - 1).text
     }

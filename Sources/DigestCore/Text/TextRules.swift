@@ -113,7 +113,7 @@ package enum TextRules {
         while index < text.endIndex, count <= limit {
             if count == limit - 1 { keepEnd = index }
             let character = text[index]
-            if count < limit - 1, character.isWhitespace { lastSpace = (index, count) }
+            if count < limit - 1, isWhitespace(character) { lastSpace = (index, count) }
             count += 1
             index = text.index(after: index)
         }
@@ -130,6 +130,14 @@ package enum TextRules {
             kept = kept.dropLast()
         }
         return (kept + String(ellipsis), true)
+    }
+
+    /// `Character.isWhitespace` (White_Space of the first scalar) without the Unicode property lookup
+    /// for a character starting with ASCII: there only tab to carriage return and the space are.
+    @inline(__always)
+    static func isWhitespace(_ character: Character) -> Bool {
+        if let first = character.utf8.first, first < 0x80 { return (0x09...0x0D).contains(first) || first == 0x20 }
+        return character.isWhitespace
     }
 
     /// Cuts `text` so that it fits in `maxUnits` UTF-16 code units (Android's framework cap), by the
@@ -155,6 +163,12 @@ package enum TextRules {
             for byte in bytes where byte & 0xC0 != 0x80 { units &+= byte >= 0xF0 ? 2 : 1 }
             return units
         }
+    }
+
+    /// Whether `text` has at least `units` UTF-16 code units: never with fewer UTF-8 bytes (no scalar
+    /// has more units than bytes), so most texts are answered by their byte count, without a walk.
+    package static func utf16Count(of text: String, reaches units: Int) -> Bool {
+        text.utf8.count >= units && utf16Count(text) >= units
     }
 
     /// Grapheme clusters in `text`.
