@@ -103,13 +103,14 @@ public struct DigestBuilder: Sendable {
         let dayStarts = span?.dayStarts ?? window.dayStarts
         let firstCoveredDay = 7 * covered
         // A reader's reads of a few weeks, their topics and languages are few: counted in small
-        // arrays searched in turn (no hashing), which become hashed sets past a few dozen.
-        var weekArticles = SmallSet()
-        var previousArticles = SmallSet()
+        // arrays searched in turn (no hashing), which become hashed past a few dozen. Each article is
+        // looked up once, in `readIDs`; the week's and the weeks before's are sets of its places there.
+        var weekArticles = PlaceSet()
+        var previousArticles = PlaceSet()
         var weekSeconds = 0
         var previousSeconds = 0
         var activeDays: UInt64 = 0  // bit d: day d of the days (0 to 14 × covered − 1) had a read
-        var weekTopics = SmallCounter()
+        // The interests' topics, with how often the week's reads carried each (its top topic).
         var interests = SmallCounter()
         // Tags as read (few distinct ones), made primary subtags once below.
         var readLanguages: [String] = []
@@ -120,7 +121,7 @@ public struct DigestBuilder: Sendable {
         // Interests weigh periods of `covered` weeks each as `weights` weighs weeks.
         let interestStart = window.start - Int64(weights.count * covered - 1) * Self.weekSeconds
         for read in reads {
-            readIDs.insert(read.articleID)
+            let place = readIDs.insert(read.articleID)
             if read.readAt >= interestStart, let language = read.language, language != lastLanguage {
                 if !readLanguages.contains(language) { readLanguages.append(language) }
                 lastLanguage = language
@@ -129,15 +130,16 @@ public struct DigestBuilder: Sendable {
             // Weeks before the digest's week, 0 for the week itself.
             let weeksBefore = Int((window.start + Self.weekSeconds - 1 - read.readAt) / Self.weekSeconds)
             let weight = weights[max(0, weeksBefore) / covered]
-            for topic in read.topics { interests.add(weight, to: topic) }
-            guard let day = Self.dayIndex(of: read.readAt, in: dayStarts) else { continue }
-            if day >= firstCoveredDay {
-                weekArticles.insert(read.articleID)
+            let day = Self.dayIndex(of: read.readAt, in: dayStarts)
+            let inWeek = day.map { $0 >= firstCoveredDay } ?? false
+            for topic in read.topics { interests.add(weight, to: topic, inWeek: inWeek) }
+            guard let day else { continue }
+            if inWeek {
+                weekArticles.insert(place)
                 weekSeconds += max(0, read.seconds)
                 activeDays |= 1 << UInt64(day)
-                for topic in read.topics { weekTopics.add(1, to: topic) }
             } else {
-                previousArticles.insert(read.articleID)
+                previousArticles.insert(place)
                 previousSeconds += max(0, read.seconds)
             }
         }
@@ -147,7 +149,8 @@ public struct DigestBuilder: Sendable {
             if let primary = LanguageTag.primary(tag), !languages.contains(primary) { languages.append(primary) }
         }
         if let own = LanguageTag.primary(reader.locale), !languages.contains(own) { languages.append(own) }
-        let topTopic = weekTopics.entries.max { a, b in a.count != b.count ? a.count < b.count : a.key > b.key }?.key
+        let topTopic = interests.entries.lazy.filter { $0.week > 0 }
+            .max { a, b in a.week != b.week ? a.week < b.week : a.key > b.key }?.key
         let stats = WeeklyStats(
             articlesRead: weekArticles.count,
             minutesRead: Self.minutes(weekSeconds, articles: weekArticles.count),
@@ -157,7 +160,8 @@ public struct DigestBuilder: Sendable {
             previousMinutesRead: Self.minutes(previousSeconds, articles: previousArticles.count))
         let preferences = reader.preferences
         let publishedFrom = window.end - freshness(weeks: covered)
-        let weighted = interests.entries.map { ($0.key, $0.count) }
+        // Labelled as `pick` takes them, so the array is not converted (copied) again on the way.
+        let weighted: [(topic: String, weight: Int)] = interests.entries.map { (topic: $0.key, weight: $0.weight) }
         // "Fewer" topics (not muted ones, which no pick has anyway) are held back like muted ones, and
         // one of their articles is let in below; without any, this is the reader's mute list as it is.
         let fewer = fewerTopics.isEmpty ? [] : fewerTopics.filter { !preferences.mute.contains($0) }
@@ -216,50 +220,77 @@ public struct DigestBuilder: Sendable {
     }
 }
 
-/// Distinct strings: an array searched in turn while small, a hashed set past ``limit``.
+/// Distinct strings, each with its place in first-seen order: an array searched in turn while
+/// small, hashed past ``limit``.
 struct SmallSet {
     static let limit = 32
     private var small: [String] = []
-    private var large: Set<String>?
+    private var large: [String: Int]?
+    private(set) var count = 0
 
-    var count: Int { large?.count ?? small.count }
-
-    mutating func insert(_ value: String) {
+    /// Adds `value` if it is new; its place among the distinct values either way.
+    @discardableResult
+    mutating func insert(_ value: String) -> Int {
         if large != nil {
-            large!.insert(value)
-        } else if !small.contains(value) {
+            if let place = large![value] { return place }
+            large![value] = count
+        } else {
+            if let place = small.firstIndex(of: value) { return place }
             small.append(value)
             if small.count > Self.limit {
-                large = Set(small)
+                large = Dictionary(uniqueKeysWithValues: small.enumerated().map { ($1, $0) })
                 small = []
             }
         }
+        count += 1
+        return count - 1
     }
 
-    func contains(_ value: String) -> Bool { large?.contains(value) ?? small.contains(value) }
+    func contains(_ value: String) -> Bool { large.map { $0[value] != nil } ?? small.contains(value) }
 }
 
-/// Counts by string key, in first-seen order: an array searched in turn while small, hashed past
-/// ``SmallSet/limit`` keys.
+/// Places of a ``SmallSet`` (small integers): bits of one word, a hashed set past it.
+struct PlaceSet {
+    private var word: UInt64 = 0
+    private var more: Set<Int>?
+
+    var count: Int { word.nonzeroBitCount + (more?.count ?? 0) }
+
+    mutating func insert(_ place: Int) {
+        if place < 64 {
+            word |= 1 << UInt64(place)
+        } else {
+            more = more ?? []
+            more!.insert(place)
+        }
+    }
+}
+
+/// Weights by topic, in first-seen order, each with how many of the week's reads carried it: an
+/// array searched in turn while small, hashed past ``SmallSet/limit`` keys.
 struct SmallCounter {
-    private(set) var entries: [(key: String, count: Int)] = []
+    private(set) var entries: [(key: String, weight: Int, week: Int)] = []
     private var positions: [String: Int]?
 
-    mutating func add(_ amount: Int, to key: String) {
+    /// Adds `amount` to `key`'s weight, and one to its count of the week's reads when `inWeek`.
+    mutating func add(_ amount: Int, to key: String, inWeek: Bool) {
+        let week = inWeek ? 1 : 0
         if let positions {
             if let index = positions[key] {
-                entries[index].count += amount
+                entries[index].weight += amount
+                entries[index].week += week
             } else {
                 self.positions![key] = entries.count
-                entries.append((key, amount))
+                entries.append((key, amount, week))
             }
             return
         }
         if let index = entries.firstIndex(where: { $0.key == key }) {
-            entries[index].count += amount
+            entries[index].weight += amount
+            entries[index].week += week
             return
         }
-        entries.append((key, amount))
+        entries.append((key, amount, week))
         if entries.count > SmallSet.limit {
             positions = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.key, $0) })
         }

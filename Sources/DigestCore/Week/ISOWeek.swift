@@ -56,7 +56,24 @@ public struct ISOWeek: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     public static func < (lhs: ISOWeek, rhs: ISOWeek) -> Bool { (lhs.year, lhs.week) < (rhs.year, rhs.week) }
 
-    public var description: String { week < 10 ? "\(year)-W0\(week)" : "\(year)-W\(week)" }
+    public var description: String {
+        // Written digit by digit (a run writes it several times a reader); interpolated past 4-digit years.
+        guard (1000...9999).contains(year), (0...99).contains(week) else {
+            return week < 10 ? "\(year)-W0\(week)" : "\(year)-W\(week)"
+        }
+        return String(unsafeUninitializedCapacity: 8) { out in
+            func digit(_ value: Int) -> UInt8 { UInt8(truncatingIfNeeded: 0x30 + value % 10) }
+            out[0] = digit(year / 1000)
+            out[1] = digit(year / 100)
+            out[2] = digit(year / 10)
+            out[3] = digit(year)
+            out[4] = UInt8(ascii: "-")
+            out[5] = UInt8(ascii: "W")
+            out[6] = digit(week / 10)
+            out[7] = digit(week)
+            return 8
+        }
+    }
 }
 
 /// Why a week could not be used.
