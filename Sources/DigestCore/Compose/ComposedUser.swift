@@ -50,8 +50,20 @@ public struct ComposedUser: Sendable {
         if let timing = delivery?.timing { counters.timings[timing.rawValue, default: 0] += 1 }
         for rule in plan.rules {
             // An entry is `<PlanRule name>:<detail>`; counted by the name.
-            counters.rules[String(rule.prefix { $0 != ":" }), default: 0] += 1
+            counters.rules[Self.ruleName(rule), default: 0] += 1
         }
         counters.messages += messages.count
+    }
+
+    /// A rule entry's name, what comes before its first `:` (as `rule.prefix { $0 != ":" }`): found on
+    /// the UTF-8 bytes when ASCII stands on both sides of the colon (so it is a character of its own).
+    static func ruleName(_ rule: String) -> String {
+        let utf8 = rule.utf8
+        if let colon = utf8.firstIndex(of: UInt8(ascii: ":")) {
+            let next = utf8.index(after: colon)
+            let asciiBefore = colon == utf8.startIndex || utf8[utf8.index(before: colon)] < 0x80
+            if asciiBefore && (next == utf8.endIndex || utf8[next] < 0x80) { return String(rule[..<colon]) }
+        }
+        return String(rule.prefix { $0 != ":" })
     }
 }

@@ -23,6 +23,9 @@ public struct CandidatePool: Sendable {
     let topicOffsets: [String: Int]
     /// For each primary language subtag, where the set of the articles in it starts in `bits`.
     let languageOffsets: [String: Int]
+    /// Each topic's place in the topics' order (`<`), by its set's place in `bits` (its offset over
+    /// `words`): equal weights are ranked by it without comparing the topics' strings.
+    let topicRanks: [Int]
     /// Words per bit set.
     let words: Int
     /// The most distinct topics any article carries: no article shares more with a user.
@@ -61,6 +64,9 @@ public struct CandidatePool: Sendable {
         self.bits = bits
         self.topicOffsets = topicOffsets
         self.languageOffsets = languageOffsets
+        var topicRanks = [Int](repeating: 0, count: words > 0 ? bits.count / words : 0)
+        for (rank, topic) in topicOffsets.keys.sorted().enumerated() { topicRanks[topicOffsets[topic]! / words] = rank }
+        self.topicRanks = topicRanks
         self.words = words
         self.maxTopicsPerArticle = most
     }
@@ -120,12 +126,12 @@ public struct CandidatePool: Sendable {
         guard first < end else { return [] }
         // Heaviest first; equal weights by topic, so the order (and the scan) does not depend on the
         // order the weights came in.
-        var sets: [(offset: Int, weight: Int, topic: String)] = []
+        var sets: [(offset: Int, weight: Int, rank: Int)] = []
         sets.reserveCapacity(weights.count)
         for entry in weights where entry.weight > 0 {
-            if let offset = topicOffsets[entry.topic] { sets.append((offset, entry.weight, entry.topic)) }
+            if let offset = topicOffsets[entry.topic] { sets.append((offset, entry.weight, topicRanks[offset / words])) }
         }
-        sets.sort { $0.weight != $1.weight ? $0.weight > $1.weight : $0.topic < $1.topic }
+        sets.sort { $0.weight != $1.weight ? $0.weight > $1.weight : $0.rank < $1.rank }
         let languageSets = languages.map { $0.compactMap { languageOffsets[$0] } }
         // Muted topics' sets are taken out of the candidates (no array for a reader without any).
         let mutedSets = muted.isEmpty ? [] : muted.compactMap { topicOffsets[$0] }

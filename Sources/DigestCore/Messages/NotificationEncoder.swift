@@ -47,14 +47,19 @@ public struct NotificationEncoder: Sendable {
     /// `--reply-key-file`: when set, every message carries its `reply_key` beside `message_id`.
     package let replyKeys: ReplyKeys?
 
+    /// The TTL as Android's section and the web's headers write it, made once.
+    private let androidTTL: String
+    private let webTTL: String
+
     public init(configuration: Configuration = .init()) {
-        self.configuration = configuration
-        replyKeys = nil
+        self.init(configuration: configuration, replyKeys: nil)
     }
 
     package init(configuration: Configuration = .init(), replyKeys: ReplyKeys?) {
         self.configuration = configuration
         self.replyKeys = replyKeys
+        androidTTL = "\(configuration.ttlSeconds)s"
+        webTTL = String(configuration.ttlSeconds)
     }
 
     /// One request body for one device.
@@ -242,7 +247,7 @@ public struct NotificationEncoder: Sendable {
         var writer = JSONWriter(capacity: 1024 + link.utf8.count)
         writer.beginObject()
         writer.field("collapse_key", collapseKey(plan))
-        writer.field("ttl", "\(configuration.ttlSeconds)s")
+        writer.field("ttl", androidTTL)
         writer.field("priority", configuration.androidPriority)
         writer.key("data")
         writer.beginObject()
@@ -340,7 +345,7 @@ public struct NotificationEncoder: Sendable {
         writer.beginObject()
         writer.key("headers")
         writer.beginObject()
-        writer.field("TTL", String(configuration.ttlSeconds))
+        writer.field("TTL", webTTL)
         writer.field("Urgency", "normal")
         writer.endObject()
         writer.key("notification")
