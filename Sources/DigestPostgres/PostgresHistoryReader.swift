@@ -24,6 +24,9 @@ public actor PostgresHistoryReader: HistoryReader {
     /// Whether `digest_devices` has `keys_p256dh` and `keys_auth` columns (an adopter's view may not):
     /// asked once.
     private var devicesHaveKeys: Bool?
+    /// The candidate articles of the last ``earlierReads(of:among:before:)`` and their bind, encoded
+    /// once: a run asks with the same list (some 20,000 ids) for every chunk.
+    private var candidatesBind: (ids: [String], bind: PostgresEncodedTextArray)?
     /// Rolling runs: batches are a zone's users, whose ids are not consecutive, so their reads,
     /// earlier reads and picks are asked by the list of ids instead of by the range first…last.
     var byList = false
@@ -339,8 +342,11 @@ public actor PostgresHistoryReader: HistoryReader {
     /// table is built of tuples, where `= ANY` of a constant array hashes the values.)
     public func earlierReads(of users: [StoredReader], among articles: [String], before: Int64) async throws -> [[String]] {
         guard !users.isEmpty, !articles.isEmpty else { return users.map { _ in [] } }
+        // The same array (one buffer) for every chunk of a run: compared by identity first, so
+        // this costs nothing then.
+        if candidatesBind?.ids != articles { candidatesBind = (articles, PostgresEncodedTextArray(articles)) }
         var binds = PostgresBindings()
-        binds.append(articles)
+        binds.append(candidatesBind!.bind)
         let condition = usersCondition(users, &binds)
         binds.append(before)
         return try await idsByUser(
