@@ -240,7 +240,7 @@ public actor PostgresHistoryReader: HistoryReader {
         let rows = try await pool.rows(
             PostgresQuery(
                 unsafeSQL: """
-                    SELECT user_id, array_agg(extract(epoch FROM read_at)::bigint), array_agg(article_id), array_agg(seconds::bigint)
+                    SELECT user_id, array_agg(read_at), array_agg(article_id), array_agg(seconds::bigint)
                     FROM (SELECT user_id, read_at, article_id, seconds FROM digest_reads
                           WHERE \(condition) AND read_at >= to_timestamp($\(binds.count))
                           ORDER BY user_id COLLATE "C", read_at, article_id) r
@@ -251,23 +251,32 @@ public actor PostgresHistoryReader: HistoryReader {
         var missing = Set<String>()
         var index = 0
         for row in rows {
-            let (owner, times, articles, seconds) = try row.decode((String, [Int64], [String], [Int64]).self)
+            // The arrays as they came (`read_at` as the server keeps it, no conversion to a numeric
+            // epoch there), split here.
+            let (owner, timesBytes, articlesBytes, secondsBytes) = try row.decode((String, ByteBuffer, ByteBuffer, ByteBuffer).self)
             while index < users.count && users[index].reader.id.utf8.lexicographicallyPrecedes(owner.utf8) { index += 1 }
             guard index < users.count, users[index].reader.id == owner else { continue }
-            guard times.count == articles.count, times.count == seconds.count else {
-                throw PostgresStoreError(
-                    "\(pool.location): the reads of user \(owner) came as arrays of different lengths (\(times.count) times, \(articles.count) articles, \(seconds.count) durations)")
-            }
             var reads: [ReadEvent] = []
-            reads.reserveCapacity(times.count)
-            for (position, readAt) in times.enumerated() where readAt >= since[index] {
-                let article = articles[position]
-                let known = topics[article]
-                if known == nil { missing.insert(article) }
-                reads.append(
-                    ReadEvent(
-                        articleID: article, topics: known?.topics ?? [], readAt: readAt, seconds: Int(seconds[position]),
-                        language: known?.language))
+            do {
+                var times = try PostgresArrayReader(timesBytes), articles = try PostgresArrayReader(articlesBytes)
+                var seconds = try PostgresArrayReader(secondsBytes)
+                guard times.count == articles.count, times.count == seconds.count else {
+                    throw PostgresStoreError(
+                        "\(pool.location): the reads of user \(owner) came as arrays of different lengths (\(times.count) times, \(articles.count) articles, \(seconds.count) durations)")
+                }
+                reads.reserveCapacity(times.count)
+                for _ in 0..<times.count {
+                    let readAt = try times.nextUnixSeconds(), article = try articles.nextString(), duration = try seconds.nextInt64()
+                    guard readAt >= since[index] else { continue }
+                    let known = topics[article]
+                    if known == nil { missing.insert(article) }
+                    reads.append(
+                        ReadEvent(
+                            articleID: article, topics: known?.topics ?? [], readAt: readAt, seconds: Int(duration),
+                            language: known?.language))
+                }
+            } catch is PostgresArrayReader.Malformed {
+                throw PostgresStoreError("\(pool.location): the reads of user \(owner) came as arrays digest cannot read")
             }
             result[index] = reads
         }
