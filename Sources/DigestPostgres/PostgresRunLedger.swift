@@ -72,62 +72,39 @@ public final class PostgresRunLedger: RunLedger {
     public func commit(
         week: ISOWeek, through chunk: Int64, messages: [OutboxMessage], counters: RunCounters, now: Int64
     ) async throws -> Int {
-        var keys: [String] = [], weeks: [String] = [], users: [String] = [], platforms: [String] = [], variants: [String] = []
-        var bodies: [PostgresUTF8Text] = [], reports: [String] = [], due: [Int64] = []
-        // 0 stands for NULL (no quiet hours, no expiry).
-        var windowEnds: [Int64] = [], quietUntils: [Int64] = [], expiries: [Int64] = [], tokenKeys: [String] = []
-        var messageIDs: [String] = [], locales: [String] = []  // "" stands for a NULL locale
-        var providers: [String] = [], targets: [String] = [], headers: [String] = []  // "" stands for no headers (FCM)
-        var timings: [String] = [], dueLocals: [String] = []  // "" stands for NULL
         // One picks row per user and week (a user's messages come together and share their picks), the
         // ids joined by a unit separator that the statement splits again.
         var pickUsers: [String] = [], pickWeeks: [String] = [], pickLists: [String] = []
-        for message in messages {
-            if !message.picks.isEmpty, pickUsers.last != message.userID || pickWeeks.last != message.week {
+        for message in messages where !message.picks.isEmpty {
+            if pickUsers.last != message.userID || pickWeeks.last != message.week {
                 pickUsers.append(message.userID)
                 pickWeeks.append(message.week)
                 pickLists.append(message.picks.joined(separator: "\u{1F}"))
             }
-            keys.append(message.dedupeKey)
-            weeks.append(message.week)
-            users.append(message.userID)
-            platforms.append(message.platform.rawValue)
-            variants.append(message.variant.rawValue)
-            bodies.append(PostgresUTF8Text(bytes: message.message))
-            reports.append(message.report)
-            due.append(message.availableAt)
-            windowEnds.append(message.windowEnd ?? 0)
-            quietUntils.append(message.quietUntil ?? 0)
-            expiries.append(message.expiresAt ?? 0)
-            tokenKeys.append(message.tokenKey)
-            messageIDs.append(message.messageID)
-            locales.append(message.locale ?? "")
-            providers.append(message.provider.rawValue)
-            targets.append(message.target)
-            headers.append(message.headers ?? "")
-            timings.append(message.timing?.rawValue ?? "")
-            dueLocals.append(message.dueLocal ?? "")
         }
+        // The messages' columns, each written into its bind straight from the messages. 0 stands for
+        // NULL (no quiet hours, no expiry); "" for a NULL locale, no headers (FCM), no timing, no
+        // local due time.
         var binds = PostgresBindings(capacity: 27)
-        binds.append(keys)
-        binds.append(weeks)
-        binds.append(users)
-        binds.append(platforms)
-        binds.append(variants)
-        binds.append(bodies)
-        binds.append(reports)
-        binds.append(due)
-        binds.append(windowEnds)
-        binds.append(quietUntils)
-        binds.append(expiries)
-        binds.append(tokenKeys)
-        binds.append(messageIDs)
-        binds.append(locales)
-        binds.append(providers)
-        binds.append(targets)
-        binds.append(headers)
-        binds.append(timings)
-        binds.append(dueLocals)
+        binds.append(PostgresMessageTextColumn(messages, .dedupeKey))
+        binds.append(PostgresMessageTextColumn(messages, .week))
+        binds.append(PostgresMessageTextColumn(messages, .userID))
+        binds.append(PostgresMessageTextColumn(messages, .platform))
+        binds.append(PostgresMessageTextColumn(messages, .variant))
+        binds.append(PostgresMessageTextColumn(messages, .message))
+        binds.append(PostgresMessageTextColumn(messages, .report))
+        binds.append(PostgresMessageInt8Column(messages, .availableAt))
+        binds.append(PostgresMessageInt8Column(messages, .windowEnd))
+        binds.append(PostgresMessageInt8Column(messages, .quietUntil))
+        binds.append(PostgresMessageInt8Column(messages, .expiresAt))
+        binds.append(PostgresMessageTextColumn(messages, .tokenKey))
+        binds.append(PostgresMessageTextColumn(messages, .messageID))
+        binds.append(PostgresMessageTextColumn(messages, .locale))
+        binds.append(PostgresMessageTextColumn(messages, .provider))
+        binds.append(PostgresMessageTextColumn(messages, .target))
+        binds.append(PostgresMessageTextColumn(messages, .headers))
+        binds.append(PostgresMessageTextColumn(messages, .timing))
+        binds.append(PostgresMessageTextColumn(messages, .dueLocal))
         binds.append(now)
         binds.append(pickUsers)
         binds.append(pickWeeks)
