@@ -402,8 +402,16 @@ public actor PostgresHistoryReader: HistoryReader {
         for (index, user) in users.enumerated() { position[user.reader.id] = index }
         var result = [[String]](repeating: [], count: users.count)
         for row in try await pool.rows(query) {
-            let (user, ids) = try row.decode((String, [String]).self)
-            if let index = position[user] { result[index].append(contentsOf: ids) }
+            // The array as it came, split here rather than through postgres-nio's generic decoding.
+            let (user, bytes) = try row.decode((String, ByteBuffer).self)
+            guard let index = position[user] else { continue }
+            do {
+                var ids = try PostgresArrayReader(bytes)
+                result[index].reserveCapacity(result[index].count + ids.count)
+                for _ in 0..<ids.count { result[index].append(try ids.nextString()) }
+            } catch {
+                throw PostgresStoreError("\(pool.location): the ids of user \(user) came as an array digest cannot read")
+            }
         }
         return result
     }
