@@ -276,7 +276,8 @@ public actor PostgresHistoryReader: HistoryReader {
                             language: known?.language))
                 }
             } catch is PostgresArrayReader.Malformed {
-                throw PostgresStoreError("\(pool.location): the reads of user \(owner) came as arrays digest cannot read")
+                throw PostgresStoreError(
+                    "\(pool.location): the reads of user \(owner) came as arrays digest cannot read: digest_reads needs read_at timestamptz (or timestamp), article_id text and seconds integer")
             }
             result[index] = reads
         }
